@@ -1,0 +1,165 @@
+"""Judge models for the LLM-judge metrics: a plain ``JudgeSpec`` -> one of deepeval's own models.
+
+The engine resolves which model judges a metric (metric ``model`` > ``evaluations.model`` > the
+agent's model) and hands us a ``JudgeSpec``. We build deepeval's native model class for the
+provider with every setting passed explicitly, so nothing is read from ``.env`` files or from
+deepeval's own ``OPENAI_API_KEY``-style settings: a judge without a key in its spec is an error,
+not a silent fallback to whatever key the worker's environment happens to hold.
+
+deepeval is imported lazily (it costs about two seconds) and only after ``quiet_deepeval()`` has
+switched off its telemetry, dotenv loading, tracing and internal retries.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from deepeval.models import DeepEvalBaseLLM
+
+JudgeProvider = Literal["openai", "azure_openai", "anthropic", "ollama"]
+
+PROVIDERS_NEEDING_KEY = frozenset({"openai", "azure_openai", "anthropic"})
+DEFAULT_OLLAMA_ENDPOINT = "http://localhost:11434"
+
+# Set before deepeval is first imported: it reads most of these once, at import time.
+_DEEPEVAL_ENV: dict[str, str] = {
+    # No anonymous usage events to PostHog, and no ~/.deepeval telemetry id file.
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+    # deepeval otherwise merges .env / .env.local from the working directory into os.environ.
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    # Judge calls are not traced to Confident AI.
+    "CONFIDENT_TRACING_ENABLED": "NO",
+    # One attempt per provider request: retries are ours (``retries``), so that ``retry_count``
+    # and ``timeout_ms`` mean what the user configured, not that times deepeval's backoff.
+    "DEEPEVAL_RETRY_MAX_ATTEMPTS": "1",
+    "DEEPEVAL_UPDATE_WARNING_OPT_IN": "0",
+    "DEEPEVAL_VERBOSE_MODE": "0",
+}
+
+
+def quiet_deepeval() -> None:
+    """Configure deepeval's environment switches; a value the operator set explicitly wins."""
+    for key, value in _DEEPEVAL_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+quiet_deepeval()
+
+
+class JudgeConfigError(ValueError):
+    """The judge cannot be built from its spec (missing key, endpoint, package...)."""
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """Which model judges a metric, with everything needed to reach it."""
+
+    provider: JudgeProvider
+    name: str
+    endpoint: str | None = None
+    # Kept out of repr so a spec never leaks its key into logs or error messages.
+    api_key: str | None = field(default=None, repr=False)
+    api_version: str | None = None
+    # Judges default to 0.0: the same answer graded twice should get the same verdict.
+    temperature: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.name}"
+
+
+def judge_model_for(spec: JudgeSpec) -> DeepEvalBaseLLM:
+    """Build deepeval's native model for ``spec``; raises ``JudgeConfigError`` when it can't."""
+    _check_spec(spec)
+    quiet_deepeval()
+    builders = {
+        "openai": _openai_model,
+        "azure_openai": _azure_model,
+        "anthropic": _anthropic_model,
+        "ollama": _ollama_model,
+    }
+    return builders[spec.provider](spec)
+
+
+def _check_spec(spec: JudgeSpec) -> None:
+    if spec.provider not in ("openai", "azure_openai", "anthropic", "ollama"):
+        raise JudgeConfigError(
+            f"judge provider {spec.provider!r} cannot grade (use openai, azure_openai, "
+            f"anthropic or ollama) for judge {spec.label}"
+        )
+    if not spec.name:
+        raise JudgeConfigError(f"no model name for judge {spec.provider}")
+    if spec.provider in PROVIDERS_NEEDING_KEY and not spec.api_key:
+        raise JudgeConfigError(f"no API key for judge {spec.label}")
+    if spec.provider == "azure_openai":
+        if not spec.endpoint:
+            raise JudgeConfigError(f"no endpoint for judge {spec.label}")
+        if not spec.api_version:
+            raise JudgeConfigError(f"no api_version for judge {spec.label}")
+
+
+def _temperature(spec: JudgeSpec) -> float:
+    return 0.0 if spec.temperature is None else float(spec.temperature)
+
+
+def _openai_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
+    from deepeval.models import OpenAIModel  # GPTModel is its deprecated alias
+
+    return OpenAIModel(
+        model=spec.name,
+        api_key=spec.api_key,
+        base_url=spec.endpoint,
+        temperature=_temperature(spec),
+    )
+
+
+def _azure_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
+    from deepeval.models import AzureOpenAIModel
+
+    # agent.yaml names the Azure deployment in ``name``; deepeval wants it as both the model
+    # (for its capability/price table) and the deployment it sends requests to.
+    return AzureOpenAIModel(
+        model=spec.name,
+        deployment_name=spec.name,
+        api_key=spec.api_key,
+        base_url=spec.endpoint,
+        api_version=spec.api_version,
+        temperature=_temperature(spec),
+    )
+
+
+def _anthropic_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
+    from deepeval.models import AnthropicModel
+
+    extra: dict[str, Any] = {"base_url": spec.endpoint} if spec.endpoint else {}
+    # Extra keyword arguments go straight to the anthropic client (base_url included).
+    return AnthropicModel(
+        model=spec.name,
+        api_key=spec.api_key,
+        temperature=_temperature(spec),
+        **extra,
+    )
+
+
+def _ollama_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
+    endpoint = (spec.endpoint or DEFAULT_OLLAMA_ENDPOINT).rstrip("/")
+    if importlib.util.find_spec("ollama") is not None:
+        from deepeval.models import OllamaModel
+
+        host = endpoint.removesuffix("/v1")  # the native client wants the bare host
+        return OllamaModel(model=spec.name, base_url=host, temperature=_temperature(spec))
+    # Without the ``ollama`` package, talk to Ollama's OpenAI-compatible API (``/v1``) through
+    # deepeval's LocalModel; Ollama ignores the key but the OpenAI client insists on one.
+    from deepeval.models import LocalModel
+
+    base_url = endpoint if endpoint.endswith("/v1") else f"{endpoint}/v1"
+    return LocalModel(
+        model=spec.name,
+        api_key=spec.api_key or "ollama",
+        base_url=base_url,
+        temperature=_temperature(spec),
+    )

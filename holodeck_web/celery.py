@@ -1,0 +1,49 @@
+"""The Celery app. Only ids travel through the broker; the database row is the truth."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
+
+app = Celery("holodeck_web")
+
+
+def configure(app: Celery) -> None:
+    from django.conf import settings
+
+    if settings.EMBEDDED_BROKER:
+        for sub in ("in", "processed"):
+            (settings.BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+        broker_url = "filesystem://"
+        transport_options = {
+            "data_folder_in": str(settings.BROKER_DIR / "in"),
+            "data_folder_out": str(settings.BROKER_DIR / "in"),
+            "processed_folder": str(settings.BROKER_DIR / "processed"),
+            "store_processed": False,
+        }
+    else:
+        broker_url = settings.BROKER_URL
+        transport_options = {"visibility_timeout": 3600}
+    app.conf.update(
+        broker_url=broker_url,
+        broker_transport_options=transport_options,
+        broker_connection_retry_on_startup=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        result_backend=None,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_concurrency=settings.CELERY_WORKER_CONCURRENCY,
+        task_always_eager=settings.CELERY_EAGER,
+        task_eager_propagates=True,
+        timezone="UTC",
+    )
+
+
+configure(app)
+app.autodiscover_tasks(["runs"])

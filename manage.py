@@ -1,0 +1,24 @@
+#!/usr/bin/env python
+"""Django's command-line utility for administrative tasks."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
+    from django.core.exceptions import ImproperlyConfigured
+    from django.core.management import execute_from_command_line
+
+    try:
+        execute_from_command_line(sys.argv)
+    except ImproperlyConfigured as exc:
+        # A malformed setting stops start-up with one clear line, not a traceback.
+        sys.stderr.write(f"configuration error: {exc}\n")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

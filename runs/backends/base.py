@@ -1,0 +1,91 @@
+"""The one protocol every agent backend implements, and the provider -> backend registry.
+
+A backend turns a loaded agent into sessions. A session is one conversation: the engine sends
+the turns of one test case in order on it, then closes it (on every outcome). Backends are
+registered by dotted path and imported on first use, so the web process never pays for
+semantic_kernel or claude_agent_sdk imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call the agent made during a turn, as the backend observed it."""
+
+    name: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cache_creation_tokens + other.cache_creation_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+        )
+
+
+@dataclass
+class TurnOutput:
+    """What one ``send`` produced. ``is_error`` marks a session-level failure of this turn."""
+
+    response: str | None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage | None = None
+    is_error: bool = False
+    error: str | None = None
+
+
+class AgentSession(Protocol):
+    async def send(self, message: str) -> TurnOutput: ...
+
+    async def close(self) -> None: ...
+
+
+class AgentBackend(Protocol):
+    async def create_session(self, *, case_name: str | None, case_index: int) -> AgentSession: ...
+
+
+class BackendError(Exception):
+    """A backend could not be created or a session could not be opened."""
+
+
+# provider -> "module:factory"; a factory takes (agent: LoadedAgent) and returns an AgentBackend.
+BACKENDS: dict[str, str] = {
+    "openai": "runs.backends.semantic_kernel:SemanticKernelBackend",
+    "azure_openai": "runs.backends.semantic_kernel:SemanticKernelBackend",
+    "ollama": "runs.backends.semantic_kernel:SemanticKernelBackend",
+    "anthropic": "runs.backends.claude_agent_sdk:ClaudeAgentBackend",
+    "scripted": "runs.backends.scripted:ScriptedBackend",
+}
+
+
+def backend_for(agent: LoadedAgent, **options: Any) -> AgentBackend:
+    """Import (on first use) and build the backend registered for the agent's provider."""
+    provider = agent.config.model.provider
+    try:
+        dotted = BACKENDS[provider]
+    except KeyError as exc:
+        raise BackendError(f"no backend is registered for provider {provider!r}") from exc
+    module_name, _, attr = dotted.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    backend: AgentBackend = factory(agent, **options)
+    return backend

@@ -1,0 +1,353 @@
+"""The claude-agent-sdk backend (provider ``anthropic``).
+
+A session is one ``ClaudeSDKClient`` (one Claude Code CLI process, the binary bundled in the
+wheel) kept open for all turns of a test case:
+
+- the agent's python function tools are an in-process SDK MCP server named ``tools``, so the
+  model sees ``mcp__tools__<name>``; each handler runs the real callable and records the call;
+- its MCP tools are passed through as external servers (``mcp__<tool name>__<server tool>``);
+  their calls are recorded from the ToolUseBlock / ToolResultBlock pairs of the stream;
+- no built-in tool is available (``tools=[]``) and only the configured tools are pre-approved;
+  anything else is denied, never prompted (``permission_mode="dontAsk"``; never
+  ``bypassPermissions``, which the CLI refuses as root);
+- isolation: a private temporary ``CLAUDE_CONFIG_DIR`` (deleted on close), no user/project
+  settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``), no non-essential
+  traffic, bounded CLI retries;
+- usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls).
+
+``send`` reports model/CLI failures as ``TurnOutput(is_error=True)``; it raises only when
+cancelled (the engine's ``llm_timeout``), after which the next ``send`` first interrupts and
+drains the abandoned turn so the two conversations never mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import claude_agent_sdk
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    SdkMcpTool,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    create_sdk_mcp_server,
+)
+
+from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
+from runs.backends.tools import (
+    call_function_tool,
+    error_text,
+    function_description,
+    function_tool_schema,
+)
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
+
+FUNCTION_SERVER = "tools"
+MAX_RETRIES = 2
+# How long the next send waits for an abandoned (timed-out) turn to wind down.
+DRAIN_TIMEOUT_S = 15.0
+# "default" would prompt for unapproved tools; headless, deny them instead.
+_PERMISSION_MODES = {"default": "dontAsk", "acceptEdits": "acceptEdits", "plan": "plan"}
+
+
+def bundled_cli_path() -> Path | None:
+    """The Claude Code binary shipped inside the claude-agent-sdk wheel, if present."""
+    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return path if path.is_file() else None
+
+
+class ClaudeAgentBackend:
+    """Builds one :class:`ClaudeAgentSession` (one CLI process) per test case."""
+
+    def __init__(self, agent: LoadedAgent) -> None:
+        if agent.config.model.provider != "anthropic":
+            raise BackendError(
+                f"the claude_agent_sdk backend serves provider 'anthropic', "
+                f"not {agent.config.model.provider!r}"
+            )
+        if bundled_cli_path() is None:
+            raise BackendError("claude-agent-sdk has no bundled Claude Code CLI (_bundled/claude)")
+        self.agent = agent
+
+    async def create_session(self, *, case_name: str | None, case_index: int) -> ClaudeAgentSession:
+        session = ClaudeAgentSession(self.agent)
+        try:
+            await session.open()
+        except BaseException as exc:
+            await session.close()
+            if isinstance(exc, Exception):
+                raise BackendError(f"could not start Claude Code: {session.describe(exc)}") from exc
+            raise
+        return session
+
+
+class ClaudeAgentSession:
+    """One conversation on one Claude Code CLI process."""
+
+    def __init__(self, agent: LoadedAgent) -> None:
+        self._agent = agent
+        self._config_dir = Path(tempfile.mkdtemp(prefix="holodeck-claude-"))
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._calls: list[ToolCallRecord] = []
+        self._external: dict[str, tuple[ToolCallRecord, float]] = {}
+        self._abandoned = False
+        self._client = ClaudeSDKClient(self._options())
+
+    @property
+    def config_dir(self) -> Path:
+        return self._config_dir
+
+    async def open(self) -> None:
+        await self._client.connect()
+
+    async def send(self, message: str) -> TurnOutput:
+        self._calls = []
+        self._external = {}
+        if self._abandoned and not await self._drain_abandoned_turn():
+            return TurnOutput(None, is_error=True, error="the previous turn could not be stopped")
+        self._abandoned = True  # until the ResultMessage of this turn arrives
+        try:
+            await self._client.query(message)
+            return await self._receive_turn()
+        except Exception as exc:
+            return self._output(None, None, error=self.describe(exc))
+
+    async def close(self) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                await self._client.disconnect()
+        finally:
+            shutil.rmtree(self._config_dir, ignore_errors=True)
+
+    def describe(self, exc: BaseException) -> str:
+        """The error text, with the CLI's last stderr lines when it wrote any."""
+        text = error_text(exc)
+        tail = " | ".join(line.strip() for line in self._stderr if line.strip())
+        return f"{text} (stderr: {tail[-500:]})" if tail else text
+
+    # --- one turn ---------------------------------------------------------------------------
+
+    async def _receive_turn(self) -> TurnOutput:
+        texts: list[str] = []
+        errors: list[str] = []
+        async for msg in self._client.receive_response():
+            if isinstance(msg, AssistantMessage):
+                if msg.parent_tool_use_id is None:
+                    texts.extend(self._read_assistant(msg))
+                if msg.error:
+                    errors.append(f"assistant error: {msg.error}")
+            elif isinstance(msg, UserMessage):
+                self._read_tool_results(msg)
+            elif isinstance(msg, ResultMessage):
+                self._abandoned = False
+                return self._result_output(msg, texts, errors)
+        self._abandoned = False
+        return self._output(None, None, error="Claude Code ended the turn without a result")
+
+    def _read_assistant(self, msg: AssistantMessage) -> list[str]:
+        """Text of this assistant message; a tool_use starts a new reply, so it resets."""
+        texts: list[str] = []
+        for block in msg.content:
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+            elif isinstance(block, ToolUseBlock) and not self._is_function_tool(block.name):
+                record = ToolCallRecord(name=block.name, args=dict(block.input or {}))
+                self._calls.append(record)
+                self._external[block.id] = (record, time.perf_counter())
+        return texts
+
+    def _read_tool_results(self, msg: UserMessage) -> None:
+        if isinstance(msg.content, str):
+            return
+        for block in msg.content:
+            if isinstance(block, ToolResultBlock) and block.tool_use_id in self._external:
+                record, started = self._external.pop(block.tool_use_id)
+                record.duration_ms = (time.perf_counter() - started) * 1000
+                text = tool_result_text(block.content)
+                if block.is_error:
+                    record.error = text
+                else:
+                    record.result = text
+
+    def _result_output(self, msg: ResultMessage, texts: list[str], errors: list[str]) -> TurnOutput:
+        response = msg.result if isinstance(msg.result, str) else "".join(texts[-1:])
+        usage = claude_usage(msg.usage) if msg.usage else None
+        if msg.is_error:
+            detail = "; ".join([*(msg.errors or []), *errors]) or (msg.result or "")
+            return self._output(response, usage, error=f"{msg.subtype}: {detail}".strip(": "))
+        return self._output(response, usage)
+
+    def _output(self, response: str | None, usage: Usage | None, *, error: str | None = None) -> TurnOutput:
+        return TurnOutput(
+            response=response,
+            tool_calls=list(self._calls),
+            usage=usage,
+            is_error=error is not None,
+            error=error,
+        )
+
+    async def _drain_abandoned_turn(self) -> bool:
+        """Stop a turn the engine gave up on and read its messages up to its ResultMessage."""
+
+        async def drain() -> None:
+            await self._client.interrupt()
+            async for msg in self._client.receive_response():
+                if isinstance(msg, ResultMessage):
+                    return
+
+        try:
+            await asyncio.wait_for(drain(), DRAIN_TIMEOUT_S)
+        except Exception:
+            return False
+        self._abandoned = False
+        return True
+
+    # --- options ----------------------------------------------------------------------------
+
+    def _options(self) -> ClaudeAgentOptions:
+        config = self._agent.config
+        claude = config.claude
+        function_tools = [t for t in config.tools if t.type == "function"]
+        mcp_tools = [t for t in config.tools if t.type == "mcp"]
+        servers: dict[str, Any] = {t.name: external_server(t) for t in mcp_tools}
+        allowed = [f"mcp__{t.name}" for t in mcp_tools]
+        if function_tools:
+            servers[FUNCTION_SERVER] = create_sdk_mcp_server(
+                FUNCTION_SERVER, tools=[self._sdk_tool(t) for t in function_tools]
+            )
+            allowed += [f"mcp__{FUNCTION_SERVER}__{t.name}" for t in function_tools]
+        extra = list(claude.allowed_tools or []) if claude else []
+        options = ClaudeAgentOptions(
+            # Built-in tools (Bash, Read, Write, ...) exist only when claude.allowed_tools names them.
+            tools=[name for name in extra if not name.startswith("mcp__")],
+            allowed_tools=allowed + extra,
+            disallowed_tools=list(claude.disallowed_tools or []) if claude else [],
+            system_prompt=self._system_prompt(),
+            model=config.model.name,
+            mcp_servers=servers,
+            strict_mcp_config=True,
+            setting_sources=[],
+            permission_mode=_PERMISSION_MODES[claude.permission_mode if claude else "default"],  # type: ignore[arg-type]
+            max_turns=claude.max_turns if claude else None,
+            cwd=str(self._agent.base_dir),
+            env=self._env(),
+            stderr=self._stderr.append,
+        )
+        if claude and claude.max_thinking_tokens:
+            options.thinking = {"type": "enabled", "budget_tokens": claude.max_thinking_tokens}
+        return options
+
+    def _system_prompt(self) -> str:
+        prompt = self._agent.instructions or ""
+        claude = self._agent.config.claude
+        if claude and claude.append_system_prompt:
+            prompt = f"{prompt}\n\n{claude.append_system_prompt}".strip()
+        return prompt
+
+    def _env(self) -> dict[str, str]:
+        model = self._agent.config.model
+        env = {
+            "CLAUDE_CONFIG_DIR": str(self._config_dir),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
+            "DISABLE_AUTOUPDATER": "1",
+            # The CLI's own per-request timeout; the engine's llm_timeout bounds the whole turn.
+            "API_TIMEOUT_MS": str(int(self._agent.config.execution.llm_timeout * 1000)),
+        }
+        if model.endpoint:
+            env["ANTHROPIC_BASE_URL"] = model.endpoint
+        if model.api_key:
+            env["ANTHROPIC_API_KEY"] = model.api_key
+        if model.max_tokens:
+            env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(model.max_tokens)
+        return env
+
+    def _is_function_tool(self, name: str) -> bool:
+        return name.startswith(f"mcp__{FUNCTION_SERVER}__")
+
+    def _sdk_tool(self, tool: Any) -> SdkMcpTool[Any]:
+        """An in-process MCP tool whose handler runs the python callable and records the call."""
+        fn = tool.callable
+        name = f"mcp__{FUNCTION_SERVER}__{tool.name}"
+
+        async def handler(args: dict[str, Any]) -> dict[str, Any]:
+            record = ToolCallRecord(name=name, args=dict(args))
+            self._calls.append(record)
+            started = time.perf_counter()
+            result, error = await call_function_tool(fn, dict(args))
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            if error is not None:
+                record.error = error
+                return {"content": [{"type": "text", "text": error}], "is_error": True}
+            record.result = json_safe(result)
+            return {"content": [{"type": "text", "text": result_text(result)}]}
+
+        return SdkMcpTool(
+            name=tool.name,
+            description=function_description(fn, tool.description),
+            input_schema=function_tool_schema(fn),
+            handler=handler,
+        )
+
+
+def external_server(tool: Any) -> dict[str, Any]:
+    """An McpTool as a Claude Code ``--mcp-config`` server entry."""
+    if tool.transport == "http":
+        server: dict[str, Any] = {"type": "http", "url": tool.url}
+        if tool.headers:
+            server["headers"] = dict(tool.headers)
+        return server
+    server = {"type": "stdio", "command": tool.command, "args": list(tool.args or [])}
+    if tool.env:
+        server["env"] = dict(tool.env)
+    return server
+
+
+def claude_usage(usage: dict[str, Any]) -> Usage:
+    return Usage(
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        cache_creation_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+        cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
+    )
+
+
+def tool_result_text(content: str | list[dict[str, Any]] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
+
+
+def result_text(result: Any) -> str:
+    """What the model reads back: strings as they are, anything else as JSON (else ``str``)."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def json_safe(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value

@@ -1,0 +1,161 @@
+"""The scripted provider: replays a transcript, executing the agent's real tools.
+
+It is what ``dev.py run``, the examples, the benchmarks and most tests use: deterministic, offline,
+and still exercising the real tool code, the engine and the graders. A transcript is YAML/JSON::
+
+    cases:
+      "<test case name, or #index>":
+        - tool_calls:                       # turn 0: calls made before answering
+            - {name: subtract, args: {a: 206588, b: 181001}}
+          response: "25587"
+        - response: "14.1%"                 # turn 1
+        - error: "model overloaded"         # turn 2: the model call fails (a session error)
+        - delay_ms: 5000                    # turn 3: a slow model (for timeout tests)
+          response: "late"
+
+Without ``model.transcript`` the transcript is built from the test cases themselves
+(:func:`build_transcript`): each turn calls its expected tools with their expected args and
+answers its ground truth, so a large suite runs offline. ``model.latency_ms`` adds a fixed delay
+to every simulated model call (one per tool round, one for the answer), for benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from graders.matchers import FuzzyMatcher, LiteralMatcher
+from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
+from runs.backends.tools import call_function_tool
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from runs.spec.loader import LoadedAgent
+    from runs.spec.models import TestCase
+
+Transcript = dict[str, list[dict[str, Any]]]
+
+
+def case_key(case: TestCase, index: int) -> str:
+    return case.name if case.name else f"#{index}"
+
+
+def build_transcript(test_cases: list[TestCase]) -> Transcript:
+    """A transcript that answers every turn's ground truth and calls its expected tools.
+
+    Literal and fuzzy arg matchers give the value to send; regex matchers cannot be inverted,
+    so such args are left out (the real tool then reports the missing argument).
+    """
+    cases: Transcript = {}
+    for index, case in enumerate(test_cases):
+        turns = []
+        for turn in case.as_turns():
+            calls = []
+            for expected in turn.tool_expectations():
+                args: dict[str, Any] = {}
+                for arg, matcher in (expected.args or {}).items():
+                    if isinstance(matcher, LiteralMatcher):
+                        args[arg] = matcher.value
+                    elif isinstance(matcher, FuzzyMatcher):
+                        args[arg] = matcher.pattern
+                calls.extend({"name": expected.name, "args": args} for _ in range(expected.count))
+            turns.append({"tool_calls": calls, "response": turn.ground_truth or ""})
+        cases[case_key(case, index)] = turns
+    return cases
+
+
+def load_transcript(path: Path) -> Transcript:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise BackendError(f"cannot read scripted transcript {path}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
+        raise BackendError(f"scripted transcript {path} must be a mapping with a 'cases' mapping")
+    return {str(name): list(turns or []) for name, turns in data["cases"].items()}
+
+
+class ScriptedBackend:
+    def __init__(self, agent: LoadedAgent, transcript: Transcript | None = None) -> None:
+        self.agent = agent
+        model = agent.config.model
+        if transcript is not None:
+            self.transcript = transcript
+        elif model.transcript:
+            self.transcript = load_transcript(agent.base_dir / model.transcript)
+        else:
+            self.transcript = build_transcript(agent.config.test_cases)
+        self.latency_s = (model.latency_ms or 0) / 1000
+        self.tools: dict[str, Callable[..., Any]] = {
+            tool.name: tool.callable for tool in agent.config.tools if tool.type == "function"
+        }
+
+    async def create_session(self, *, case_name: str | None, case_index: int) -> ScriptedSession:
+        key = case_name if case_name else f"#{case_index}"
+        turns = self.transcript.get(key)
+        if turns is None:
+            turns = self.transcript.get(f"#{case_index}")
+        return ScriptedSession(self, key, turns)
+
+
+class ScriptedSession:
+    def __init__(self, backend: ScriptedBackend, key: str, turns: list[dict[str, Any]] | None):
+        self.backend = backend
+        self.key = key
+        self.turns = turns
+        self.turn_index = 0
+        self.closed = False
+        self.history: list[str] = []
+
+    async def send(self, message: str) -> TurnOutput:
+        if self.closed:
+            raise BackendError("session is closed")
+        index = self.turn_index
+        self.turn_index += 1
+        self.history.append(message)
+        if self.turns is None:
+            return TurnOutput(None, is_error=True, error=f"transcript has no case {self.key!r}")
+        if index >= len(self.turns):
+            return TurnOutput(
+                None, is_error=True, error=f"transcript of {self.key!r} has no turn {index}"
+            )
+        step = self.turns[index] or {}
+        return await self._play(step, message)
+
+    async def _play(self, step: dict[str, Any], message: str) -> TurnOutput:
+        calls = step.get("tool_calls") or []
+        records = []
+        if calls:
+            await self._model_call()
+            for call in calls:
+                records.append(await self._call_tool(call))
+        await self._model_call(step.get("delay_ms"))
+        if step.get("error"):
+            return TurnOutput(None, records, is_error=True, error=str(step["error"]))
+        response = step.get("response")
+        text = response if isinstance(response, str) or response is None else json.dumps(response)
+        usage = Usage(prompt_tokens=max(1, len(message) // 4), completion_tokens=len(text or "") // 4)
+        return TurnOutput(text, records, usage)
+
+    async def _model_call(self, delay_ms: float | None = None) -> None:
+        delay = self.backend.latency_s + (delay_ms or 0) / 1000
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def _call_tool(self, call: dict[str, Any]) -> ToolCallRecord:
+        name = str(call.get("name", ""))
+        args = dict(call.get("args") or {})
+        fn = self.backend.tools.get(name)
+        if fn is None:
+            return ToolCallRecord(name, args, error=f"unknown tool {name!r}")
+        started = time.perf_counter()
+        result, error = await call_function_tool(fn, args)
+        return ToolCallRecord(name, args, result, error, (time.perf_counter() - started) * 1000)
+
+    async def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,353 @@
+"""The semantic-kernel backend (providers ``openai``, ``azure_openai``, ``ollama``).
+
+One session = one Kernel with one chat service, the agent's function tools as kernel functions
+(plugin ``tools``, so the model sees ``tools-<name>``), its MCP tools as SK MCP plugins (plugin
+``<tool name>``, functions ``<tool name>-<server tool>``), automatic function calling, and a
+ChatHistory that lives as long as the session.
+
+What a turn reports:
+- tool calls, from an AUTO_FUNCTION_INVOCATION filter (name, args, result, error, duration);
+- token usage summed over every HTTP request of the turn: each request of SK's auto-invoke loop
+  is a separate chat completion with its own ``usage``, so an httpx response hook on the
+  session's private client adds them up (the final message's metadata only holds the last one);
+- model/HTTP failures as ``TurnOutput(is_error=True)``; ``send`` never raises for them.
+
+``ollama`` goes through Ollama's OpenAI-compatible ``/v1`` API with the OpenAI connector (no
+extra ``ollama`` package, and the same wire format the offline tests fake).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from openai import AsyncAzureOpenAI, AsyncOpenAI
+from semantic_kernel import Kernel
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+from semantic_kernel.connectors.ai.open_ai import AzureChatCompletion, OpenAIChatCompletion
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+from semantic_kernel.contents import ChatHistory, TextContent
+from semantic_kernel.filters import AutoFunctionInvocationContext, FilterTypes
+from semantic_kernel.functions import KernelFunctionFromMethod, KernelParameterMetadata
+from semantic_kernel.functions.kernel_function_decorator import kernel_function
+
+from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
+from runs.backends.tools import (
+    call_function_tool,
+    error_text,
+    function_description,
+    function_tool_schema,
+)
+
+if TYPE_CHECKING:
+    from semantic_kernel.connectors.mcp import MCPPluginBase
+
+    from runs.spec.loader import LoadedAgent
+
+FUNCTION_PLUGIN = "tools"
+OLLAMA_DEFAULT_ENDPOINT = "http://localhost:11434/v1"
+# Retries inside one send; the engine's llm_timeout bounds the whole turn anyway.
+HTTP_MAX_RETRIES = 2
+# SK reports a swallowed function exception to the model with this prefix (kernel.py).
+_SK_FUNCTION_ERROR = "An error occurred while invoking the function "
+
+# The record of the tool call in progress in this asyncio task (SK runs parallel calls as
+# separate tasks), so a failing python tool can attach its error to it.
+_CURRENT_CALL: contextvars.ContextVar[ToolCallRecord | None] = contextvars.ContextVar(
+    "holodeck_current_tool_call", default=None
+)
+
+
+class ToolFailedError(Exception):
+    """A python tool raised; the message is already ``ExcType: message``."""
+
+
+class SemanticKernelBackend:
+    """Builds one :class:`SemanticKernelSession` per test case."""
+
+    providers = ("openai", "azure_openai", "ollama")
+
+    def __init__(self, agent: LoadedAgent) -> None:
+        provider = agent.config.model.provider
+        if provider not in self.providers:
+            raise BackendError(f"the semantic_kernel backend does not serve provider {provider!r}")
+        self.agent = agent
+
+    async def create_session(
+        self, *, case_name: str | None, case_index: int
+    ) -> SemanticKernelSession:
+        session = SemanticKernelSession(self.agent)
+        try:
+            await session.open()
+        except BaseException as exc:
+            await session.close()
+            if isinstance(exc, Exception):
+                raise BackendError(f"could not open a session: {error_text(exc)}") from exc
+            raise
+        return session
+
+
+class SemanticKernelSession:
+    """One conversation: a kernel, a chat service and the ChatHistory of every turn so far."""
+
+    def __init__(self, agent: LoadedAgent) -> None:
+        self._meter = UsageMeter()
+        timeout = float(agent.config.execution.llm_timeout)
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            event_hooks={"response": [self._meter.on_response]},
+        )
+        self._service = chat_service(agent.config.model, self._http)
+        self._kernel = Kernel()
+        self._kernel.add_service(self._service)
+        self._kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, self._record_tool_call)
+        self._mcp_configs = [t for t in agent.config.tools if t.type == "mcp"]
+        self._base_dir = agent.base_dir
+        self._mcp_plugins: list[MCPPluginBase] = []
+        for tool in agent.config.tools:
+            if tool.type == "function":
+                self._kernel.add_function(FUNCTION_PLUGIN, python_kernel_function(tool))
+        self._model = agent.config.model
+        self._settings = execution_settings(self._service, self._model, self._kernel)
+        self._history = ChatHistory(system_message=agent.instructions or None)
+        self._calls: list[ToolCallRecord] = []
+
+    @property
+    def history(self) -> ChatHistory:
+        return self._history
+
+    async def open(self) -> None:
+        """Connect the MCP servers (each plugin lists its tools as kernel functions)."""
+        for config in self._mcp_configs:
+            plugin = mcp_plugin(config, self._base_dir)
+            await plugin.connect()
+            self._mcp_plugins.append(plugin)
+            self._kernel.add_plugin(plugin, plugin_name=config.name)
+        self._settings = execution_settings(self._service, self._model, self._kernel)
+
+    async def send(self, message: str) -> TurnOutput:
+        self._calls = []
+        self._meter.reset()
+        mark = len(self._history.messages)
+        self._history.add_user_message(message)
+        try:
+            reply = await self._service.get_chat_message_content(
+                chat_history=self._history, settings=self._settings, kernel=self._kernel
+            )
+        except Exception as exc:
+            # Drop the half-finished turn (a dangling tool_calls message would make every later
+            # request of this session invalid); the failure is reported, not retried.
+            del self._history.messages[mark:]
+            return self._output(None, error=error_text(exc))
+        except BaseException:
+            del self._history.messages[mark:]  # cancelled by the engine's llm_timeout
+            raise
+        if reply is None:
+            del self._history.messages[mark:]
+            return self._output(None, error="the model returned no message")
+        self._history.add_message(reply)
+        return self._output(reply.content or "")
+
+    async def close(self) -> None:
+        for plugin in reversed(self._mcp_plugins):
+            try:
+                await plugin.close()
+            except Exception:  # closing must not hide the turn's own outcome
+                pass
+        self._mcp_plugins.clear()
+        await self._http.aclose()
+
+    def _output(self, response: str | None, *, error: str | None = None) -> TurnOutput:
+        return TurnOutput(
+            response=response,
+            tool_calls=list(self._calls),
+            usage=self._meter.usage if self._meter.requests else None,
+            is_error=error is not None,
+            error=error,
+        )
+
+    async def _record_tool_call(
+        self,
+        context: AutoFunctionInvocationContext,
+        next: Callable[[AutoFunctionInvocationContext], Awaitable[None]],
+    ) -> None:
+        call = context.function_call_content
+        args = dict(call.parse_arguments() or {}) if call is not None else {}
+        record = ToolCallRecord(name=context.function.fully_qualified_name, args=args)
+        self._calls.append(record)  # in call order, even when SK runs calls in parallel
+        token = _CURRENT_CALL.set(record)
+        started = time.perf_counter()
+        try:
+            await next(context)
+        finally:
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            _CURRENT_CALL.reset(token)
+        result = context.function_result
+        value = result.value if result else None
+        if record.error is None and isinstance(value, str) and value.startswith(_SK_FUNCTION_ERROR):
+            record.error = value.split(": ", 1)[-1]
+        if record.error is None:
+            record.result = result_value(value)
+            if result is not None and _is_content_list(value):
+                # SK would show the model the repr of MCP content objects; give it the text.
+                result.value = record.result
+
+
+class UsageMeter:
+    """Sums the ``usage`` of every chat-completion HTTP response seen by one httpx client."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.requests = 0
+
+    def reset(self) -> None:
+        self.usage = Usage()
+        self.requests = 0
+
+    async def on_response(self, response: httpx.Response) -> None:
+        if not response.request.url.path.endswith("/chat/completions"):
+            return
+        if "json" not in response.headers.get("content-type", ""):
+            return  # a streamed body cannot be read here without consuming it
+        await response.aread()
+        try:
+            usage = response.json().get("usage")
+        except (ValueError, AttributeError):
+            return
+        if isinstance(usage, dict):
+            self.requests += 1
+            self.usage = self.usage + openai_usage(usage)
+
+
+def openai_usage(usage: dict[str, Any]) -> Usage:
+    """OpenAI ``usage`` -> Usage; ``cached_tokens`` (already inside prompt_tokens) as cache reads."""
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cache_read_tokens=int(details.get("cached_tokens") or 0),
+    )
+
+
+def chat_service(model: Any, http: httpx.AsyncClient) -> ChatCompletionClientBase:
+    """The one chat service of a session, talking through the session's httpx client."""
+    if model.provider == "azure_openai":
+        if not model.endpoint:
+            raise BackendError("model.endpoint is required for provider azure_openai")
+        azure = AsyncAzureOpenAI(
+            azure_endpoint=model.endpoint,
+            api_key=model.api_key,
+            api_version=model.api_version or "2024-10-21",
+            http_client=http,
+            max_retries=HTTP_MAX_RETRIES,
+        )
+        return AzureChatCompletion(
+            deployment_name=model.name,
+            endpoint=model.endpoint,
+            api_key=model.api_key,
+            api_version=model.api_version or "2024-10-21",
+            async_client=azure,
+        )
+    endpoint = model.endpoint
+    api_key = model.api_key
+    if model.provider == "ollama":
+        endpoint = endpoint or OLLAMA_DEFAULT_ENDPOINT
+        api_key = api_key or "ollama"  # Ollama ignores the key; the client insists on one
+    client = AsyncOpenAI(
+        api_key=api_key, base_url=endpoint, http_client=http, max_retries=HTTP_MAX_RETRIES
+    )
+    return OpenAIChatCompletion(ai_model_id=model.name, api_key=api_key, async_client=client)
+
+
+def execution_settings(
+    service: ChatCompletionClientBase, model: Any, kernel: Kernel
+) -> PromptExecutionSettings:
+    """Sampling options from the model config; auto function calling when there are tools."""
+    options: dict[str, Any] = {}
+    for name in ("temperature", "max_tokens", "top_p"):
+        value = getattr(model, name, None)
+        if value is not None:
+            options[name] = value
+    settings = service.get_prompt_execution_settings_class()(**options)
+    if kernel.plugins:
+        settings.function_choice_behavior = FunctionChoiceBehavior.Auto()
+    return settings
+
+
+def python_kernel_function(tool: Any) -> KernelFunctionFromMethod:
+    """A kernel function that runs the tool's python callable, with its real JSON schema."""
+    fn = tool.callable
+    schema = function_tool_schema(fn)
+    required = set(schema.get("required", []))
+
+    async def invoke(**kwargs: Any) -> Any:
+        result, error = await call_function_tool(fn, kwargs)
+        if error is not None:
+            record = _CURRENT_CALL.get()
+            if record is not None:
+                record.error = error
+            raise ToolFailedError(error)
+        return result
+
+    description = function_description(fn, getattr(tool, "description", None))
+    method = kernel_function(name=tool.name, description=description)(invoke)
+    parameters = [
+        KernelParameterMetadata(
+            name=name,
+            description=prop.get("description"),
+            default_value=prop.get("default"),
+            type_="object",
+            is_required=name in required,
+            schema_data=prop,
+        )
+        for name, prop in schema["properties"].items()
+    ]
+    returns = KernelParameterMetadata(name="return", type_="object", schema_data={})
+    return KernelFunctionFromMethod(
+        method=method, plugin_name=FUNCTION_PLUGIN, parameters=parameters, return_parameter=returns
+    )
+
+
+def mcp_plugin(tool: Any, base_dir: Any) -> MCPPluginBase:
+    """An SK MCP plugin for an McpTool; a stdio server starts in the agent directory."""
+    from semantic_kernel.connectors.mcp import MCPStdioPlugin, MCPStreamableHttpPlugin
+
+    if tool.transport == "http":
+        return MCPStreamableHttpPlugin(
+            name=tool.name,
+            url=tool.url,
+            headers=dict(tool.headers or {}) or None,
+            description=tool.description,
+            load_prompts=False,
+        )
+    return MCPStdioPlugin(
+        name=tool.name,
+        command=tool.command,
+        args=list(tool.args or []),
+        env=dict(tool.env or {}) or None,
+        description=tool.description,
+        load_prompts=False,
+        cwd=str(base_dir),
+    )
+
+
+def _is_content_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, TextContent) for v in value)
+
+
+def result_value(value: Any) -> Any:
+    """A JSON-safe form of a function result (MCP results arrive as SK content lists)."""
+    if _is_content_list(value):
+        value = "\n".join(v.text for v in value)
+    elif isinstance(value, TextContent):
+        value = value.text
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value

@@ -1,0 +1,1 @@
+"""The Django-free engine: agent.yaml in, HoloDeck-compatible results out."""

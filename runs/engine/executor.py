@@ -1,0 +1,349 @@
+"""The async executor: one backend session per test case, turns in order, every turn graded.
+
+The rules (DESIGN.md §5) in one place:
+- one session per case, closed on every outcome; a single-turn case is a one-turn session;
+- ``llm_timeout`` bounds every send; a failed or timed-out turn is recorded and the next runs;
+- two consecutive session errors make the session unrecoverable: the rest are ``skipped``;
+- a ``fail_on_error`` metric that could not grade fails its case and skips the rest;
+- tool assertions see only the calls of their turn; metrics: turn > case > agent;
+- retrieval context: the turn's own, else what ``is_retrieval`` tools returned so far;
+- ``parallel_test_cases`` bounds concurrent cases; results keep the input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from graders.matchers import matcher_to_config
+from graders.tools import assert_tools, tools_matched
+from runs.backends.base import AgentBackend, AgentSession, ToolCallRecord, TurnOutput, backend_for
+from runs.engine.events import CaseEvent, EventCallback, emit
+from runs.engine.files import FileProcessor
+from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for, skip_reason
+from runs.report.build import rollup_turns, single_turn_result, summarize
+from runs.report.models import (
+    MetricResult,
+    ProcessedFileInput,
+    TestReport,
+    TestResult,
+    TokenUsage,
+    ToolInvocation,
+    TurnResult,
+)
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
+    from runs.spec.models import ExpectedTool, TestCase, Turn
+
+ENGINE_VERSION = "holodeck-web 0.1.0"
+MAX_CONSECUTIVE_SESSION_ERRORS = 2
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class CaseState:
+    """What one session has accumulated so far."""
+
+    consecutive_errors: int = 0
+    stop_reason: str | None = None
+    retrieval_context: list[str] = field(default_factory=list)
+
+
+class Engine:
+    def __init__(
+        self,
+        agent: LoadedAgent,
+        *,
+        backend: AgentBackend | None = None,
+        on_event: EventCallback | None = None,
+        judge: Any = None,
+        is_cancelled: Callable[[], bool] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.backend = backend or backend_for(agent)
+        self.on_event = on_event
+        self.metrics = MetricRunner(agent, judge=judge)
+        self.files = FileProcessor(agent.base_dir, agent.config.execution)
+        self.is_cancelled = is_cancelled or (lambda: False)
+        self.retrieval_tools = [
+            tool.name for tool in agent.config.tools if getattr(tool, "is_retrieval", False)
+        ]
+
+    # --- a whole run -------------------------------------------------------------------------
+
+    async def run(
+        self, *, parallel: int | None = None, case_indices: Sequence[int] | None = None
+    ) -> TestReport:
+        cases = self.agent.config.test_cases
+        indices = list(range(len(cases))) if case_indices is None else list(case_indices)
+        limit = asyncio.Semaphore(max(1, parallel or self.agent.parallel_test_cases))
+        started = time.perf_counter()
+
+        async def bounded(index: int) -> TestResult:
+            async with limit:
+                return await self.run_case(index)
+
+        results = await asyncio.gather(*(bounded(index) for index in indices))
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        return self.report(list(results), elapsed_ms)
+
+    def report(self, results: list[TestResult], elapsed_ms: int) -> TestReport:
+        return TestReport(
+            agent_name=self.agent.config.name,
+            agent_config_path=str(self.agent.path),
+            results=results,
+            summary=summarize(results, elapsed_ms),
+            timestamp=utc_now(),
+            holodeck_version=ENGINE_VERSION,
+            environment={"python": platform.python_version(), "engine": ENGINE_VERSION},
+        )
+
+    # --- one test case -----------------------------------------------------------------------
+
+    async def run_case(self, index: int) -> TestResult:
+        case = self.agent.config.test_cases[index]
+        turns = case.as_turns()
+        await emit(self.on_event, CaseEvent("case_started", index, case.name, len(turns)))
+        state = CaseState()
+        results: list[TurnResult] = []
+        files: list[ProcessedFileInput] = []
+        session: AgentSession | None = None
+        try:
+            try:
+                session = await self.backend.create_session(case_name=case.name, case_index=index)
+            except Exception as exc:
+                state.stop_reason = f"session could not be opened: {_error_text(exc)}"
+            for turn_index, turn in enumerate(turns):
+                if self.is_cancelled() and state.stop_reason is None:
+                    state.stop_reason = "run cancelled"
+                if session is None or state.stop_reason is not None:
+                    result = self._skipped_turn(turn, turn_index, state.stop_reason or "")
+                else:
+                    result, processed = await self._run_turn(session, case, turn, turn_index, state)
+                    files.extend(processed)
+                results.append(result)
+                await emit(
+                    self.on_event,
+                    CaseEvent("turn_finished", index, case.name, len(turns), turn=result),
+                )
+        finally:
+            if session is not None:
+                try:
+                    await session.close()
+                except Exception:  # closing must never hide the case's own outcome
+                    pass
+        result = self._case_result(case, results, files)
+        await emit(
+            self.on_event,
+            CaseEvent(
+                "case_finished", index, case.name, len(turns), result=result, turns=tuple(results)
+            ),
+        )
+        return result
+
+    def _case_result(
+        self, case: TestCase, turns: list[TurnResult], files: list[ProcessedFileInput]
+    ) -> TestResult:
+        if case.is_multi_turn:
+            return rollup_turns(turns, test_name=case.name, timestamp=utc_now(), processed_files=files)
+        return single_turn_result(turns[0], case.name, utc_now(), files)
+
+    # --- one turn ----------------------------------------------------------------------------
+
+    async def _run_turn(
+        self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
+    ) -> tuple[TurnResult, list[ProcessedFileInput]]:
+        processed = await self.files.process(turn.files or [])
+        message = compose_message(turn.input, processed)
+        started = time.perf_counter()
+        output = await self._send(session, message)
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        errors = [f"file {p.original.get('path') or p.original.get('url')}: {p.error}"
+                  for p in processed if p.error]
+        if output.is_error:
+            state.consecutive_errors += 1
+            errors.append(output.error or "agent error")
+        else:
+            state.consecutive_errors = 0
+        self._collect_retrieval(output.tool_calls, state)
+
+        expectations = turn.tool_expectations()
+        verdicts = assert_tools(expectations, output.tool_calls) if expectations else []
+        metric_results: list[MetricResult] = []
+        grader_details: dict[str, Any] = {}
+        if not output.is_error:
+            metric_results, grader_details = await self._grade(case, turn, turn_index, output, state)
+        passed = (
+            not errors
+            and tools_matched(verdicts) is not False
+            and all(metric.passed for metric in metric_results)
+        )
+        if state.consecutive_errors >= MAX_CONSECUTIVE_SESSION_ERRORS:
+            state.stop_reason = (
+                f"session unrecoverable after {MAX_CONSECUTIVE_SESSION_ERRORS} consecutive errors"
+            )
+        result = TurnResult(
+            turn_index=turn_index,
+            input=turn.input,
+            response=output.response,
+            ground_truth=turn.ground_truth,
+            expected_tools=serialize_expected(turn.expected_tools),
+            tool_calls=[call.name for call in output.tool_calls],
+            tool_invocations=[to_invocation(call) for call in output.tool_calls],
+            tools_matched=tools_matched(verdicts),
+            arg_match_details=[verdict.to_wire() for verdict in verdicts] or None,
+            metric_results=metric_results,
+            passed=passed,
+            execution_time_ms=elapsed_ms,
+            token_usage=to_token_usage(output),
+            errors=errors,
+            grader_details=grader_details or None,
+        )
+        return result, processed
+
+    async def _send(self, session: AgentSession, message: str) -> TurnOutput:
+        timeout = self.agent.config.execution.llm_timeout
+        try:
+            return await asyncio.wait_for(session.send(message), timeout=timeout)
+        except TimeoutError:
+            return TurnOutput(None, is_error=True, error=f"Agent invocation timeout after {timeout:g}s")
+        except Exception as exc:  # a crashing backend is recorded on this turn; the run goes on
+            return TurnOutput(None, is_error=True, error=f"Agent error: {_error_text(exc)}")
+
+    async def _grade(
+        self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: CaseState
+    ) -> tuple[list[MetricResult], dict[str, Any]]:
+        evaluations = self.agent.config.evaluations
+        metrics = metrics_for(
+            turn.evaluations,
+            case.evaluations if case.is_multi_turn else None,
+            evaluations.metrics if evaluations else None,
+        )
+        facts = TurnFacts(
+            case_name=case.name,
+            turn_index=turn_index,
+            input=turn.input,
+            response=output.response or "",
+            ground_truth=turn.ground_truth,
+            retrieval_context=turn.retrieval_context or (list(state.retrieval_context) or None),
+            tool_invocations=[to_invocation(call).model_dump() for call in output.tool_calls],
+            turn_config=turn.turn_config,
+        )
+        results: list[MetricResult] = []
+        details: dict[str, Any] = {}
+        for metric in metrics:
+            if skip_reason(metric, facts) is not None:
+                continue
+            result, grade_details = await self.metrics.grade(metric, facts)
+            results.append(result)
+            if grade_details is not None:
+                details[metric.metric_name] = grade_details
+            if result.error is not None and metric.fail_on_error and state.stop_reason is None:
+                state.stop_reason = (
+                    f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
+                )
+        return results, details
+
+    def _collect_retrieval(self, calls: list[ToolCallRecord], state: CaseState) -> None:
+        if not self.retrieval_tools:
+            return
+        for call in calls:
+            if call.error is None and any(name in call.name for name in self.retrieval_tools):
+                state.retrieval_context.append(as_text(call.result))
+
+    def _skipped_turn(self, turn: Turn, turn_index: int, reason: str) -> TurnResult:
+        return TurnResult(
+            turn_index=turn_index,
+            input=turn.input,
+            ground_truth=turn.ground_truth,
+            expected_tools=serialize_expected(turn.expected_tools),
+            passed=False,
+            execution_time_ms=0,
+            errors=[f"skipped: {reason}"],
+            skipped=True,
+        )
+
+
+async def run_agent(agent: LoadedAgent, **kwargs: Any) -> TestReport:
+    """Convenience: run every case of an agent with its default backend."""
+    parallel = kwargs.pop("parallel", None)
+    case_indices = kwargs.pop("case_indices", None)
+    return await Engine(agent, **kwargs).run(parallel=parallel, case_indices=case_indices)
+
+
+def compose_message(text: str, files: Sequence[ProcessedFileInput]) -> str:
+    """The turn input plus the Markdown of its files (sent with this turn only)."""
+    blocks = [text]
+    for processed in files:
+        if processed.error or not processed.markdown_content:
+            continue
+        name = processed.original.get("path") or processed.original.get("url")
+        blocks.append(f"--- file: {name} ---\n{processed.markdown_content}")
+    return "\n\n".join(blocks)
+
+
+def serialize_expected(expected: Sequence[str | ExpectedTool] | None) -> list[str | dict[str, Any]] | None:
+    if expected is None:
+        return None
+    out: list[str | dict[str, Any]] = []
+    for item in expected:
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        entry: dict[str, Any] = {"name": item.name, "count": item.count}
+        if item.args:
+            entry["args"] = {key: matcher_to_config(value) for key, value in item.args.items()}
+        out.append(entry)
+    return out
+
+
+def to_invocation(call: ToolCallRecord) -> ToolInvocation:
+    return ToolInvocation(
+        name=call.name,
+        args=json_safe(call.args),
+        result=json_safe(call.result),
+        duration_ms=round(call.duration_ms, 3),
+        error=call.error,
+    )
+
+
+def to_token_usage(output: TurnOutput) -> TokenUsage | None:
+    usage = output.usage
+    if usage is None:
+        return None
+    return TokenUsage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.prompt_tokens + usage.completion_tokens,
+        cache_creation_tokens=usage.cache_creation_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+    )
+
+
+def json_safe(value: Any) -> Any:
+    """Tool args and results as JSON values (objects a tool returns become their text)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(json_safe(value))
+
+
+def _error_text(exc: BaseException) -> str:
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

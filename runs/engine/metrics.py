@@ -1,0 +1,246 @@
+"""Metric dispatch: one metric config + one turn -> one MetricResult.
+
+Graders take plain values; this module maps spec metric configs onto them, applies the skip
+rules (no ground truth, no retrieval context) and resolves the judge model
+(metric > evaluations > the agent's model).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from graders.result import Grade
+from runs.report.models import MetricResult, TokenUsage
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
+    from runs.spec.models import CodeMetric, GEvalMetric, Metric, ModelConfig, RAGMetric
+
+# RAG metrics whose deepeval implementation compares against the expected output.
+RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}
+JUDGE_PROVIDERS = {"openai", "azure_openai", "anthropic", "ollama"}
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What a metric may look at for one turn."""
+
+    case_name: str | None
+    turn_index: int
+    input: str
+    response: str
+    ground_truth: str | None
+    retrieval_context: list[str] | None
+    tool_invocations: list[dict[str, Any]]
+    turn_config: dict[str, Any] | None
+
+
+def skip_reason(metric: Metric, facts: TurnFacts) -> str | None:
+    """Why a metric does not run on this turn (None: it runs). Skipped metrics are not recorded."""
+    kind = metric.kind
+    if kind == "standard" and facts.ground_truth is None:
+        return "no ground truth"
+    if kind == "rag":
+        if not facts.retrieval_context:
+            return "no retrieval context"
+        if metric.metric_type in RAG_NEEDS_GROUND_TRUTH and facts.ground_truth is None:  # type: ignore[union-attr]
+            return "no ground truth"
+    if kind == "geval" and facts.ground_truth is None:
+        params = metric.evaluation_params  # type: ignore[union-attr]
+        if "expected_output" in params:
+            return "no ground truth"
+    return None
+
+
+class MetricRunner:
+    """Grades turns for one agent. ``judge`` overrides every LLM judge (tests, offline demos)."""
+
+    def __init__(self, agent: LoadedAgent, *, judge: Any = None) -> None:
+        self.agent = agent
+        self.judge_override = judge
+
+    async def grade(
+        self, metric: Metric, facts: TurnFacts
+    ) -> tuple[MetricResult, dict[str, Any] | None]:
+        """The metric's result and the grader's ``details`` (code graders), if any."""
+        started = time.perf_counter()
+        try:
+            grade = await self._dispatch(metric, facts)
+        except Exception as exc:  # a grader bug must not take the turn down with it
+            grade = Grade.could_not_grade(f"{type(exc).__name__}: {exc}", threshold=metric.threshold)
+        elapsed = int((time.perf_counter() - started) * 1000)
+        return to_metric_result(metric, grade, elapsed), grade.details
+
+    async def _dispatch(self, metric: Metric, facts: TurnFacts) -> Grade:
+        kind = metric.kind
+        if kind == "standard":
+            return self._standard(metric, facts)
+        if kind == "code":
+            return await self._code(metric, facts)  # type: ignore[arg-type]
+        if kind == "geval":
+            return await self._geval(metric, facts)  # type: ignore[arg-type]
+        return await self._rag(metric, facts)  # type: ignore[arg-type]
+
+    def _standard(self, metric: Any, facts: TurnFacts) -> Grade:
+        expected = facts.ground_truth or ""
+        name = metric.metric
+        if name == "equality":
+            from graders.deterministic import grade_equality
+
+            return grade_equality(
+                facts.response,
+                expected,
+                case_insensitive=metric.case_insensitive,
+                strip_whitespace=metric.strip_whitespace,
+                strip_punctuation=metric.strip_punctuation,
+                response_path=metric.response_path,
+                threshold=metric.threshold,
+            )
+        if name == "numeric":
+            from graders.deterministic import grade_numeric
+
+            return grade_numeric(
+                facts.response,
+                expected,
+                absolute_tolerance=metric.absolute_tolerance,
+                relative_tolerance=metric.relative_tolerance,
+                accept_percent=metric.accept_percent,
+                accept_thousands_separators=metric.accept_thousands_separators,
+                response_path=metric.response_path,
+                threshold=metric.threshold,
+            )
+        from graders import nlp
+
+        grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
+        return grader(facts.response, expected, threshold=metric.threshold)
+
+    async def _code(self, metric: CodeMetric, facts: TurnFacts) -> Grade:
+        from graders.code import GraderContext, run_code_grader
+
+        context = GraderContext(
+            turn_input=facts.input,
+            agent_response=facts.response,
+            ground_truth=facts.ground_truth,
+            tool_invocations=facts.tool_invocations,
+            retrieval_context=facts.retrieval_context,
+            turn_index=facts.turn_index,
+            test_case_name=facts.case_name,
+            turn_config=facts.turn_config or {},
+        )
+        timeout = metric.timeout_ms / 1000 if metric.timeout_ms else None
+        return await run_code_grader(
+            metric.callable,
+            context,
+            name=metric.metric_name,
+            threshold=metric.threshold,
+            timeout_s=timeout,
+            fail_on_error=metric.fail_on_error,
+        )
+
+    def _judge(self, metric: Metric) -> Any:
+        """metric.model > evaluations.model > the agent's model."""
+        if self.judge_override is not None:
+            return self.judge_override
+        from graders.judges import JudgeSpec
+
+        evaluations = self.agent.config.evaluations
+        model: ModelConfig = (
+            metric.model or (evaluations.model if evaluations else None) or self.agent.config.model
+        )
+        if model.provider not in JUDGE_PROVIDERS:
+            raise JudgeUnavailable(
+                f"could not grade: provider {model.provider!r} cannot judge; set a judge "
+                "model (openai, azure_openai, anthropic or ollama) on the metric or evaluations"
+            )
+        return JudgeSpec(
+            provider=model.provider,
+            name=model.name,
+            endpoint=model.endpoint,
+            api_key=model.api_key,
+            api_version=model.api_version,
+            temperature=model.temperature,
+        )
+
+    async def _geval(self, metric: GEvalMetric, facts: TurnFacts) -> Grade:
+        from graders.judges import grade_geval
+
+        try:
+            judge = self._judge(metric)
+        except JudgeUnavailable as exc:
+            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
+        return await grade_geval(
+            name=metric.name,
+            criteria=metric.criteria,
+            evaluation_steps=metric.evaluation_steps,
+            evaluation_params=list(metric.evaluation_params),
+            strict_mode=metric.strict_mode,
+            threshold=metric.threshold,
+            judge=judge,
+            input=facts.input,
+            actual_output=facts.response,
+            expected_output=facts.ground_truth,
+            retrieval_context=facts.retrieval_context,
+            retries=metric.retry_on_failure or 0,
+            timeout_ms=metric.timeout_ms,
+        )
+
+    async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
+        from graders.judges import grade_rag
+
+        try:
+            judge = self._judge(metric)
+        except JudgeUnavailable as exc:
+            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
+        return await grade_rag(
+            metric.metric_type,
+            threshold=metric.threshold,
+            judge=judge,
+            input=facts.input,
+            actual_output=facts.response,
+            expected_output=facts.ground_truth,
+            retrieval_context=facts.retrieval_context,
+            retries=metric.retry_on_failure or 0,
+            timeout_ms=metric.timeout_ms,
+        )
+
+
+class JudgeUnavailable(Exception):
+    pass
+
+
+def to_metric_result(metric: Metric, grade: Grade, elapsed_ms: int) -> MetricResult:
+    usage = grade.judge_usage
+    judge_usage = None
+    if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+        judge_usage = TokenUsage(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.prompt_tokens + usage.completion_tokens,
+        )
+    return MetricResult(
+        metric_name=metric.metric_name,
+        kind=metric.kind,
+        score=grade.score,
+        threshold=grade.threshold if grade.threshold is not None else metric.threshold,
+        passed=grade.passed and grade.error is None,
+        scale=getattr(metric, "scale", None),
+        error=grade.error,
+        retry_count=grade.retry_count,
+        evaluation_time_ms=grade.evaluation_time_ms or elapsed_ms,
+        model_used=grade.model_used,
+        reasoning=grade.reason,
+        judge_usage=judge_usage,
+        judge_cost_usd=usage.cost_usd if usage else None,
+    )
+
+
+def metrics_for(turn_metrics: Sequence[Metric] | None, case_metrics: Sequence[Metric] | None,
+                agent_metrics: Sequence[Metric] | None) -> list[Metric]:
+    """The first non-empty list of turn > case > agent (replaced, not merged), enabled only."""
+    for candidate in (turn_metrics, case_metrics, agent_metrics):
+        if candidate:
+            return [metric for metric in candidate if metric.enabled]
+    return []

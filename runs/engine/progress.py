@@ -1,0 +1,55 @@
+"""Per-turn progress in the terminal: a progress bar on a TTY, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from runs.engine.events import CaseEvent
+
+
+class TerminalProgress:
+    def __init__(self, total_turns: int, total_cases: int, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.total_turns = max(1, total_turns)
+        self.total_cases = total_cases
+        self.turns_done = 0
+        self.cases_done = 0
+        self.failed_cases = 0
+        self.started = time.perf_counter()
+
+    def __call__(self, event: CaseEvent) -> None:
+        label = event.case_name or f"#{event.case_index}"
+        if event.kind == "turn_finished" and event.turn is not None:
+            self.turns_done += 1
+            turn = event.turn
+            mark = "SKIP" if turn.skipped else ("PASS" if turn.passed else "FAIL")
+            line = (f"[{self.turns_done}/{self.total_turns}] {label} turn "
+                    f"{turn.turn_index + 1}/{event.total_turns} {mark} ({turn.execution_time_ms} ms)")
+            self._show(line)
+        elif event.kind == "case_finished" and event.result is not None:
+            self.cases_done += 1
+            self.failed_cases += 0 if event.result.passed else 1
+            if not self.tty:
+                verdict = "passed" if event.result.passed else "FAILED"
+                self.stream.write(f"case {label}: {verdict}\n")
+
+    def _show(self, line: str) -> None:
+        if not self.tty:
+            self.stream.write(line + "\n")
+            return
+        width = 30
+        filled = int(width * self.turns_done / self.total_turns)
+        bar = "#" * filled + "-" * (width - filled)
+        elapsed = time.perf_counter() - self.started
+        status = (f"\r[{bar}] {self.turns_done}/{self.total_turns} turns · "
+                  f"{self.cases_done}/{self.total_cases} cases · {self.failed_cases} failed · "
+                  f"{elapsed:.1f}s")
+        self.stream.write(status.ljust(100))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")

@@ -1,0 +1,82 @@
+"""Git facts about an agent directory, and temporary worktrees to run any commit."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class GitError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    root: Path
+    commit: str
+    branch: str
+    dirty: bool
+
+
+def _git(directory: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"git {' '.join(args)} failed: {exc}") from exc
+    if done.returncode != 0:
+        raise GitError(done.stderr.strip() or f"git {' '.join(args)} failed")
+    return done.stdout.strip()
+
+
+def git_info(directory: Path) -> GitInfo | None:
+    """Commit, branch and dirty flag of the repository holding ``directory`` (None: not in git)."""
+    try:
+        root = Path(_git(directory, "rev-parse", "--show-toplevel"))
+        commit = _git(directory, "rev-parse", "HEAD")
+    except GitError:
+        return None
+    try:
+        branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
+    except GitError:
+        branch = ""
+    dirty = bool(_git(directory, "status", "--porcelain", "--", "."))
+    return GitInfo(root, commit, "" if branch == "HEAD" else branch, dirty)
+
+
+def resolve_commit(directory: Path, ref: str) -> str:
+    if not ref or ref.startswith("-"):
+        raise GitError(f"invalid git ref {ref!r}")
+    try:
+        return _git(directory, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except GitError:
+        raise GitError(f"git ref {ref!r} is not a commit of the project's repository") from None
+
+
+@contextlib.contextmanager
+def checkout(directory: Path, commit: str | None) -> Iterator[Path]:
+    """The agent directory as of ``commit`` (a temporary detached worktree), or as it is now."""
+    if not commit:
+        yield directory
+        return
+    root = Path(_git(directory, "rev-parse", "--show-toplevel"))
+    relative = directory.resolve().relative_to(root.resolve())
+    tmp = Path(tempfile.mkdtemp(prefix="holodeck-worktree-"))
+    worktree = tmp / "tree"
+    _git(root, "worktree", "add", "--detach", "--quiet", str(worktree), commit)
+    try:
+        yield worktree / relative
+    finally:
+        with contextlib.suppress(GitError):
+            _git(root, "worktree", "remove", "--force", str(worktree))
+        shutil.rmtree(tmp, ignore_errors=True)

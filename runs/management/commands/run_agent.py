@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
+
+
+class Command(BaseCommand):
+    help = (
+        "Run an agent's test cases from the command line (for CI). Exit codes: 0 all passed, "
+        "1 some failed, 2 configuration error, 3 execution error. Writes the HoloDeck-compatible "
+        "result file to results/<slug>/<timestamp>.json beside agent.yaml."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("agent", help="path to agent.yaml")
+        parser.add_argument("--parallel-test-cases", type=int, default=None,
+                            help="cases run concurrently (CLI > YAML > env > 1)")
+        parser.add_argument("--limit", type=int, default=None, help="run only the first N cases")
+        parser.add_argument("--filter", default="", help="run only cases whose name contains this")
+        parser.add_argument("--timeout", type=float, default=None,
+                            help="override execution.llm_timeout (seconds per turn)")
+        parser.add_argument("--output", action="append", default=[],
+                            help="also write the report here (.json, .md or .xml JUnit); repeatable")
+        parser.add_argument("--results-dir", default=None,
+                            help="where results/<slug>/ goes (default: beside agent.yaml)")
+        parser.add_argument("--no-results-file", action="store_true",
+                            help="do not write results/<slug>/<timestamp>.json")
+        parser.add_argument("--no-store", action="store_true",
+                            help="do not store the run in the dashboard database")
+        parser.add_argument("--quiet", action="store_true", help="no per-turn progress")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        sys.exit(self.execute_run(options))
+
+    def execute_run(self, options: dict[str, Any]) -> int:
+        from runs.spec.errors import ConfigError
+        from runs.spec.loader import load_agent
+
+        for output in options["output"]:
+            if Path(output).suffix not in {".json", ".md", ".xml"}:
+                self.stderr.write(f"--output {output}: use a .json, .md or .xml file name")
+                return EXIT_CONFIG
+        try:
+            agent = load_agent(options["agent"], parallel_override=options["parallel_test_cases"])
+        except ConfigError as exc:
+            for line in exc.lines():
+                self.stderr.write(line)
+            return EXIT_CONFIG
+        if options["timeout"] is not None:
+            agent.config.execution.llm_timeout = options["timeout"]
+        try:
+            eval_run = self._run(agent, options)
+        except Exception as exc:  # backend could not start, etc.
+            self.stderr.write(f"execution error: {type(exc).__name__}: {exc}")
+            return EXIT_EXECUTION
+        self._write_outputs(agent, eval_run, options)
+        summary = eval_run.report.summary
+        self.stdout.write(
+            f"{agent.config.name}: {summary.passed}/{summary.total_tests} test cases passed "
+            f"({summary.pass_rate:g}%) in {summary.total_duration_ms / 1000:.1f}s"
+        )
+        return EXIT_PASSED if summary.failed == 0 else EXIT_FAILED
+
+    def _run(self, agent: Any, options: dict[str, Any]) -> Any:
+        from runs.engine.executor import Engine
+        from runs.engine.progress import TerminalProgress
+        from runs.report.models import EvalRun, EvalRunMetadata
+        from runs.services import select_cases
+
+        indices = select_cases(agent.config.test_cases, case_filter=options["filter"],
+                               limit=options["limit"])
+        cases = agent.config.test_cases
+        progress = None
+        if not options["quiet"]:
+            progress = TerminalProgress(
+                sum(len(cases[i].as_turns()) for i in indices), len(indices), stream=sys.stderr
+            )
+        engine = Engine(agent, on_event=progress)
+        try:
+            report = asyncio.run(engine.run(case_indices=indices))
+        finally:
+            if progress is not None:
+                progress.close()
+        from runs.gitutil import git_info
+
+        info = git_info(agent.base_dir)
+        return EvalRun(
+            report=report,
+            metadata=EvalRunMetadata(
+                agent_config=agent.redacted_snapshot(),
+                prompt_version=None,
+                holodeck_version=report.holodeck_version,
+                cli_args=["manage.py", "run_agent", *sys.argv[2:]],
+                git_commit=info.commit if info else None,
+            ),
+        )
+
+    def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
+        from runs.report.holodeck_io import write_eval_run
+        from runs.report.writers import to_json, to_junit_xml, to_markdown
+
+        if not options["no_results_file"]:
+            results_dir = Path(options["results_dir"] or agent.base_dir / "results")
+            path = write_eval_run(eval_run, results_dir, datetime.now(UTC))
+            self.stdout.write(f"results: {path}")
+        writers = {".json": lambda: to_json(eval_run), ".md": lambda: to_markdown(eval_run.report),
+                   ".xml": lambda: to_junit_xml(eval_run.report)}
+        for output in options["output"]:
+            target = Path(output)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(writers[target.suffix]())
+            self.stdout.write(f"wrote {target}")
+        if not options["no_store"]:
+            self._store(agent, eval_run)
+
+    def _store(self, agent: Any, eval_run: Any) -> None:
+        from django.db import DatabaseError
+
+        from runs.gitutil import git_info
+        from runs.models import AgentProject, Run
+        from runs.services import run_record_report
+
+        project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
+        try:
+            run = run_record_report(eval_run, source=Run.Source.CLI, project=project,
+                                    raw_yaml=agent.raw_yaml, git=git_info(agent.base_dir))
+        except DatabaseError as exc:
+            self.stderr.write(f"warning: the run was not stored in the database: {exc}")
+            return
+        self.stdout.write(f"stored as run {run.pk}")

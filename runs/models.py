@@ -1,0 +1,248 @@
+"""Django models mirroring the report models (TestReport -> Run, TestResult -> CaseResult,
+TurnResult -> TurnResult, MetricResult -> MetricResult).
+
+Lists read the summary columns on ``Run``; turn details are fetched only when a case row is
+expanded. Tool invocations, arg-match details and processed files are JSON on the turn row (they
+are always read together with it, so no N+1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F
+from django.utils import timezone
+
+
+class AgentProject(models.Model):
+    """A directory holding an agent.yaml, registered by an admin or `register_project`."""
+
+    name = models.CharField(max_length=200, unique=True)
+    directory = models.CharField(max_length=1000, help_text="Absolute path of the agent dir")
+    agent_file = models.CharField(max_length=200, default="agent.yaml")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def agent_path(self) -> Path:
+        return Path(self.directory) / self.agent_file
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        PASSED = "passed"
+        FAILED = "failed"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+
+    class Source(models.TextChoices):
+        DASHBOARD = "dashboard"
+        CLI = "cli"
+        IMPORT = "import"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    project = models.ForeignKey(
+        AgentProject, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.DASHBOARD)
+    agent_name = models.CharField(max_length=200)
+    agent_config_path = models.CharField(max_length=1000, blank=True)
+    git_ref = models.CharField(max_length=200, blank=True)
+    git_commit = models.CharField(max_length=64, blank=True, db_index=True)
+    git_branch = models.CharField(max_length=200, blank=True)
+    git_dirty = models.BooleanField(default=False)
+    prompt_version = models.JSONField(null=True, blank=True)
+    config_snapshot = models.JSONField(default=dict, blank=True)
+    raw_yaml = models.TextField(blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    holodeck_version = models.CharField(max_length=64, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    cli_args = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    report_timestamp = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    # Summary counters (the run list and the tiles read only these).
+    total_cases = models.IntegerField(default=0)
+    cases_done = models.IntegerField(default=0)
+    total_turns = models.IntegerField(default=0)
+    turns_done = models.IntegerField(default=0)
+    passed_cases = models.IntegerField(default=0)
+    failed_cases = models.IntegerField(default=0)
+    pass_rate = models.FloatField(null=True, blank=True)
+    duration_ms = models.BigIntegerField(null=True, blank=True)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    # {metrics_evaluated, average_scores} of the wire summary + [{name, kind, average, ...}].
+    summary = models.JSONField(default=dict, blank=True)
+    metric_summary = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} of {self.agent_name} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.total_turns:
+            return 100 if not self.is_active else 0
+        return min(100, int(self.turns_done * 100 / self.total_turns))
+
+    # --- single-row state transitions ----------------------------------------------------------
+    # Each is a conditional UPDATE that must touch one row, so a redelivered task or a double
+    # click cannot move a run twice.
+
+    def mark_running(self) -> bool:
+        now = timezone.now()
+        claimed = Run.objects.filter(pk=self.pk, status=Run.Status.QUEUED).update(
+            status=Run.Status.RUNNING, started_at=now
+        )
+        if claimed:
+            self.status, self.started_at = Run.Status.RUNNING, now
+        return claimed == 1
+
+    def finish(self, *, passed: bool, **fields: Any) -> bool:
+        status = Run.Status.PASSED if passed else Run.Status.FAILED
+        return self._end(status, **fields)
+
+    def fail(self, error: str, **fields: Any) -> bool:
+        return self._end(Run.Status.ERROR, error=error, **fields)
+
+    def cancel(self) -> bool:
+        return self._end(Run.Status.CANCELLED)
+
+    def _end(self, status: str, **fields: Any) -> bool:
+        now = timezone.now()
+        values = {"status": status, "finished_at": now, **fields}
+        ended = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE).update(**values)
+        if ended:
+            for key, value in values.items():
+                setattr(self, key, value)
+        return ended == 1
+
+    def count_turn_done(self) -> None:
+        Run.objects.filter(pk=self.pk).update(turns_done=F("turns_done") + 1)
+
+
+class CaseResult(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+        ERROR = "error"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
+    index = models.IntegerField()
+    name = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.IntegerField(default=0)
+    # Set once when the case task is put on the queue (parallelism is bounded per run).
+    enqueued = models.BooleanField(default=False)
+    is_multi_turn = models.BooleanField(default=False)
+    turn_count = models.IntegerField(default=0)
+    turns_passed = models.IntegerField(default=0)
+    passed = models.BooleanField(null=True)
+    test_input = models.TextField(blank=True)
+    agent_response = models.TextField(null=True, blank=True)
+    ground_truth = models.TextField(null=True, blank=True)
+    expected_tools = models.JSONField(null=True, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tools_matched = models.BooleanField(null=True)
+    metric_results = models.JSONField(default=list, blank=True)
+    processed_files = models.JSONField(default=list, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    execution_time_ms = models.IntegerField(default=0)
+    token_usage = models.JSONField(null=True, blank=True)
+    timestamp = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="case_unique_index")]
+        indexes = [models.Index(fields=["run", "passed"]), models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return self.name or f"#{self.index}"
+
+    @property
+    def label(self) -> str:
+        return self.name or f"case #{self.index}"
+
+
+class TurnResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turn_rows")
+    case = models.ForeignKey(CaseResult, on_delete=models.CASCADE, related_name="turns")
+    index = models.IntegerField()
+    input = models.TextField()
+    response = models.TextField(null=True, blank=True)
+    ground_truth = models.TextField(null=True, blank=True)
+    expected_tools = models.JSONField(null=True, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_invocations = models.JSONField(default=list, blank=True)
+    tools_matched = models.BooleanField(null=True)
+    arg_match_details = models.JSONField(null=True, blank=True)
+    passed = models.BooleanField(default=False)
+    skipped = models.BooleanField(default=False)
+    execution_time_ms = models.IntegerField(default=0)
+    token_usage = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    grader_details = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["case", "index"]
+        constraints = [models.UniqueConstraint(fields=["case", "index"], name="turn_unique_index")]
+
+    def __str__(self) -> str:
+        return f"turn {self.index} of {self.case}"
+
+
+class MetricResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_rows")
+    turn = models.ForeignKey(TurnResult, on_delete=models.CASCADE, related_name="metrics")
+    metric_name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, db_index=True)
+    score = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(default=False)
+    scale = models.CharField(max_length=32, blank=True)
+    error = models.TextField(null=True, blank=True)
+    retry_count = models.IntegerField(null=True, blank=True)
+    evaluation_time_ms = models.IntegerField(null=True, blank=True)
+    model_used = models.CharField(max_length=200, null=True, blank=True)
+    reasoning = models.TextField(null=True, blank=True)
+    judge_usage = models.JSONField(null=True, blank=True)
+    judge_cost_usd = models.FloatField(null=True, blank=True)
+    position = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["turn", "position"]
+        indexes = [models.Index(fields=["run", "kind", "metric_name"])]
+
+    def __str__(self) -> str:
+        return f"{self.metric_name}={self.score}"

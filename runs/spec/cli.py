@@ -1,0 +1,27 @@
+"""Command-line helpers behind ``manage.py validate_agent`` (Django-free, so tests need no DB)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from runs.spec.errors import ConfigError
+from runs.spec.loader import load_agent
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+
+
+def validate_agent_file(
+    path: str | Path, *, environ: Mapping[str, str] | None = None
+) -> tuple[int, list[str]]:
+    """(exit code, lines): ``OK: <name>: N test cases, M turns`` or one line per problem."""
+    try:
+        agent = load_agent(path, environ=environ)
+    except ConfigError as exc:
+        return EXIT_INVALID, exc.lines()
+    cases = agent.config.test_cases
+    turns = sum(len(case.as_turns()) for case in cases)
+    noun = "test case" if len(cases) == 1 else "test cases"
+    turn_noun = "turn" if turns == 1 else "turns"
+    return EXIT_OK, [f"OK: {agent.config.name}: {len(cases)} {noun}, {turns} {turn_noun}"]

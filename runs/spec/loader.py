@@ -1,0 +1,401 @@
+"""Load an agent.yaml into a validated ``LoadedAgent``, or raise one ``ConfigError`` with all problems.
+
+Order of work: read the file, substitute ``${VAR}`` from the environment, parse YAML, gather the
+raw test cases (inline or from ``test_cases_file``), then validate the agent's own fields and each
+test case separately, so one broken case does not hide the problems of the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from runs.spec.errors import ConfigError, ConfigProblem
+from runs.spec.models import (
+    SPEC_ERROR,
+    UNION_TAGS,
+    AgentConfig,
+    TestCase,
+    case_shape_problem,
+    duplicate_tool_names,
+)
+from runs.spec.resolve import CodeResolver
+
+PARALLEL_ENV = "HOLODECK_PARALLEL_TEST_CASES"
+SECRET_KEY_RE = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|credential|(^|[_-])token$|(^|[_-])key$)",
+    re.IGNORECASE,
+)
+_VAR_RE = re.compile(r"\$\{([^}]*)\}")
+_VAR_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAX_SHOWN = 60
+
+
+@dataclass
+class LoadedAgent:
+    """A validated agent: the config, its resolved instructions and where it came from."""
+
+    path: Path
+    base_dir: Path
+    config: AgentConfig
+    instructions: str
+    raw_yaml: str
+    parallel_test_cases: int
+
+    def redacted_snapshot(self) -> dict[str, Any]:
+        """The config as JSON-safe data, with api keys, tokens and secrets replaced by ``***``."""
+        data = self.config.model_dump(mode="json", exclude_none=True)
+        # Test cases hold no secrets, and a tool arg may well be called "key".
+        return {k: v if k == "test_cases" else _redact(v, k) for k, v in data.items()}
+
+
+def load_agent(
+    path: str | Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    parallel_override: int | None = None,
+) -> LoadedAgent:
+    """Load and validate ``path`` (an agent.yaml, or a directory holding one).
+
+    ``environ`` replaces ``os.environ`` for ``${VAR}`` and ``HOLODECK_PARALLEL_TEST_CASES``;
+    ``parallel_override`` is the command-line value, which wins over everything else.
+    """
+    env = os.environ if environ is None else environ
+    agent_path = Path(path)
+    if agent_path.is_dir():
+        agent_path = agent_path / "agent.yaml"
+    label = agent_path.name
+    raw_yaml, data = _read_yaml(agent_path, label, env)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [_problem(label, "", f"must be a mapping of agent fields, got {_kind(data)}")]
+        )
+    base_dir = agent_path.resolve().parent
+    context = {"base_dir": base_dir, "resolver": CodeResolver(base_dir)}
+
+    problems: list[ConfigProblem] = []
+    raw_cases, cases_label = _raw_test_cases(data, base_dir, label, env, problems)
+    agent = _validate_agent(data, label, context, problems)
+    cases = _validate_cases(raw_cases, cases_label, context, problems)
+    parallel = _resolve_parallel(parallel_override, data, env, label, problems)
+    if problems:
+        raise ConfigError(_dedupe(problems))
+    assert agent is not None and parallel is not None
+    config = agent.model_copy(update={"test_cases": cases})
+    return LoadedAgent(
+        path=agent_path.resolve(),
+        base_dir=base_dir,
+        config=config,
+        instructions=config.instructions.text,
+        raw_yaml=raw_yaml,
+        parallel_test_cases=parallel,
+    )
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _read_yaml(path: Path, label: str, env: Mapping[str, str]) -> tuple[str, Any]:
+    """(original text, parsed data); ConfigError for a missing file, unset vars, bad YAML."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([_problem(label, "", f"file not found: {path}")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([_problem(label, "", f"cannot read {path}: {exc}")]) from None
+    text, problems = substitute_env(raw, env, label)
+    if problems:
+        raise ConfigError(problems)
+    return raw, _parse(text, label, json_only=path.suffix == ".json")
+
+
+def substitute_env(
+    text: str, environ: Mapping[str, str], file: str
+) -> tuple[str, list[ConfigProblem]]:
+    """Replace ``${NAME}`` with the environment's value; one problem per unset variable.
+
+    Comment lines are left alone, so a commented-out ``${OLD_KEY}`` is not an error.
+    """
+    problems: list[ConfigProblem] = []
+    out: list[str] = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.lstrip().startswith("#") or "${" not in line:
+            out.append(line)
+            continue
+
+        def replace(match: re.Match[str], number: int = number) -> str:
+            name = match.group(1)
+            if not _VAR_NAME_RE.match(name):
+                problems.append(
+                    _problem(file, "", f"line {number}: unsupported '${{{name}}}': only ${{NAME}}")
+                )
+            elif name in environ:
+                return environ[name]
+            else:
+                problems.append(
+                    _problem(file, "", f"line {number}: environment variable {name} is not set")
+                )
+            return match.group(0)
+
+        out.append(_VAR_RE.sub(replace, line))
+    return "".join(out), problems
+
+
+def _parse(text: str, label: str, *, json_only: bool) -> Any:
+    if json_only:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            where = f"invalid JSON at line {exc.lineno}, column {exc.colno}"
+            raise ConfigError([_problem(label, "", f"{where}: {exc.msg}")]) from None
+    try:
+        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        raise ConfigError([_problem(label, "", _yaml_error(exc))]) from None
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    cause = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML: {cause}"
+    return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {cause}"
+
+
+def _raw_test_cases(
+    data: dict[str, Any],
+    base_dir: Path,
+    label: str,
+    env: Mapping[str, str],
+    problems: list[ConfigProblem],
+) -> tuple[list[Any], str]:
+    """The unvalidated test cases and the label of the file they came from."""
+    inline = data.get("test_cases")
+    file = data.get("test_cases_file")
+    if inline is not None and file is not None:
+        problems.append(
+            _problem(label, "test_cases_file", "give either test_cases or test_cases_file, not both")
+        )
+        return [], label
+    if file is None:
+        if inline is None:
+            return [], label
+        if not isinstance(inline, list):
+            problems.append(_problem(label, "test_cases", f"must be a list, got {_kind(inline)}"))
+            return [], label
+        return inline, label
+    if not isinstance(file, str) or not file.strip():
+        problems.append(_problem(label, "test_cases_file", "must be a file path"))
+        return [], label
+    return _read_cases_file(base_dir, file, env, problems)
+
+
+def _read_cases_file(
+    base_dir: Path, file: str, env: Mapping[str, str], problems: list[ConfigProblem]
+) -> tuple[list[Any], str]:
+    path = Path(file).expanduser()
+    path = path if path.is_absolute() else base_dir / path
+    try:
+        _, payload = _read_yaml(path, file, env)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        return [], file
+    if isinstance(payload, dict) and "test_cases" in payload:
+        extra = sorted(str(k) for k in payload if k != "test_cases")
+        if extra:
+            problems.append(
+                _problem(file, "", f"unknown key(s) {', '.join(extra)}: only 'test_cases' is read")
+            )
+        payload = payload["test_cases"]
+    if not isinstance(payload, list):
+        problems.append(
+            _problem(
+                file,
+                "",
+                "must be a list of test cases or a mapping with a 'test_cases' list, "
+                f"got {_kind(payload)}",
+            )
+        )
+        return [], file
+    return payload, file
+
+
+# --- validating ------------------------------------------------------------------------------
+
+
+def _validate_agent(
+    data: dict[str, Any], label: str, context: dict[str, Any], problems: list[ConfigProblem]
+) -> AgentConfig | None:
+    agent_data = {k: v for k, v in data.items() if k != "test_cases"}
+    tools = agent_data.get("tools")
+    if isinstance(tools, list):
+        names = [t.get("name") if isinstance(t, dict) else None for t in tools]
+        problems.extend(_problem(label, p, m) for p, m in duplicate_tool_names(names))
+    try:
+        return AgentConfig.model_validate(agent_data, context=context)
+    except ValidationError as exc:
+        problems.extend(problems_from_validation(exc, file=label, test_case=None))
+        return None
+
+
+def _validate_cases(
+    raw_cases: list[Any], label: str, context: dict[str, Any], problems: list[ConfigProblem]
+) -> list[TestCase]:
+    cases: list[TestCase] = []
+    for index, raw in enumerate(raw_cases):
+        if not isinstance(raw, dict):
+            problems.append(
+                ConfigProblem(label, f"#{index}", None, "", f"must be a mapping, got {_kind(raw)}")
+            )
+            continue
+        name = raw.get("name")
+        case_label = name if isinstance(name, str) and name.strip() else f"#{index}"
+        shape = case_shape_problem({k for k, v in raw.items() if v is not None})
+        if shape is not None:
+            problems.append(ConfigProblem(label, case_label, None, shape[0], shape[1]))
+        try:
+            cases.append(TestCase.model_validate(raw, context=context))
+        except ValidationError as exc:
+            problems.extend(problems_from_validation(exc, file=label, test_case=case_label))
+    return cases
+
+
+def problems_from_validation(
+    exc: ValidationError, *, file: str, test_case: str | None
+) -> list[ConfigProblem]:
+    """One ConfigProblem per pydantic error, with YAML-like field paths and a human message."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        path = loc_to_path(loc)
+        ctx = error.get("ctx") or {}
+        if error["type"] == SPEC_ERROR:
+            path = _join_path(path, str(ctx.get("subpath", "")))
+        turn = loc[1] if len(loc) > 1 and loc[0] == "turns" and isinstance(loc[1], int) else None
+        if test_case is None:
+            turn = None
+        problems.append(ConfigProblem(file, test_case, turn, path, _message(error)))
+    return problems
+
+
+def loc_to_path(loc: tuple[Any, ...]) -> str:
+    """``('turns', 2, 'expected_tools', 1, 'tool-object', 'args', 'a')`` -> ``turns[2].expected_tools[1].args.a``."""
+    path = ""
+    after_index = False
+    for item in loc:
+        if isinstance(item, int):
+            path += f"[{item}]"
+            after_index = True
+            continue
+        if after_index and item in UNION_TAGS:
+            after_index = False
+            continue  # the tag pydantic adds for a discriminated union member
+        after_index = False
+        path = _join_path(path, str(item))
+    return path
+
+
+def _join_path(path: str, sub: str) -> str:
+    if not sub:
+        return path
+    if not path or sub.startswith("["):
+        return path + sub
+    return f"{path}.{sub}"
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    if kind == SPEC_ERROR:
+        return str((error.get("ctx") or {}).get("message", error["msg"]))
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    message = str(error["msg"])
+    if kind in ("value_error", "assertion_error"):
+        return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind in ("metric_type", "tool_type", "expected_tool") or "input" not in error:
+        return message
+    return f"{message}, got {_shown(error['input'])}"
+
+
+def _resolve_parallel(
+    override: int | None,
+    data: dict[str, Any],
+    env: Mapping[str, str],
+    label: str,
+    problems: list[ConfigProblem],
+) -> int | None:
+    """CLI > YAML ``execution.parallel_test_cases`` > env > 1 (YAML value checked by the model)."""
+    if override is not None:
+        if isinstance(override, bool) or not isinstance(override, int) or override < 1:
+            problems.append(
+                ConfigProblem(
+                    "command line", None, None, "parallel_test_cases", f"must be >= 1, got {override}"
+                )
+            )
+            return None
+        return override
+    execution = data.get("execution")
+    if isinstance(execution, dict) and execution.get("parallel_test_cases") is not None:
+        value = execution["parallel_test_cases"]
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
+    raw = env.get(PARALLEL_ENV)
+    if raw is None or not raw.strip():
+        return 1
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        problems.append(
+            ConfigProblem(
+                "environment", None, None, PARALLEL_ENV, f"must be an integer >= 1, got {raw!r}"
+            )
+        )
+        return None
+    return value
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _problem(file: str, field_path: str, message: str) -> ConfigProblem:
+    return ConfigProblem(file, None, None, field_path, message)
+
+
+def _dedupe(problems: list[ConfigProblem]) -> list[ConfigProblem]:
+    """The loader checks some rules on the raw data too; report each problem once."""
+    return list(dict.fromkeys(problems))
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _redact(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, key) for v in value]
+    if isinstance(value, str) and value and SECRET_KEY_RE.search(key):
+        return "***"
+    return value

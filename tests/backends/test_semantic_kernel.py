@@ -1,0 +1,196 @@
+"""The semantic-kernel backend, driven through SK's real OpenAI connector against a local fake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runs.backends.base import BackendError, Usage, backend_for
+from runs.backends.semantic_kernel import SemanticKernelBackend, SemanticKernelSession
+from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
+from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
+
+PROMPT = "please subtract 181001 from 206588"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+def agent_for(tmp_path: Path, fake: FakeOpenAI, **options: object):  # type: ignore[no-untyped-def]
+    return write_agent(
+        tmp_path / "agent",
+        provider="openai",
+        model="gpt-4o-mini",
+        endpoint=f"{fake.url}/v1",
+        **options,  # type: ignore[arg-type]
+    )
+
+
+async def converse(agent, messages: list[str]):  # type: ignore[no-untyped-def]
+    session = await backend_for(agent).create_session(case_name="case", case_index=0)
+    try:
+        return [await session.send(message) for message in messages]
+    finally:
+        await session.close()
+
+
+def test_a_tool_call_round_trip_runs_the_python_tool_and_records_the_call(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake)
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error, output.error
+    assert output.response == "The difference is 25587."  # 206588 - 181001, computed by tools.py
+    [call] = output.tool_calls
+    assert "subtract" in call.name
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == 25587
+    assert call.error is None
+    assert call.duration_ms > 0
+
+
+def test_the_model_is_offered_the_tool_with_a_json_schema_from_the_signature(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    first = fake.requests_to("/chat/completions")[0].body
+    [tool] = first["tools"]
+    assert tool["function"]["name"] == "tools-subtract"
+    assert tool["function"]["description"] == "Subtract b from a"
+    parameters = tool["function"]["parameters"]
+    assert parameters["required"] == ["a", "b"]
+    assert parameters["properties"]["a"] == {
+        "type": "number",
+        "description": "The number to subtract from.",
+    }
+    assert first["messages"][0] == {"role": "system", "content": INSTRUCTIONS}
+    assert first["temperature"] == 0
+
+
+def test_usage_is_summed_over_every_request_of_the_turn(tmp_path: Path, fake: FakeOpenAI) -> None:
+    [output] = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    requests = fake.requests_to("/chat/completions")
+    assert len(requests) == 2  # the tool call, then the answer after the tool result
+    sent = [r.usage for r in requests if r.usage]
+    assert output.usage == Usage(
+        prompt_tokens=sum(u["prompt_tokens"] for u in sent),
+        completion_tokens=sum(u["completion_tokens"] for u in sent),
+    )
+    assert output.usage.prompt_tokens == 120 + 140  # not just the last request's 140
+
+
+def test_the_history_of_earlier_turns_is_sent_with_the_next_turn(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    first, second = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT, "and now say thanks"]))
+
+    assert second.response == "You said: and now say thanks"
+    assert second.tool_calls == []
+    last = fake.requests_to("/chat/completions")[-1].body["messages"]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert last[1]["content"] == PROMPT
+    assert last[3]["content"] == "25587"
+    assert last[4]["content"] == first.response
+    # Turn 2 is one request, and its usage is its own, not accumulated over the session.
+    assert second.usage == Usage(prompt_tokens=160, completion_tokens=11)
+
+
+def test_a_failing_tool_is_recorded_with_its_error_and_the_turn_goes_on(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake, function="broken_subtract")
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error
+    [call] = output.tool_calls
+    assert call.error == "ValueError: cannot subtract 181001 from 206588 today"
+    assert call.result is None
+    tool_message = fake.requests_to("/chat/completions")[1].body["messages"][-1]
+    assert "cannot subtract" in tool_message["content"]  # the model is told what went wrong
+
+
+def test_a_model_http_error_is_returned_as_an_errored_turn_and_the_session_recovers(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    fake.failures.append((400, {"error": {"message": "model is sulking", "type": "invalid"}}))
+
+    failed, recovered = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT, "hello again"]))
+
+    assert failed.is_error
+    assert failed.response is None
+    assert "model is sulking" in (failed.error or "")
+    assert not recovered.is_error
+    # The failed turn left nothing half-done in the history.
+    last = fake.requests_to("/chat/completions")[-1].body["messages"]
+    assert [m["role"] for m in last] == ["system", "user"]
+    assert recovered.response == "You said: hello again"
+
+
+def test_mcp_tools_are_served_through_an_sk_mcp_plugin(tmp_path: Path, fake: FakeOpenAI) -> None:
+    agent = agent_for(tmp_path, fake, mcp=True)
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert call.name == "ledger-subtract"
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == "25587"
+    assert output.response == "The difference is 25587."
+
+
+def test_a_session_whose_mcp_server_cannot_start_fails_to_open(tmp_path: Path, fake: FakeOpenAI) -> None:
+    agent = agent_for(tmp_path, fake, mcp=True)
+    (tmp_path / "agent" / "mcp_server.py").write_text("raise SystemExit(3)\n")
+
+    with pytest.raises(BackendError, match="could not open a session"):
+        run_bounded(converse(agent, [PROMPT]))
+
+
+def test_the_backend_refuses_a_provider_it_does_not_serve(tmp_path: Path, fake: FakeOpenAI) -> None:
+    agent = write_agent(
+        tmp_path / "agent", provider="anthropic", model="claude-sonnet-4-5", endpoint=fake.url
+    )
+
+    with pytest.raises(BackendError, match="anthropic"):
+        SemanticKernelBackend(agent)
+
+
+def test_ollama_uses_the_openai_compatible_endpoint(tmp_path: Path, fake: FakeOpenAI) -> None:
+    agent = write_agent(
+        tmp_path / "agent", provider="ollama", model="llama3.2", endpoint=f"{fake.url}/v1"
+    )
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert output.response == "The difference is 25587."
+    assert fake.requests_to("/chat/completions")[0].body["model"] == "llama3.2"
+
+
+def test_sessions_of_one_backend_do_not_share_history(tmp_path: Path, fake: FakeOpenAI) -> None:
+    backend = SemanticKernelBackend(agent_for(tmp_path, fake))
+
+    async def two_sessions() -> tuple[SemanticKernelSession, SemanticKernelSession]:
+        one = await backend.create_session(case_name="one", case_index=0)
+        two = await backend.create_session(case_name="two", case_index=1)
+        await one.send("hello from one")
+        await two.send("hello from two")
+        await one.close()
+        await two.close()
+        return one, two
+
+    one, two = run_bounded(two_sessions())
+
+    assert [m.content for m in one.history.messages][1:] == ["hello from one", "You said: hello from one"]
+    assert [m.content for m in two.history.messages][1:] == ["hello from two", "You said: hello from two"]

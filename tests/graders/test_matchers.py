@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graders.matchers import (
+    FuzzyMatcher,
+    LiteralMatcher,
+    RegexMatcher,
+    json_safe,
+    match_arg,
+    matcher_to_config,
+    parse_arg_matcher,
+)
+
+# (the arg value as written in agent.yaml, the actual call value, passes?)
+MATCHER_CASES: list[tuple[str, Any, Any, bool]] = [
+    # literal
+    ("literal int equals the same float", 206588, 206588.0, True),
+    ("literal float equals the same int", 181001.0, 181001, True),
+    ("literal int differs from another int", 206588, 206000, False),
+    ("literal true differs from 1", True, 1, False),
+    ("literal 1 differs from true", 1, True, False),
+    ("literal false differs from 0", False, 0, False),
+    ("literal true equals true", True, True, True),
+    ("literal null equals only null", None, None, True),
+    ("literal null differs from empty string", None, "", False),
+    ("literal 0 differs from null", 0, None, False),
+    ("literal list compares element-wise numerically", [1, 2], [1.0, 2.0], True),
+    ("literal list order matters", [1, 2], [2, 1], False),
+    ("literal list length matters", [1, 2], [1, 2, 3], False),
+    ("literal dict compares key set and values", {"a": 1, "b": [2]}, {"b": [2.0], "a": 1.0}, True),
+    ("literal dict with an extra key differs", {"a": 1}, {"a": 1, "b": 2}, False),
+    ("literal string is exact", "operating cash", "operating cash", True),
+    ("literal string is case sensitive", "Cash", "cash", False),
+    ("literal number differs from its text", 206588, "206588", False),
+    ("literal text differs from its number", "206588", 206588, False),
+    ("literal dict without matcher keys is a literal", {"fuzzyish": 1}, {"fuzzyish": 1}, True),
+    # fuzzy
+    ("fuzzy matches thousands commas", {"fuzzy": "206588"}, "206,588", True),
+    ("fuzzy matches a space between digits", {"fuzzy": "206588"}, "206 588", True),
+    ("fuzzy matches a float", {"fuzzy": "206588"}, 206588.0, True),
+    ("fuzzy matches an int", {"fuzzy": "206588"}, 206588, True),
+    ("fuzzy differs from another number", {"fuzzy": "206588"}, 205000, False),
+    ("fuzzy percent divides by 100", {"fuzzy": "14.14%"}, 0.1414, True),
+    ("fuzzy percent on the actual side", {"fuzzy": "0.1414"}, "14.14 %", True),
+    ("fuzzy ignores case and outer spaces", {"fuzzy": "YES"}, " yes ", True),
+    ("fuzzy collapses inner whitespace", {"fuzzy": "Operating  Cash"}, "operating\tcash", True),
+    ("fuzzy drops underscores", {"fuzzy": "1_000"}, "1000", True),
+    ("fuzzy drops narrow no-break spaces", {"fuzzy": "1000000"}, "1\u202f000\u202f000", True),
+    ("fuzzy text still has to be equal", {"fuzzy": "cash flow"}, "cash flows", False),
+    ("fuzzy nan equals nan as text", {"fuzzy": "nan"}, "NaN", True),
+    ("fuzzy nan equals a float nan", {"fuzzy": "nan"}, math.nan, True),
+    ("fuzzy true equals a bool true", {"fuzzy": "true"}, True, True),
+    ("fuzzy number differs from text", {"fuzzy": "12"}, "twelve", False),
+    ("fuzzy negative numbers compare", {"fuzzy": "-0.5"}, "-50%", True),
+    # regex
+    ("regex must match the whole value", {"regex": "^2009.*$"}, "report 2009 cash flow", False),
+    ("regex full match passes", {"regex": "^2009.*cash.*$"}, "2009 operating cash", True),
+    ("regex on a float uses str()", {"regex": r"^181001(\.0+)?$"}, 181001.0, True),
+    ("regex rejects another decimal", {"regex": r"^181001(\.0+)?$"}, "181001.5", False),
+    ("regex without anchors is still anchored", {"regex": "cash"}, "cash flow", False),
+    ("regex on a bool sees Python's True", {"regex": "True"}, True, True),
+    ("regex on null sees None", {"regex": "None"}, None, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("written", "actual", "passes"),
+    [pytest.param(w, a, p, id=name) for name, w, a, p in MATCHER_CASES],
+)
+def test_each_matcher_case_passes_or_fails_as_the_contract_says(
+    written: Any, actual: Any, passes: bool
+) -> None:
+    result = match_arg(parse_arg_matcher(written), actual)
+
+    assert result.passed is passes
+    assert (result.reason is None) is passes
+
+
+def test_the_table_holds_at_least_thirty_cases() -> None:
+    assert len(MATCHER_CASES) >= 30
+
+
+def test_a_failed_fuzzy_match_explains_itself_with_both_values() -> None:
+    result = match_arg(FuzzyMatcher("206588"), 205000)
+
+    assert result.reason == "expected fuzzy '206588', got 205000"
+    assert result.expected_normalized == 206588.0
+    assert result.actual_normalized == 205000.0
+
+
+def test_a_failed_bool_literal_says_a_bool_only_equals_a_bool() -> None:
+    result = match_arg(LiteralMatcher(True), 1)
+
+    assert result.reason == "expected true, got 1 (a bool only equals a bool)"
+
+
+def test_fuzzy_text_comparison_records_the_normalised_forms() -> None:
+    result = match_arg(FuzzyMatcher(" Operating  CASH "), "operating cash")
+
+    assert result.passed
+    assert result.expected_normalized == "operating cash"
+    assert result.actual_normalized == "operating cash"
+
+
+def test_regex_records_the_text_it_matched_against() -> None:
+    result = match_arg(parse_arg_matcher({"regex": r"\d+"}), 181001.0)
+
+    assert not result.passed
+    assert result.actual_normalized == "181001.0"
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+
+def test_a_dict_whose_only_key_is_fuzzy_is_a_fuzzy_matcher() -> None:
+    assert parse_arg_matcher({"fuzzy": "206588"}) == FuzzyMatcher("206588")
+
+
+def test_a_dict_whose_only_key_is_regex_is_a_compiled_regex_matcher() -> None:
+    matcher = parse_arg_matcher({"regex": "^a+$"})
+
+    assert isinstance(matcher, RegexMatcher)
+    assert matcher.pattern == "^a+$"
+    assert matcher.compiled == re.compile("^a+$")
+
+
+@pytest.mark.parametrize("value", [3, 1.5, "x", None, True, [1, {"fuzzy": "a"}], {}, {"a": 1}])
+def test_any_other_value_is_a_literal(value: Any) -> None:
+    assert parse_arg_matcher(value) == LiteralMatcher(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"regex": "("}, "invalid regex '(': missing ), unterminated subpattern at position 0"),
+        ({"fuzzy": "a", "regex": "b"}, "use either 'fuzzy' or 'regex', not both"),
+        (
+            {"fuzzy": "a", "note": "x"},
+            "a 'fuzzy' matcher must be the only key of its dict; found beside it: note",
+        ),
+        (
+            {"regex": "a", "b": 1, "a": 2},
+            "a 'regex' matcher must be the only key of its dict; found beside it: a, b",
+        ),
+        ({"fuzzy": 206588}, "the 'fuzzy' pattern must be a string, got int"),
+        ({"regex": None}, "the 'regex' pattern must be a string, got null"),
+    ],
+)
+def test_a_malformed_matcher_dict_raises_a_one_line_cause(value: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_arg_matcher(value)
+
+    assert str(info.value) == message
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "written", [206588, "x", None, [1, 2], {"a": 1}, {"fuzzy": "1,000"}, {"regex": "^a$"}]
+)
+def test_matcher_to_config_gives_back_what_was_written(written: Any) -> None:
+    assert matcher_to_config(parse_arg_matcher(written)) == written
+
+
+def test_parsing_a_matcher_again_returns_it_unchanged() -> None:
+    matcher = parse_arg_matcher({"regex": "a"})
+
+    assert parse_arg_matcher(matcher) is matcher
+
+
+# --- properties -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(expected=json_values, actual=json_values)
+def test_literal_matching_never_raises_on_json_values(expected: Any, actual: Any) -> None:
+    result = match_arg(LiteralMatcher(expected), actual)
+
+    assert isinstance(result.passed, bool)
+
+
+@given(pattern=st.text(max_size=20), actual=json_values)
+def test_fuzzy_matching_never_raises_on_json_values(pattern: str, actual: Any) -> None:
+    assert isinstance(match_arg(FuzzyMatcher(pattern), actual).passed, bool)
+
+
+@given(actual=json_values)
+def test_regex_matching_never_raises_on_json_values(actual: Any) -> None:
+    matcher = parse_arg_matcher({"regex": r"^[\d.]+$"})
+
+    assert isinstance(match_arg(matcher, actual).passed, bool)
+
+
+@given(actual=json_values)
+def test_json_safe_makes_any_json_value_strictly_serialisable(actual: Any) -> None:
+    import json
+
+    json.dumps(json_safe(actual), allow_nan=False)
+
+
+numbers_as_text = st.one_of(
+    st.integers(min_value=-(10**12), max_value=10**12).map(str),
+    st.integers(min_value=0, max_value=10**9).map(lambda n: f"{n:,}"),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e4, max_value=1e4).map(
+        lambda f: f"{f * 100!r}%"
+    ),
+    st.sampled_from(["nan", "inf", "-inf", "1e3", "1 000", "abc"]),
+)
+
+
+@given(a=numbers_as_text, b=numbers_as_text)
+def test_fuzzy_number_matching_is_symmetric(a: str, b: str) -> None:
+    forward = match_arg(FuzzyMatcher(a), b).passed
+    backward = match_arg(FuzzyMatcher(b), a).passed
+
+    assert forward is backward
+
+
+@given(n=st.integers(min_value=0, max_value=10**12))
+def test_fuzzy_matches_a_number_against_its_comma_grouped_text(n: int) -> None:
+    assert match_arg(FuzzyMatcher(str(n)), f"{n:,}").passed
