@@ -27,6 +27,9 @@ METEOR_NO_WORDNET = (
 )
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
+# The shape of grade_bleu / grade_rouge / grade_meteor (response, expected, *, threshold=...).
+NlpGrader = Callable[..., Grade]
+
 
 def grade_bleu(
     response: str | None,
@@ -154,6 +157,7 @@ def _grade_untimed(
 __all__ = [
     "DEFAULT_NLP_THRESHOLD",
     "METEOR_NO_WORDNET",
+    "NlpGrader",
     "grade_bleu",
     "grade_meteor",
     "grade_rouge",

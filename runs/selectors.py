@@ -117,13 +117,11 @@ def case_rows(*, run: Run, only_failures: bool = False) -> QuerySet[CaseResult]:
     return cases
 
 
-def case_rows_finished_since(*, run: Run, since: datetime) -> list[CaseResult]:
+def case_rows_finished_since(
+    *, run: Run, since: datetime, only_failures: bool = False
+) -> list[CaseResult]:
     """Case rows that finished after ``since`` (the progress poll swaps just these)."""
-    return list(
-        CaseResult.objects.filter(run=run, finished_at__gt=since)
-        .only(*CASE_ROW_FIELDS)
-        .order_by("index")
-    )
+    return list(case_rows(run=run, only_failures=only_failures).filter(finished_at__gt=since))
 
 
 def case_get(*, run_id: int, case_id: int) -> CaseResult:

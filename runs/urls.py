@@ -6,4 +6,11 @@ from runs import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("projects/<int:project_id>/launch/", views.project_launch, name="project_launch"),
+    path("runs/", views.run_list, name="run_list"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
+    path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
 ]

@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from graders.deterministic import is_valid_response_path
 from graders.matchers import ArgMatcher, matcher_to_config, parse_arg_matcher
 from runs.spec.resolve import GRADER_PATH_RE, CodeResolver, ResolveError
 
@@ -308,6 +309,16 @@ class StandardMetric(_MetricBase):
             raise ValueError(f"{info.field_name} must be >= 0, got {value}")
         return value
 
+    @field_validator("response_path")
+    @classmethod
+    def _valid_path(cls, value: str | None) -> str | None:
+        if value is not None and not is_valid_response_path(value):
+            raise ValueError(
+                f"response_path {value!r} must be keys joined by dots with optional [index], "
+                "e.g. result.items[0].value"
+            )
+        return value
+
     @property
     def metric_name(self) -> str:
         return self.name or self.metric
@@ -562,6 +573,13 @@ class FileInput(_Strict):
         return self
 
 
+def _number_as_text(value: Any) -> Any:
+    """YAML reads ``ground_truth: 25587`` as a number; the answer to compare against is text."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 def _check_expected_tools(value: list[Any] | None) -> list[Any] | None:
     for item in value or []:
         if isinstance(item, str) and not item.strip():
@@ -590,6 +608,11 @@ class Turn(_Strict):
     evaluations: list[Metric] | None = None
     # Free-form data handed to code graders (e.g. ConvFinQA's turn_program).
     turn_config: dict[str, Any] | None = None
+
+    @field_validator("input", "ground_truth", mode="before")
+    @classmethod
+    def _numbers_as_text(cls, value: Any) -> Any:
+        return _number_as_text(value)
 
     @field_validator("input")
     @classmethod
@@ -659,6 +682,11 @@ class TestCase(_Strict):
     @classmethod
     def _name_not_empty(cls, value: str | None) -> str | None:
         return _non_empty(value, "name")
+
+    @field_validator("input", "ground_truth", mode="before")
+    @classmethod
+    def _numbers_as_text(cls, value: Any) -> Any:
+        return _number_as_text(value)
 
     @field_validator("input")
     @classmethod

@@ -180,3 +180,10 @@ def verdict(passed: bool | None) -> SafeString:
 def shortsha(commit: str | None) -> str:
     return (commit or "")[:8]
 
+
+
+@register.filter
+def pass_rate(run: Any) -> str:
+    """Passed cases over graded cases as a percentage, from the run's counters."""
+    graded = (run.passed_cases or 0) + (run.failed_cases or 0)
+    return percent(run.passed_cases * 100 / graded) if graded else "–"

@@ -28,6 +28,9 @@ def context(**overrides: Any) -> GraderContext:
     return GraderContext(**fields)
 
 
+SUPPORTED = "; return a bool, a number in 0..1 or a GraderResult"
+
+
 def grade(fn: Any, **kwargs: Any) -> Grade:
     kwargs.setdefault("name", "test")
     return asyncio.run(run_code_grader(fn, context(), **kwargs))
@@ -124,9 +127,9 @@ def test_the_context_is_read_only_and_copies_what_it_is_given() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("0.9", "unsupported return type str; return a bool, a number in 0..1 or a GraderResult"),
-        (None, "unsupported return type NoneType; return a bool, a number in 0..1 or a GraderResult"),
-        ({"score": 1}, "unsupported return type dict; return a bool, a number in 0..1 or a GraderResult"),
+        ("0.9", "unsupported return type str" + SUPPORTED),
+        (None, "unsupported return type NoneType" + SUPPORTED),
+        ({"score": 1}, "unsupported return type dict" + SUPPORTED),
         (1.5, "score 1.5 is outside 0..1"),
         (-0.1, "score -0.1 is outside 0..1"),
         (float("nan"), "score nan is outside 0..1"),

@@ -156,6 +156,17 @@ def test_geval_missing_a_required_param_could_not_grade_without_retrying() -> No
     assert judge.calls == []
 
 
+def test_an_empty_response_never_passes_silently() -> None:
+    judge = ScriptedJudge({"g_eval.ReasonScore": {"reason": "perfect", "score": 10}})
+
+    grade = geval(judge, evaluation_steps=["Check it."], actual_output="")
+
+    # deepeval refuses an empty actual_output; an errored grade fails the turn visibly.
+    assert grade.passed is False
+    assert grade.error is not None and "'actual_output' cannot be empty" in grade.error
+    assert judge.calls == []
+
+
 # --- the five RAG metrics with a scripted judge ----------------------------------------------
 
 

@@ -122,7 +122,9 @@ def test_an_unmet_count_says_how_many_matched() -> None:
 
 
 def test_a_wrong_arg_reason_shows_the_matcher_and_both_values() -> None:
-    verdict = one(expect("subtract", {"a": {"fuzzy": "206588"}}), [ToolCall("subtract", {"a": 205000})])
+    calls = [ToolCall("subtract", {"a": 205000})]
+
+    verdict = one(expect("subtract", {"a": {"fuzzy": "206588"}}), calls)
 
     assert verdict.unmatched_reason == "arg 'a': expected fuzzy '206588', got 205000"
 
