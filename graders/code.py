@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import contextvars
 import copy
+import dataclasses
 import inspect
 import json
 import math
@@ -63,10 +64,17 @@ class GraderContext:
         # Graders run in another thread; give them copies so they cannot change the run's state.
         set_ = object.__setattr__
         set_(self, "agent_response", self.agent_response or "")
-        set_(self, "tool_invocations", tuple(dict(t) for t in self.tool_invocations))
+        set_(self, "tool_invocations", tuple(_as_dict(t) for t in self.tool_invocations))
         if self.retrieval_context is not None:
             set_(self, "retrieval_context", tuple(self.retrieval_context))
         set_(self, "turn_config", copy.deepcopy(dict(self.turn_config or {})))
+
+
+def _as_dict(invocation: Any) -> dict[str, Any]:
+    # Accept the backends' record dataclasses as well as plain dicts.
+    if dataclasses.is_dataclass(invocation) and not isinstance(invocation, type):
+        return dataclasses.asdict(invocation)
+    return dict(invocation)
 
 
 @dataclass(frozen=True)

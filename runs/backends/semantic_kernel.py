@@ -18,6 +18,7 @@ extra ``ollama`` package, and the same wire format the offline tests fake).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import time
@@ -98,6 +99,7 @@ class SemanticKernelSession:
     def __init__(self, agent: LoadedAgent) -> None:
         self._meter = UsageMeter()
         timeout = float(agent.config.execution.llm_timeout)
+        self._timeout = timeout
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             event_hooks={"response": [self._meter.on_response]},
@@ -124,9 +126,9 @@ class SemanticKernelSession:
     async def open(self) -> None:
         """Connect the MCP servers (each plugin lists its tools as kernel functions)."""
         for config in self._mcp_configs:
-            plugin = mcp_plugin(config, self._base_dir)
-            await plugin.connect()
+            plugin = mcp_plugin(config, self._base_dir, request_timeout=self._timeout)
             self._mcp_plugins.append(plugin)
+            await connect_mcp_plugin(plugin, config.name, self._timeout)
             self._kernel.add_plugin(plugin, plugin_name=config.name)
         self._settings = execution_settings(self._service, self._model, self._kernel)
 
@@ -313,7 +315,34 @@ def python_kernel_function(tool: Any) -> KernelFunctionFromMethod:
     )
 
 
-def mcp_plugin(tool: Any, base_dir: Any) -> MCPPluginBase:
+async def connect_mcp_plugin(plugin: MCPPluginBase, name: str, timeout: float) -> None:
+    """``plugin.connect()``, but failing fast when the server dies during the handshake.
+
+    SK's connect() waits for a "ready" event that its connection task never sets when
+    ``initialize`` fails (a server that exits at once, a bad command): it would hang forever.
+    So wait for either side, bounded by ``timeout``.
+    """
+    connecting = asyncio.create_task(plugin.connect())
+    deadline = time.monotonic() + timeout
+    while not connecting.done() and time.monotonic() < deadline:
+        await asyncio.wait({connecting}, timeout=0.05)
+        inner: asyncio.Task[None] | None = getattr(plugin, "_current_task", None)
+        if inner is not None and inner.done() and not connecting.done():
+            connecting.cancel()
+            cause = inner.exception() if not inner.cancelled() else None
+            detail = f": {error_text(cause.__cause__ or cause)}" if cause else ""
+            raise BackendError(f"MCP server {name!r} failed during its handshake{detail}")
+    if not connecting.done():
+        connecting.cancel()
+        inner = getattr(plugin, "_current_task", None)
+        if inner is not None:
+            inner.cancel()
+            plugin._current_task = None  # so close() does not wait on it
+        raise BackendError(f"MCP server {name!r} did not connect within {timeout:g}s")
+    connecting.result()
+
+
+def mcp_plugin(tool: Any, base_dir: Any, *, request_timeout: float) -> MCPPluginBase:
     """An SK MCP plugin for an McpTool; a stdio server starts in the agent directory."""
     from semantic_kernel.connectors.mcp import MCPStdioPlugin, MCPStreamableHttpPlugin
 
@@ -324,6 +353,7 @@ def mcp_plugin(tool: Any, base_dir: Any) -> MCPPluginBase:
             headers=dict(tool.headers or {}) or None,
             description=tool.description,
             load_prompts=False,
+            request_timeout=int(request_timeout),
         )
     return MCPStdioPlugin(
         name=tool.name,
@@ -332,6 +362,7 @@ def mcp_plugin(tool: Any, base_dir: Any) -> MCPPluginBase:
         env=dict(tool.env or {}) or None,
         description=tool.description,
         load_prompts=False,
+        request_timeout=int(request_timeout),
         cwd=str(base_dir),
     )
 

@@ -112,6 +112,21 @@ def test_the_grader_sees_the_turn_it_grades() -> None:
     assert ctx.test_case_name == "convfinqa-1"
 
 
+def test_the_context_accepts_tool_call_records_as_dataclasses() -> None:
+    @dataclasses.dataclass
+    class Record:
+        name: str
+        args: dict[str, Any]
+        result: Any = None
+        error: str | None = None
+
+    ctx = context(tool_invocations=[Record("add", {"a": 1})])
+
+    assert ctx.tool_invocations == (
+        {"name": "add", "args": {"a": 1}, "result": None, "error": None},
+    )
+
+
 def test_the_context_is_read_only_and_copies_what_it_is_given() -> None:
     config = {"nested": {"k": 1}}
     ctx = context(turn_config=config, retrieval_context=["doc"], agent_response=None)

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from runs import services
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.spec.errors import ConfigError
+from tests.web.services_helpers import eager_celery, example_project  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def launch(project: Any, **kwargs: Any) -> Run:
+    return services.run_create(project=project, user=None, **kwargs)
+
+
+def test_a_launched_run_executes_every_case_turn_by_turn(tmp_path: Path, eager_celery: None) -> None:
+    project = example_project(tmp_path)
+    run = launch(project)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED  # the example has a deliberately failing case
+    assert (run.total_cases, run.cases_done) == (3, 3)
+    assert (run.passed_cases, run.failed_cases) == (2, 1)
+    assert run.total_turns == run.turns_done == TurnResult.objects.filter(run=run).count() == 10
+    assert MetricResult.objects.filter(run=run).exists()
+    assert run.pass_rate == pytest.approx(66.67)
+    assert {row["kind"] for row in run.metric_summary} >= {"standard", "code"}
+    failing = CaseResult.objects.get(run=run, passed=False)
+    assert failing.turns_passed < failing.turn_count
+    assert any(t.tools_matched is False for t in failing.turns.all())
+
+
+def test_an_invalid_agent_yaml_queues_nothing(tmp_path: Path, eager_celery: None) -> None:
+    project = example_project(tmp_path)
+    project.agent_path.write_text(project.agent_path.read_text() + "\nbogus_field: 1\n")
+    with pytest.raises(ConfigError) as caught:
+        launch(project)
+    assert any("bogus_field" in line for line in caught.value.lines())
+    assert not Run.objects.exists()
+
+
+def test_a_case_filter_and_a_limit_select_the_cases(tmp_path: Path, eager_celery: None) -> None:
+    project = example_project(tmp_path)
+    run = launch(project, case_filter="capex")
+    assert list(run.cases.values_list("name", flat=True)) == ["northwind_capex_decline"]
+    run = launch(project, limit=2)
+    assert run.cases.count() == 2
+    with pytest.raises(services.LaunchError):
+        launch(project, case_filter="no such case")
+
+
+def test_a_redelivered_case_task_writes_no_duplicate_rows(tmp_path: Path, eager_celery: None) -> None:
+    project = example_project(tmp_path)
+    run = launch(project, limit=1)
+    case = run.cases.get()
+    turns_before = TurnResult.objects.filter(case=case).count()
+    services.case_execute(case.pk)  # redelivered after it finished: nothing happens
+    assert TurnResult.objects.filter(case=case).count() == turns_before
+    # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
+    CaseResult.objects.filter(pk=case.pk).update(status=CaseResult.Status.RUNNING)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=0, passed_cases=0,
+                                         failed_cases=0)
+    services.case_execute(case.pk)
+    run.refresh_from_db()
+    assert TurnResult.objects.filter(case=case).count() == turns_before
+    assert run.turns_done == turns_before and run.cases_done == 1
+
+
+def test_cancelling_stops_the_cases_not_yet_started(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    run = launch(project)  # not eager: nothing runs
+    services.run_start(run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING
+    assert services.run_cancel(run=run)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED
+    assert set(run.cases.values_list("status", flat=True)) == {CaseResult.Status.CANCELLED}
+    assert not services.run_cancel(run=run)  # once only
+
+
+def test_a_run_whose_worker_died_does_not_stay_running(tmp_path: Path, settings: Any) -> None:
+    project = example_project(tmp_path)
+    run = launch(project, limit=1)
+    services.run_start(run.pk)
+    long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
+    run.cases.update(status=CaseResult.Status.RUNNING, started_at=long_ago)
+    run.refresh_from_db()
+    assert services.run_reap_stale(run)
+    run.refresh_from_db()
+    assert run.status == Run.Status.ERROR
+    assert "stopped responding" in run.cases.get().errors[0]
+
+
+def test_runs_can_be_claimed_only_once(tmp_path: Path) -> None:
+    run = launch(example_project(tmp_path), limit=1)
+    assert run.mark_running()
+    assert not Run.objects.get(pk=run.pk).mark_running()
+
+
+def test_holodeck_history_imports_as_runs(shared_dir: Path) -> None:
+    runs = services.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"])
+    assert len(runs) == 24
+    first = Run.objects.get(pk=runs[0].pk)
+    assert first.source == Run.Source.IMPORT
+    assert first.total_cases == first.cases.count()
+    assert first.passed_cases + first.failed_cases == first.total_cases
+    assert MetricResult.objects.filter(run=first, kind="geval").exists()
+    assert TurnResult.objects.filter(run=first).count() == first.total_cases
+
+
+def test_the_cli_stores_its_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from django.core.management import call_command
+
+    project = example_project(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        call_command("run_agent", str(project.agent_path), "--quiet")
+    assert exited.value.code == 1
+    run = Run.objects.get()
+    assert run.source == Run.Source.CLI and run.project == project
+    assert run.turns_done == 10 and run.cases.count() == 3
+    assert list((project.agent_path.parent / "results").glob("*/*.json"))
+
+
+def test_the_staff_user_is_created_once(capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+    from django.core.management import call_command
+
+    monkeypatch.setenv("HOLODECK_ADMIN_PASSWORD", "a-long-password")
+    call_command("ensure_admin")
+    call_command("ensure_admin")
+    assert User.objects.get().is_staff
