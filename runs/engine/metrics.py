@@ -115,7 +115,9 @@ class MetricRunner:
         from graders import nlp
 
         grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
-        return grader(facts.response, expected, threshold=metric.threshold)
+        return grader(
+            facts.response, expected, threshold=metric.threshold, response_path=metric.response_path
+        )
 
     async def _code(self, metric: CodeMetric, facts: TurnFacts) -> Grade:
         from graders.code import GraderContext, run_code_grader

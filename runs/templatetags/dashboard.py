@@ -46,9 +46,9 @@ def _parse_json(text: str) -> Any:
 def render_response(text: str | None) -> SafeString:
     """An agent response as sanitized Markdown, or formatted JSON when it is a JSON document."""
     if text is None:
-        return format_html('<p class="muted">(no response)</p>')
+        return mark_safe('<p class="muted">(no response)</p>')
     if text == "":
-        return format_html('<p class="muted">(empty response)</p>')
+        return mark_safe('<p class="muted">(empty response)</p>')
     parsed = _parse_json(text)
     if parsed is not None:
         return format_html('<pre class="json">{}</pre>', pretty_json(parsed))
@@ -78,7 +78,7 @@ def is_long(value: Any) -> bool:
 
 def _leaf(value: Any) -> SafeString:
     if value is None:
-        return format_html('<span class="j-null">null</span>')
+        return mark_safe('<span class="j-null">null</span>')
     if isinstance(value, bool):
         return format_html('<span class="j-bool">{}</span>', "true" if value else "false")
     if isinstance(value, int | float):
@@ -99,7 +99,7 @@ def _tree(value: Any, depth: int) -> SafeString:
         return format_html('<pre class="json">{}</pre>', pretty_json(value))
     if isinstance(value, dict):
         if not value:
-            return format_html('<span class="j-null">{{}}</span>')
+            return mark_safe('<span class="j-null">{}</span>')
         items = format_html_join(
             "",
             '<li><span class="j-key">{}</span>: {}</li>',
@@ -108,7 +108,7 @@ def _tree(value: Any, depth: int) -> SafeString:
         return format_html('<ul class="tree">{}</ul>', items)
     if isinstance(value, list):
         if not value:
-            return format_html('<span class="j-null">[]</span>')
+            return mark_safe('<span class="j-null">[]</span>')
         items = format_html_join(
             "",
             '<li><span class="j-key">[{}]</span> {}</li>',
@@ -170,10 +170,10 @@ def token_total(usage: dict[str, Any] | None) -> int | None:
 def verdict(passed: bool | None) -> SafeString:
     """✓ / ✗ / – with a colour class."""
     if passed is None:
-        return format_html('<span class="v v-none">–</span>')
+        return mark_safe('<span class="v v-none">–</span>')
     if passed:
-        return format_html('<span class="v v-ok" title="passed">✓</span>')
-    return format_html('<span class="v v-bad" title="failed">✗</span>')
+        return mark_safe('<span class="v v-ok" title="passed">✓</span>')
+    return mark_safe('<span class="v v-bad" title="failed">✗</span>')
 
 
 @register.filter

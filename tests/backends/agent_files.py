@@ -40,7 +40,7 @@ from mcp.server.fastmcp import FastMCP
 server = FastMCP("ledger")
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def subtract(a: float, b: float) -> str:
     """Subtract b from a."""
     return f"{a - b:g}"

@@ -1,0 +1,205 @@
+"""The claude-agent-sdk backend: the real bundled Claude Code CLI against a local fake Anthropic API.
+
+The CLI streams ``POST /v1/messages?beta=true`` to ``ANTHROPIC_BASE_URL``; the fake answers with
+SSE events. Every test is time-boxed (a hung CLI fails the test instead of stalling CI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runs.backends.base import BackendError, TurnOutput, Usage, backend_for
+from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession, bundled_cli_path
+from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
+from tests.backends.fake_llm_servers import SUBTRACT_ARGS, Exchange, FakeAnthropic
+
+pytestmark = pytest.mark.skipif(
+    bundled_cli_path() is None,
+    reason="claude-agent-sdk was installed without its bundled Claude Code CLI (_bundled/claude)",
+)
+
+PROMPT = "please subtract 181001 from 206588"
+MODEL = "claude-sonnet-4-5"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    server = FakeAnthropic().start()
+    yield server
+    server.stop()
+
+
+def agent_for(tmp_path: Path, fake: FakeAnthropic, **options: Any) -> Any:
+    return write_agent(
+        tmp_path / "agent", provider="anthropic", model=MODEL, endpoint=fake.url, **options
+    )
+
+
+def model_requests(fake: FakeAnthropic) -> list[Exchange]:
+    """The conversation's requests (the CLI may send side requests for other models)."""
+    return [
+        e
+        for e in fake.requests_to("/v1/messages")
+        if isinstance(e.body, dict) and e.body.get("model") == MODEL and e.usage is not None
+    ]
+
+
+def summed(exchanges: list[Exchange]) -> Usage:
+    usages = [e.usage for e in exchanges if e.usage]
+    return Usage(
+        prompt_tokens=sum(u["input_tokens"] for u in usages),
+        completion_tokens=sum(u["output_tokens"] for u in usages),
+        cache_creation_tokens=sum(u["cache_creation_input_tokens"] for u in usages),
+        cache_read_tokens=sum(u["cache_read_input_tokens"] for u in usages),
+    )
+
+
+async def converse(agent: Any, messages: list[str]) -> tuple[list[TurnOutput], ClaudeAgentSession]:
+    session = await backend_for(agent).create_session(case_name="case", case_index=0)
+    assert isinstance(session, ClaudeAgentSession)
+    try:
+        return [await session.send(message) for message in messages], session
+    finally:
+        await session.close()
+
+
+def test_a_tool_round_trip_runs_the_python_tool_through_the_in_process_mcp_server(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    ([output], _) = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    assert not output.is_error, output.error
+    assert output.response == "The difference is 25587."  # computed by tools.py, not the fake
+    [call] = output.tool_calls
+    assert call.name == "mcp__tools__subtract"
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == 25587
+    assert call.error is None
+    assert call.duration_ms > 0
+
+
+def test_the_model_gets_the_instructions_the_model_id_and_exactly_the_configured_tools(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    first = model_requests(fake)[0]
+    assert "?beta=true" in first.path
+    assert first.body["stream"] is True
+    assert first.headers.get("x-api-key") == "test-key-not-secret"
+    # No Bash, Read, Write, ...: only the agent's own tool, with the schema of its signature.
+    [tool] = first.body["tools"]
+    assert tool["name"] == "mcp__tools__subtract"
+    assert tool["input_schema"]["required"] == ["a", "b"]
+    assert tool["input_schema"]["properties"]["a"]["type"] == "number"
+    system = first.body["system"]
+    system_text = system if isinstance(system, str) else " ".join(b["text"] for b in system)
+    assert INSTRUCTIONS in system_text
+
+
+def test_two_turns_share_one_conversation_and_each_reports_its_own_usage(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    ([first, second], _) = run_bounded(
+        converse(agent_for(tmp_path, fake), [PROMPT, "and now say thanks"])
+    )
+
+    assert not second.is_error, second.error
+    assert second.response == "You said: and now say thanks"
+    assert second.tool_calls == []
+    requests = model_requests(fake)
+    assert len(requests) == 3  # turn 1: tool_use + answer; turn 2: answer
+    # Turn 2's request carries turn 1 (question, tool_use, tool_result, answer) before it.
+    assert len(requests[2].body["messages"]) == 5
+    assert "subtract" in str(requests[2].body["messages"][0]["content"])
+    assert first.usage == summed(requests[:2])
+    assert second.usage == summed(requests[2:])
+    assert first.usage.cache_creation_tokens == 14  # both requests of turn 1, cache included
+
+
+def test_a_failing_tool_is_recorded_with_its_error_and_the_turn_completes(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    agent = agent_for(tmp_path, fake, function="broken_subtract")
+
+    ([output], _) = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert call.error == "ValueError: cannot subtract 181001 from 206588 today"
+    assert "cannot subtract" in (output.response or "")  # the model read the error
+
+
+def test_an_api_error_is_returned_as_an_errored_turn(tmp_path: Path, fake: FakeAnthropic) -> None:
+    error = {"type": "error", "error": {"type": "invalid_request_error", "message": "no thanks"}}
+    fake.failures.extend([(400, error)] * 5)
+
+    ([output], _) = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    assert output.is_error
+    assert output.error
+    assert output.tool_calls == []
+
+
+def test_each_session_has_a_private_config_dir_that_is_deleted_on_close(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    agent = agent_for(tmp_path, fake)
+    seen: list[Path] = []
+
+    async def two_sessions() -> None:
+        one = await backend_for(agent).create_session(case_name="one", case_index=0)
+        two = await backend_for(agent).create_session(case_name="two", case_index=1)
+        assert isinstance(one, ClaudeAgentSession) and isinstance(two, ClaudeAgentSession)
+        await one.send("hello")
+        seen.extend([one.config_dir, two.config_dir])
+        assert any(one.config_dir.iterdir())  # the CLI keeps its state there, not in ~/.claude
+        await one.close()
+        await two.close()
+
+    run_bounded(two_sessions())
+
+    assert seen[0] != seen[1]
+    assert not seen[0].exists() and not seen[1].exists()
+    assert sorted(p.name for p in (tmp_path / "agent").iterdir()) == ["agent.yaml", "tools.py"]
+
+
+def test_external_mcp_servers_pass_through_and_their_calls_are_recorded_from_the_stream(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    ([output], _) = run_bounded(converse(agent_for(tmp_path, fake, mcp=True), [PROMPT]))
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert call.name == "mcp__ledger__subtract"
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == "25587"
+    assert output.response == "The difference is 25587."
+
+
+def test_the_claude_block_sets_max_turns_and_appends_to_the_system_prompt(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    extra = """
+    claude:
+      max_turns: 1
+      append_system_prompt: Always answer in English.
+    """
+    ([output], _) = run_bounded(converse(agent_for(tmp_path, fake, extra=extra), [PROMPT]))
+
+    # One model turn is spent on the tool call, so the CLI stops before answering.
+    assert output.is_error
+    assert "max_turns" in (output.error or "")
+    system = str(model_requests(fake)[0].body["system"])
+    assert "Always answer in English." in system
+
+
+def test_the_backend_refuses_a_provider_it_does_not_serve(tmp_path: Path, fake: FakeAnthropic) -> None:
+    agent = write_agent(tmp_path / "agent", provider="openai", model="gpt-4o", endpoint=fake.url)
+
+    with pytest.raises(BackendError, match="anthropic"):
+        ClaudeAgentBackend(agent)

@@ -1,0 +1,244 @@
+"""Database builders for the page tests and the page benchmark.
+
+``build_run`` writes a whole run (cases × turns × metrics) with bulk_create, so a 1,000 × 5 run
+takes about a second. Case ``failing_case`` (index 1 by default) is a realistic failing multi-turn
+case: a failed tool assertion with an arg-match diff, a code grader with nested details, a judge
+that could not grade, and a skipped last turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+
+PASSWORD = "correct horse battery"
+
+
+def make_user(username: str = "viewer", *, staff: bool = False) -> AbstractBaseUser:
+    user_model = get_user_model()
+    return user_model.objects.create_user(  # type: ignore[attr-defined, no-any-return]
+        username=username, password=PASSWORD, is_staff=staff
+    )
+
+
+def make_project(name: str = "weather-agent", directory: str = "/srv/agents/weather") -> AgentProject:
+    return AgentProject.objects.create(name=name, directory=directory)
+
+
+@dataclass
+class RunSpec:
+    """What ``build_run`` makes; the defaults are a small finished failing run."""
+
+    cases: int = 10
+    turns: int = 3
+    failing: Iterable[int] = (1,)
+    status: str = Run.Status.FAILED
+    done: int | None = None  # cases finished (the rest pending); None = all
+    texts: dict[str, str] = field(default_factory=dict)  # overrides for the failing case
+    git_commit: str = "3f2a9c1d0b7e4f6a8c9d0e1f2a3b4c5d6e7f8a9b"
+
+
+def build_run(project: AgentProject | None = None, spec: RunSpec | None = None, **fields: Any) -> Run:
+    spec = spec or RunSpec()
+    failing = set(spec.failing)
+    done = spec.cases if spec.done is None else spec.done
+    now = timezone.now()
+    run = Run.objects.create(
+        project=project,
+        agent_name=project.name if project else "weather-agent",
+        status=spec.status,
+        git_commit=spec.git_commit,
+        git_branch="main",
+        total_cases=spec.cases,
+        cases_done=done,
+        total_turns=spec.cases * spec.turns,
+        turns_done=done * spec.turns,
+        passed_cases=len([i for i in range(done) if i not in failing]),
+        failed_cases=len([i for i in range(done) if i in failing]),
+        duration_ms=61_500,
+        prompt_tokens=done * spec.turns * 100,
+        completion_tokens=done * spec.turns * 20,
+        total_tokens=done * spec.turns * 120,
+        started_at=now - timedelta(minutes=1),
+        finished_at=None if spec.status in Run.ACTIVE else now,
+        **fields,
+    )
+    cases = CaseResult.objects.bulk_create(
+        [_case(run, index, spec, index in failing, index < done, now) for index in range(spec.cases)]
+    )
+    turns: list[TurnResult] = []
+    for case in cases:
+        if case.status == CaseResult.Status.DONE:
+            turns.extend(_turns(run, case, spec, case.index in failing))
+    turns = TurnResult.objects.bulk_create(turns, batch_size=500)
+    MetricResult.objects.bulk_create(
+        [metric for turn in turns for metric in _metrics(run, turn)], batch_size=500
+    )
+    return run
+
+
+def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: Any) -> CaseResult:
+    turns_passed = spec.turns - (2 if failing and spec.turns > 1 else 1) if failing else spec.turns
+    return CaseResult(
+        run=run,
+        index=index,
+        name=f"refund case {index}" if not failing else f"failing refund case {index}",
+        status=CaseResult.Status.DONE if done else CaseResult.Status.PENDING,
+        is_multi_turn=spec.turns > 1,
+        turn_count=spec.turns,
+        turns_passed=turns_passed if done else 0,
+        passed=(not failing) if done else None,
+        test_input="\n---\n".join(f"question {t}" for t in range(spec.turns)),
+        agent_response=f"answer {spec.turns - 1}",
+        execution_time_ms=1200 * spec.turns if done else 0,
+        finished_at=now if done else None,
+        token_usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    )
+
+
+def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[TurnResult]:
+    turns = []
+    for index in range(spec.turns):
+        turn = TurnResult(
+            run=run,
+            case=case,
+            index=index,
+            input=f"What is the refund for order {case.index}-{index}?",
+            response=f"The refund for order {case.index}-{index} is **42.00 EUR**.",
+            ground_truth="42.00 EUR",
+            tool_invocations=[
+                {
+                    "name": "orders_lookup",
+                    "args": {"order_id": f"{case.index}-{index}"},
+                    "result": {"status": "delivered", "total": 42.0},
+                    "bytes": 38,
+                    "duration_ms": 3.5,
+                    "error": None,
+                }
+            ],
+            tool_calls=["orders_lookup"],
+            tools_matched=True,
+            arg_match_details=[_assertion(passed=True, actual=f"{case.index}-{index}")],
+            passed=True,
+            execution_time_ms=1200,
+            token_usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            grader_details={"refund_grader": {"parsed": 42.0, "matched": True}},
+        )
+        turns.append(turn)
+    if failing:
+        _make_failing(turns, spec)
+    return turns
+
+
+def _assertion(*, passed: bool, actual: Any, expected: Any = None) -> dict[str, Any]:
+    expected = actual if expected is None else expected
+    return {
+        "tool": "orders_lookup",
+        "args_asserted": ["order_id"],
+        "matched_call_index": 0 if passed else None,
+        "candidate_call_index": 0,
+        "unmatched_reason": None if passed else "no call of orders_lookup matched every argument",
+        "passed": passed,
+        "count": 1,
+        "matching_calls": 1 if passed else 0,
+        "args": [
+            {
+                "arg": "order_id",
+                "matcher": "literal" if passed else "fuzzy",
+                "expected": expected,
+                "actual": actual,
+                "actual_present": True,
+                "expected_normalized": None if passed else str(expected).lower(),
+                "actual_normalized": None if passed else str(actual).lower(),
+                "passed": passed,
+                "reason": None if passed else f"{actual!r} does not match {expected!r}",
+            }
+        ],
+    }
+
+
+def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
+    """Turn 0 passes, turn 1 fails its tool assertion and code grader, the last is skipped."""
+    if len(turns) < 2:
+        turns[0].passed = False
+        turns[0].errors = ["TimeoutError: the model did not answer within 60 s"]
+        return
+    failed = turns[1]
+    failed.passed = False
+    failed.tools_matched = False
+    failed.response = spec.texts.get("response", failed.response)
+    failed.tool_invocations[0]["args"] = {"order_id": "A-999"}
+    failed.tool_invocations[0]["result"] = spec.texts.get(
+        "tool_result", {"status": "unknown", "lines": [f"line {n}" for n in range(60)]}
+    )
+    failed.arg_match_details = [_assertion(passed=False, actual="A-999", expected="A-123")]
+    failed.grader_details = {
+        "refund_grader": spec.texts.get(
+            "grader_details",
+            {"parsed": None, "checks": [{"name": "currency", "ok": False}], "note": "no amount"},
+        )
+    }
+    if len(turns) > 2:
+        skipped = turns[-1]
+        skipped.passed = False
+        skipped.skipped = True
+        skipped.response = None
+        skipped.tool_invocations = []
+        skipped.arg_match_details = None
+        skipped.grader_details = None
+        skipped.errors = ["skipped: two consecutive session errors"]
+
+
+def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
+    if turn.skipped:
+        return []
+    failed = not turn.passed
+    return [
+        MetricResult(
+            run=run,
+            turn=turn,
+            metric_name="rouge",
+            kind="standard",
+            score=0.31 if failed else 0.82,
+            threshold=0.5,
+            passed=not failed,
+            position=0,
+        ),
+        MetricResult(
+            run=run,
+            turn=turn,
+            metric_name="refund_grader",
+            kind="code",
+            score=0.0 if failed else 1.0,
+            threshold=0.5,
+            passed=not failed,
+            reasoning="amount matches" if not failed else "no amount in the response",
+            position=1,
+        ),
+        MetricResult(
+            run=run,
+            turn=turn,
+            metric_name="politeness",
+            kind="geval",
+            score=None if failed else 0.9,
+            threshold=0.7,
+            passed=not failed,
+            error="judge returned invalid JSON" if failed else None,
+            reasoning=None if failed else "Polite and precise.",
+            model_used="gpt-4o-mini",
+            evaluation_time_ms=850,
+            position=2,
+        ),
+    ]
+
+
+def failing_case(run: Run) -> CaseResult:
+    return CaseResult.objects.filter(run=run, passed=False).order_by("index").first()  # type: ignore[return-value]
