@@ -150,7 +150,7 @@ class ClaudeAgentSession:
                 if msg.parent_tool_use_id is None:
                     texts.extend(self._read_assistant(msg))
                 if msg.error:
-                    errors.append(f"assistant error: {msg.error}")
+                    errors.append(f"assistant error: {msg.error}")  # e.g. authentication_failed
             elif isinstance(msg, UserMessage):
                 self._read_tool_results(msg)
             elif isinstance(msg, ResultMessage):
@@ -185,11 +185,14 @@ class ClaudeAgentSession:
                     record.result = text
 
     def _result_output(self, msg: ResultMessage, texts: list[str], errors: list[str]) -> TurnOutput:
-        response = msg.result if isinstance(msg.result, str) else "".join(texts[-1:])
         usage = claude_usage(msg.usage) if msg.usage else None
         if msg.is_error:
-            detail = "; ".join([*(msg.errors or []), *errors]) or (msg.result or "")
-            return self._output(response, usage, error=f"{msg.subtype}: {detail}".strip(": "))
+            # On an API failure the CLI puts "API Error: 400 ..." in `result`: that is the error
+            # text, not an answer to grade.
+            details = [d for d in (msg.result, *(msg.errors or []), *errors) if d]
+            prefix = "" if msg.subtype == "success" else f"{msg.subtype}: "
+            return self._output(None, usage, error=prefix + ("; ".join(details) or "failed"))
+        response = msg.result if isinstance(msg.result, str) else "".join(texts[-1:])
         return self._output(response, usage)
 
     def _output(self, response: str | None, usage: Usage | None, *, error: str | None = None) -> TurnOutput:

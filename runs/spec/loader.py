@@ -1,4 +1,5 @@
-"""Load an agent.yaml into a validated ``LoadedAgent``, or raise one ``ConfigError`` with all problems.
+"""Load an agent.yaml into a validated ``LoadedAgent``, or raise one ``ConfigError`` with all
+problems.
 
 Order of work: read the file, substitute ``${VAR}`` from the environment, parse YAML, gather the
 raw test cases (inline or from ``test_cases_file``), then validate the agent's own fields and each
@@ -158,7 +159,7 @@ def _parse(text: str, label: str, *, json_only: bool) -> Any:
             where = f"invalid JSON at line {exc.lineno}, column {exc.colno}"
             raise ConfigError([_problem(label, "", f"{where}: {exc.msg}")]) from None
     try:
-        return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise ConfigError([_problem(label, "", _yaml_error(exc))]) from None
 
@@ -183,7 +184,9 @@ def _raw_test_cases(
     file = data.get("test_cases_file")
     if inline is not None and file is not None:
         problems.append(
-            _problem(label, "test_cases_file", "give either test_cases or test_cases_file, not both")
+            _problem(
+                label, "test_cases_file", "give either test_cases or test_cases_file, not both"
+            )
         )
         return [], label
     if file is None:
@@ -288,7 +291,11 @@ def problems_from_validation(
 
 
 def loc_to_path(loc: tuple[Any, ...]) -> str:
-    """``('turns', 2, 'expected_tools', 1, 'tool-object', 'args', 'a')`` -> ``turns[2].expected_tools[1].args.a``."""
+    """A pydantic location as a YAML-like path, without union tags.
+
+    ``('turns', 2, 'expected_tools', 1, 'tool-object', 'args', 'a')`` ->
+    ``turns[2].expected_tools[1].args.a``.
+    """
     path = ""
     after_index = False
     for item in loc:
@@ -340,7 +347,11 @@ def _resolve_parallel(
         if isinstance(override, bool) or not isinstance(override, int) or override < 1:
             problems.append(
                 ConfigProblem(
-                    "command line", None, None, "parallel_test_cases", f"must be >= 1, got {override}"
+                    "command line",
+                    None,
+                    None,
+                    "parallel_test_cases",
+                    f"must be >= 1, got {override}",
                 )
             )
             return None
@@ -381,9 +392,8 @@ def _dedupe(problems: list[ConfigProblem]) -> list[ConfigProblem]:
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(
-        type(value), type(value).__name__
-    )
+    names: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _shown(value: Any) -> str:

@@ -6,7 +6,8 @@ function tools, instruction/transcript/input files) read it from the validation 
 context they check only the shape, so a stored config snapshot can be re-validated anywhere.
 
 Validators raise ``spec_error(message, subpath)``: the loader appends ``subpath`` to the
-pydantic location so a problem points at the exact field (``turns[2].expected_tools[1].args.a.regex``).
+pydantic location so a problem points at the exact field
+(``turns[2].expected_tools[1].args.a.regex``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def _local_path(base_dir: Path, value: str) -> Path:
     return path if path.is_absolute() else base_dir / path
 
 
+def _exists_if_local(info: ValidationInfo, value: str | None) -> bool:
+    """False only when loading from a directory and ``value`` names no file there."""
+    base_dir = _base_dir(info)
+    return base_dir is None or value is None or _local_path(base_dir, value).is_file()
+
+
 def _non_empty(value: str | None, what: str) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(f"{what} must not be empty")
@@ -110,15 +117,15 @@ class ModelConfig(_Strict):
 
     provider: Provider
     name: str
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0)
-    top_p: float | None = Field(None, ge=0, le=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, ge=0, le=1)
     endpoint: str | None = None
     api_key: str | None = None
     api_version: str | None = None
     # scripted provider only
     transcript: str | None = None
-    latency_ms: float = Field(0, ge=0)
+    latency_ms: float = Field(default=0, ge=0)
 
     @field_validator("name")
     @classmethod
@@ -134,10 +141,8 @@ class ModelConfig(_Strict):
             if self.latency_ms:
                 raise spec_error("latency_ms is only for provider 'scripted'", "latency_ms")
             return self
-        base_dir = _base_dir(info)
-        if self.transcript is not None and base_dir is not None:
-            if not _local_path(base_dir, self.transcript).is_file():
-                raise spec_error(f"transcript file {self.transcript!r} was not found", "transcript")
+        if not _exists_if_local(info, self.transcript):
+            raise spec_error(f"transcript file {self.transcript!r} was not found", "transcript")
         return self
 
 
@@ -328,6 +333,10 @@ class StandardMetric(_MetricBase):
         return "standard"
 
 
+def _default_params() -> list[GEvalParam]:
+    return ["actual_output"]
+
+
 class GEvalMetric(_MetricBase):
     """An LLM-judged custom criterion (deepeval G-Eval)."""
 
@@ -335,7 +344,7 @@ class GEvalMetric(_MetricBase):
     name: str
     criteria: str
     evaluation_steps: list[str] | None = None
-    evaluation_params: list[GEvalParam] = Field(default_factory=lambda: ["actual_output"])
+    evaluation_params: list[GEvalParam] = Field(default_factory=lambda: _default_params())
     strict_mode: bool = False
 
     @field_validator("name", "criteria")
@@ -566,10 +575,8 @@ class FileInput(_Strict):
     def _path_or_url(self, info: ValidationInfo) -> Self:
         if (self.path is None) == (self.url is None):
             raise spec_error("give exactly one of 'path' or 'url'")
-        base_dir = _base_dir(info)
-        if self.path is not None and base_dir is not None:
-            if not _local_path(base_dir, self.path).is_file():
-                raise spec_error(f"file {self.path!r} was not found", "path")
+        if not _exists_if_local(info, self.path):
+            raise spec_error(f"file {self.path!r} was not found", "path")
         return self
 
 
@@ -761,9 +768,9 @@ class TestCase(_Strict):
 class ExecutionConfig(_Strict):
     """Timeouts (seconds), the file cache and test-case concurrency."""
 
-    llm_timeout: float = Field(60, gt=0)
-    file_timeout: float = Field(30, gt=0)
-    download_timeout: float = Field(30, gt=0)
+    llm_timeout: float = Field(default=60, gt=0)
+    file_timeout: float = Field(default=30, gt=0)
+    download_timeout: float = Field(default=30, gt=0)
     cache_enabled: bool = True
     cache_dir: str = ".holodeck/cache"
     parallel_test_cases: int | None = None
@@ -779,11 +786,11 @@ class ExecutionConfig(_Strict):
 class ClaudeConfig(_Strict):
     """Options of the claude_agent_sdk backend (provider anthropic)."""
 
-    max_turns: int | None = Field(None, gt=0)
+    max_turns: int | None = Field(default=None, gt=0)
     allowed_tools: list[str] | None = None
     disallowed_tools: list[str] | None = None
     permission_mode: Literal["default", "acceptEdits", "plan"] = "default"
-    max_thinking_tokens: int | None = Field(None, gt=0)
+    max_thinking_tokens: int | None = Field(default=None, gt=0)
     append_system_prompt: str | None = None
 
     @field_validator("permission_mode", mode="before")

@@ -16,6 +16,7 @@ the agent's own code.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.machinery
@@ -188,7 +189,8 @@ def _callable_attr(module: types.ModuleType, attr: str, where: str) -> Callable[
     value = getattr(module, attr)
     if not callable(value):
         raise ResolveError(
-            f"{where}: {attr!r} is not callable (it is of type {type(value).__name__})", part="attribute"
+            f"{where}: {attr!r} is not callable (it is of type {type(value).__name__})",
+            part="attribute",
         )
     return value  # type: ignore[no-any-return]
 
@@ -201,10 +203,8 @@ def _import_failure(module_path: str, exc: BaseException) -> str:
 
 
 def _remove_first(items: list[str], value: str) -> None:
-    try:
+    with contextlib.suppress(ValueError):
         items.remove(value)
-    except ValueError:
-        pass
 
 
 def _is_under(path: Path, directory: Path) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,8 @@ class FakeServer:
     exchanges: list[Exchange] = field(default_factory=list)
     # Answer the next ``len(failures)`` model requests with these (status, body) errors.
     failures: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    # Wait this many seconds before answering the next ``len(delays)`` model requests.
+    delays: list[float] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,10 +94,15 @@ class FakeServer:
         with self._lock:
             self.exchanges.append(exchange)
             failure = self.failures.pop(0) if self.failures and method == "POST" else None
-        if failure is not None:
-            send_json(handler, *failure)
-            return
-        self.handle(handler, exchange)
+            delay = self.delays.pop(0) if self.delays and method == "POST" else 0.0
+        time.sleep(delay)
+        try:
+            if failure is not None:
+                send_json(handler, *failure)
+            else:
+                self.handle(handler, exchange)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on this request (a timed-out turn)
 
     def handle(self, handler: BaseHTTPRequestHandler, exchange: Exchange) -> None:
         raise NotImplementedError
@@ -197,8 +205,10 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content or [] if isinstance(b, dict)]
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    return _clean(" ".join(b.get("text", "") for b in _blocks(message) if b.get("type") == "text"))
+def _latest_text(message: dict[str, Any]) -> str:
+    """The newest text of a user message (the CLI merges an interrupted turn's input into it)."""
+    texts = [_clean(b.get("text", "")) for b in _blocks(message) if b.get("type") == "text"]
+    return next((t for t in reversed(texts) if t), "")
 
 
 def _tool_result_text(block: dict[str, Any]) -> str:
@@ -244,7 +254,7 @@ class FakeAnthropic(FakeServer):
         if results:
             return [{"type": "text", "text": f"The difference is {_tool_result_text(results[-1])}."}]
         subtract = next((t["name"] for t in tools if "subtract" in t.get("name", "")), None)
-        text = _text_of(last)
+        text = _latest_text(last)
         if subtract is not None and "subtract" in text:
             return [
                 {

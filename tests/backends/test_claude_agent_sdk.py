@@ -6,6 +6,7 @@ SSE events. Every test is time-boxed (a hung CLI fails the test instead of stall
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,8 @@ def test_an_api_error_is_returned_as_an_errored_turn(tmp_path: Path, fake: FakeA
     ([output], _) = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
 
     assert output.is_error
-    assert output.error
+    assert "400 no thanks" in (output.error or "")
+    assert output.response is None  # the CLI's "API Error: ..." text is not an answer
     assert output.tool_calls == []
 
 
@@ -193,7 +195,8 @@ def test_the_claude_block_sets_max_turns_and_appends_to_the_system_prompt(
 
     # One model turn is spent on the tool call, so the CLI stops before answering.
     assert output.is_error
-    assert "max_turns" in (output.error or "")
+    assert (output.error or "").startswith("error_max_turns: ")
+    assert [c.name for c in output.tool_calls] == ["mcp__tools__subtract"]
     system = str(model_requests(fake)[0].body["system"])
     assert "Always answer in English." in system
 
@@ -203,3 +206,25 @@ def test_the_backend_refuses_a_provider_it_does_not_serve(tmp_path: Path, fake: 
 
     with pytest.raises(BackendError, match="anthropic"):
         ClaudeAgentBackend(agent)
+
+
+def test_a_turn_abandoned_by_a_timeout_is_stopped_before_the_next_turn(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    agent = agent_for(tmp_path, fake)
+    fake.delays.append(5.0)
+
+    async def timed_out_then_next() -> TurnOutput:
+        session = await backend_for(agent).create_session(case_name="case", case_index=0)
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.send(PROMPT), 1.0)  # what the engine does
+            return await session.send("hello again")
+        finally:
+            await session.close()
+
+    output = run_bounded(timed_out_then_next())
+
+    assert not output.is_error, output.error
+    assert output.response == "You said: hello again"
+    assert output.tool_calls == []

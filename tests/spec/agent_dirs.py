@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-GRADER_SOURCE = '''\
+GRADER_SOURCE = """\
 from __future__ import annotations
 
 NOT_CALLABLE = 42
@@ -20,23 +20,28 @@ def check(ctx):
 
 def other(ctx):
     return 0.5
-'''
+"""
 
-TOOLS_SOURCE = '''\
+TOOLS_SOURCE = """\
 def subtract(a: float, b: float) -> float:
     return a - b
 
 
 def divide(a: float, b: float) -> float:
     return a / b
-'''
+"""
 
 BASE_AGENT: dict[str, Any] = {
     "name": "spec-test-agent",
     "model": {"provider": "scripted", "name": "scripted-test"},
     "instructions": {"inline": "Answer with a number."},
     "tools": [
-        {"type": "function", "name": "subtract", "file": "tools/finance.py", "function": "subtract"},
+        {
+            "type": "function",
+            "name": "subtract",
+            "file": "tools/finance.py",
+            "function": "subtract",
+        },
         {"type": "function", "name": "divide", "file": "tools/finance.py", "function": "divide"},
     ],
     "test_cases": [

@@ -25,7 +25,10 @@ def test_an_unnamed_case_is_shown_by_index_and_empty_parts_are_left_out() -> Non
 
 
 def test_config_error_keeps_every_problem() -> None:
-    problems = [ConfigProblem("a", None, None, "x", "one"), ConfigProblem("a", None, None, "y", "two")]
+    problems = [
+        ConfigProblem("a", None, None, "x", "one"),
+        ConfigProblem("a", None, None, "y", "two"),
+    ]
     error = ConfigError(problems)
     assert error.problems == problems
     assert error.lines() == ["a: x: one", "a: y: two"]

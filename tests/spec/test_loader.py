@@ -186,7 +186,10 @@ def test_environment_variables_are_substituted(tmp_path: Path) -> None:
     ("filename", "content"),
     [
         ("cases.yaml", yaml.safe_dump([{"name": "a", "input": "x"}, {"input": "y"}])),
-        ("cases.yaml", yaml.safe_dump({"test_cases": [{"name": "a", "input": "x"}, {"input": "y"}]})),
+        (
+            "cases.yaml",
+            yaml.safe_dump({"test_cases": [{"name": "a", "input": "x"}, {"input": "y"}]}),
+        ),
         ("cases.json", json.dumps([{"name": "a", "input": "x"}, {"input": "y"}])),
     ],
 )
@@ -217,7 +220,11 @@ def test_test_cases_file_is_read_relative_to_the_agent_dir(
     ],
 )
 def test_parallel_test_cases_resolves_cli_then_yaml_then_env_then_one(
-    tmp_path: Path, override: int | None, yaml_value: int | None, env_value: str | None, expected: int
+    tmp_path: Path,
+    override: int | None,
+    yaml_value: int | None,
+    env_value: str | None,
+    expected: int,
 ) -> None:
     data = base_agent()
     if yaml_value is not None:
@@ -229,7 +236,11 @@ def test_parallel_test_cases_resolves_cli_then_yaml_then_env_then_one(
 
 def test_execution_defaults(tmp_path: Path) -> None:
     execution = load_agent(make_agent_dir(tmp_path), environ={}).config.execution
-    assert (execution.llm_timeout, execution.file_timeout, execution.download_timeout) == (60, 30, 30)
+    assert (execution.llm_timeout, execution.file_timeout, execution.download_timeout) == (
+        60,
+        30,
+        30,
+    )
     assert (execution.cache_enabled, execution.cache_dir) == (True, ".holodeck/cache")
     assert execution.parallel_test_cases is None
 

@@ -48,7 +48,10 @@ def test_an_agent_graders_folder_does_not_shadow_the_project_package(tmp_path: P
 def test_relative_imports_inside_an_agent_package_work(tmp_path: Path) -> None:
     write(tmp_path / "checks" / "__init__.py", "")
     write(tmp_path / "checks" / "util.py", "def double(x):\n    return 2 * x\n")
-    write(tmp_path / "checks" / "main.py", "from .util import double\n\ndef run(x):\n    return double(x)\n")
+    write(
+        tmp_path / "checks" / "main.py",
+        "from .util import double\n\ndef run(x):\n    return double(x)\n",
+    )
     assert CodeResolver(tmp_path).grader("checks.main:run")(21) == 42
 
 
@@ -67,6 +70,7 @@ def test_an_installed_module_is_used_when_the_agent_dir_has_none(tmp_path: Path)
 
 def test_function_tools_load_from_files_outside_the_agent_dir(tmp_path: Path) -> None:
     write(tmp_path / "shared-tools" / "math.py", "def add(a, b):\n    return a + b\n")
+    (tmp_path / "agent").mkdir()
     resolver = CodeResolver(tmp_path / "agent")
     assert resolver.function("../shared-tools/math.py", "add")(1, 2) == 3
 

@@ -135,30 +135,23 @@ def program_equivalent(ctx: GraderContext) -> GraderResult:
         or (not isinstance(expected, bool) and same_value(answer, float(expected) * 100))
     )
     results = _tool_results(ctx.tool_invocations)
-    steps = [
-        {
-            "step": step,
-            "value": value,
-            "found_in_tool_results": any(same_value(r, value) for r in results),
-        }
-        for step, value in zip(split_steps(program), values, strict=True)
-    ]
-    checks = [answer_ok, *(s["found_in_tool_results"] for s in steps)]
-    score = sum(checks) / len(checks)
+    found = [any(same_value(r, value) for r in results) for value in values]
+    checks = [answer_ok, *found]
     ground_truth = parse_answer(ctx.ground_truth) if ctx.ground_truth else None
-    missing = [s["step"] for s in steps if not s["found_in_tool_results"]]
-    reason = "answer and every program step match" if all(checks) else "; ".join(
-        part
-        for part in (
-            None if answer_ok else f"answer {ctx.agent_response!r} is not {expected}",
-            f"no tool call produced: {', '.join(missing)}" if missing else None,
-        )
-        if part
-    )
+    missing = [step for step, ok in zip(split_steps(program), found, strict=True) if not ok]
+    problems = []
+    if not answer_ok:
+        problems.append(f"answer {ctx.agent_response!r} is not {expected}")
+    if missing:
+        problems.append(f"no tool call produced: {', '.join(missing)}")
+    steps = [
+        {"step": step, "value": value, "found_in_tool_results": ok}
+        for step, value, ok in zip(split_steps(program), values, found, strict=True)
+    ]
     return GraderResult(
-        score=score,
+        score=sum(checks) / len(checks),
         passed=all(checks),
-        reason=reason,
+        reason="; ".join(problems) or "answer and every program step match",
         details={
             "program": program,
             "steps": steps,
