@@ -48,7 +48,9 @@ def find_python():
         if found:
             candidates.append(found)
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates += sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.1[2-9]*", "bin", "python3")))
+    candidates += sorted(
+        glob.glob(os.path.join(pyenv_root, "versions", "3.1[2-9]*", "bin", "python3"))
+    )
     for python in candidates:
         version = version_of(python)
         if version and version >= MIN_VERSION:
@@ -87,7 +89,9 @@ def cmd_run(argv):
     ensure_venv()
     manage("migrate", "--no-input", "-v", "0")
     manage("ensure_admin")
-    manage("register_project", *sorted(glob.glob(os.path.join(ROOT, "examples", "*", "agent.yaml"))))
+    manage(
+        "register_project", *sorted(glob.glob(os.path.join(ROOT, "examples", "*", "agent.yaml")))
+    )
     manage("serve", *argv)
 
 
@@ -108,12 +112,20 @@ def cmd_check(argv):
     ]
     failed = 0
     for step in steps:
-        say("$ " + " ".join(os.path.basename(part) if i == 0 else part for i, part in enumerate(step)))
+        say(
+            "$ "
+            + " ".join(os.path.basename(part) if i == 0 else part for i, part in enumerate(step))
+        )
         failed |= subprocess.call(step, cwd=ROOT)
     return failed
 
 
-COMMANDS = {"run": cmd_run, "test": cmd_test, "check": cmd_check, "setup": lambda argv: ensure_venv()}
+COMMANDS = {
+    "run": cmd_run,
+    "test": cmd_test,
+    "check": cmd_check,
+    "setup": lambda argv: ensure_venv(),
+}
 
 
 def main():

@@ -40,7 +40,7 @@ def main(base: str, username: str, password: str) -> int:
     status, url, _ = post("/login/", {"username": username, "password": password, "next": "/"})
     assert status == 200 and not url.endswith("/login/"), "login failed"
     _, _, home = get("/")
-    launches = re.findall(r'/projects/(\d+)/launch/', home)
+    launches = re.findall(r"/projects/(\d+)/launch/", home)
     assert launches, "no example project is registered on the home page"
     get(f"/projects/{launches[0]}/launch/")
     status, url, page = post(
@@ -53,7 +53,7 @@ def main(base: str, username: str, password: str) -> int:
     print(f"launched run {run_id}; waiting for the worker")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        status, _, progress = get(f"/runs/{run_id}/progress/")
+        status, _, _ = get(f"/runs/{run_id}/progress/")
         if status == 286:
             break
         time.sleep(1)

@@ -73,9 +73,20 @@ def through_command(agent: Path, results: Path) -> float:
     env = dict(os.environ, HOLODECK_DATA_DIR=str(results / "data"))
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "manage.py", "run_agent", str(agent), "--no-store", "--quiet",
-         "--results-dir", str(results)],
-        cwd=REPO, env=env, capture_output=True, check=False,
+        [
+            sys.executable,
+            "manage.py",
+            "run_agent",
+            str(agent),
+            "--no-store",
+            "--quiet",
+            "--results-dir",
+            str(results),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        check=False,
     )
     return time.perf_counter() - started
 
@@ -94,14 +105,20 @@ def main() -> None:
         engine_only(fast, 1)  # warm the file cache and .pyc files
         base = engine_only(fast, 1)
         per_turn_ms = base["run_s"] * 1000 / base["turns"]
-        print(f"engine only, scripted, deterministic metrics, {base['cases']} cases / "
-              f"{base['turns']} turns, parallel 1:")
-        print(f"  load {base['load_s']:.2f}s · run {base['run_s']:.3f}s · "
-              f"{base['turns'] / base['run_s']:.0f} turns/s · harness overhead "
-              f"{per_turn_ms:.3f} ms/turn · peak RSS {base['peak_rss_mb']:.0f} MB")
+        print(
+            f"engine only, scripted, deterministic metrics, {base['cases']} cases / "
+            f"{base['turns']} turns, parallel 1:"
+        )
+        print(
+            f"  load {base['load_s']:.2f}s · run {base['run_s']:.3f}s · "
+            f"{base['turns'] / base['run_s']:.0f} turns/s · harness overhead "
+            f"{per_turn_ms:.3f} ms/turn · peak RSS {base['peak_rss_mb']:.0f} MB"
+        )
         command_s = through_command(fast, tmpdir / "results")
-        print(f"through `manage.py run_agent` (process start + Django + result file): "
-              f"{command_s:.2f}s wall")
+        print(
+            f"through `manage.py run_agent` (process start + Django + result file): "
+            f"{command_s:.2f}s wall"
+        )
         slow = write_agent(tmpdir, args.fixture.resolve(), args.latency_ms)
         latency_s = args.latency_ms / 1000
         print(f"simulated model latency {args.latency_ms:g} ms per call:")
@@ -109,8 +126,10 @@ def main() -> None:
             result = engine_only(slow, parallel)
             case_times = [turns * latency_s for turns in result["case_turns"]]
             ideal = max(sum(case_times) / parallel, max(case_times))
-            print(f"  parallel {parallel:>2}: measured {result['run_s']:.2f}s · ideal "
-                  f"{ideal:.2f}s · efficiency {ideal / result['run_s'] * 100:.1f}%")
+            print(
+                f"  parallel {parallel:>2}: measured {result['run_s']:.2f}s · ideal "
+                f"{ideal:.2f}s · efficiency {ideal / result['run_s'] * 100:.1f}%"
+            )
 
 
 if __name__ == "__main__":

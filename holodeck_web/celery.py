@@ -14,6 +14,8 @@ app = Celery("holodeck_web")
 def configure(app: Celery) -> None:
     from django.conf import settings
 
+    broker_url: str | None
+    transport_options: dict[str, object]
     if settings.EMBEDDED_BROKER:
         for sub in ("in", "processed"):
             (settings.BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)

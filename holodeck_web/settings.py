@@ -77,7 +77,9 @@ def _database() -> dict[str, object]:
     try:
         config = dict(dj_database_url.parse(url, conn_max_age=60))
     except Exception as exc:  # dj_database_url raises several types for bad URLs
-        raise ImproperlyConfigured(f"DATABASE_URL={url!r} is not a valid database URL: {exc}")
+        raise ImproperlyConfigured(
+            f"DATABASE_URL={url!r} is not a valid database URL: {exc}"
+        ) from None
     if not config.get("ENGINE"):
         raise ImproperlyConfigured(f"DATABASE_URL={url!r}: unsupported database scheme")
     if config["ENGINE"] == "django.db.backends.sqlite3":

@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from datetime import UTC, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,9 @@ def project_register(*, agent_path: Path, name: str | None = None) -> AgentProje
 # --- launching -----------------------------------------------------------------------------
 
 
-def select_cases(test_cases: list[Any], *, case_filter: str = "", limit: int | None = None) -> list[int]:
+def select_cases(
+    test_cases: list[Any], *, case_filter: str = "", limit: int | None = None
+) -> list[int]:
     needle = case_filter.strip().lower()
     indices = [
         index
@@ -168,7 +171,7 @@ def _load_run_agent_names(run: Run) -> dict[int, tuple[str | None, bool, int]]:
         }
 
 
-class _run_agent:  # noqa: N801 - used as a context manager like a function
+class _run_agent:
     """Load the run's agent from its project (at the run's commit when one was asked for)."""
 
     def __init__(self, run: Run) -> None:
@@ -184,7 +187,9 @@ class _run_agent:  # noqa: N801 - used as a context manager like a function
         commit = self.run.options.get("checkout_commit") or None
         self._checkout = gitutil.checkout(Path(project.directory), commit)
         agent_dir = self._checkout.__enter__()
-        return load_agent(agent_dir / project.agent_file, parallel_override=self.run.options.get("parallel"))
+        return load_agent(
+            agent_dir / project.agent_file, parallel_override=self.run.options.get("parallel")
+        )
 
     def __exit__(self, *exc: Any) -> None:
         if self._checkout is not None:
@@ -205,7 +210,7 @@ def case_enqueue_next(run: Run) -> bool:
         if case_id is None:
             return False
         if CaseResult.objects.filter(pk=case_id, enqueued=False).update(enqueued=True):
-            transaction.on_commit(lambda: tasks.execute_case.delay(case_id))
+            transaction.on_commit(partial(tasks.execute_case.delay, case_id))
             return True
 
 
@@ -220,7 +225,11 @@ def case_execute(case_id: int) -> None:
     """
     case = CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
     run = case.run
-    if case.status in (CaseResult.Status.DONE, CaseResult.Status.CANCELLED, CaseResult.Status.ERROR):
+    if case.status in (
+        CaseResult.Status.DONE,
+        CaseResult.Status.CANCELLED,
+        CaseResult.Status.ERROR,
+    ):
         return
     if run.status != Run.Status.RUNNING:
         _case_cancel(case)
@@ -251,7 +260,9 @@ def case_execute(case_id: int) -> None:
     _case_settled(run)
 
 
-async def _execute(agent: Any, case: CaseResult) -> tuple[wire.TestResult, tuple[wire.TurnResult, ...]]:
+async def _execute(
+    agent: Any, case: CaseResult
+) -> tuple[wire.TestResult, tuple[wire.TurnResult, ...]]:
     from runs.engine.events import CaseEvent
     from runs.engine.executor import Engine
 
@@ -306,7 +317,9 @@ def turn_fields(turn: wire.TurnResult) -> dict[str, Any]:
     }
 
 
-def metric_rows(run_id: int, turn: TurnResult, metrics: Iterable[wire.MetricResult]) -> list[MetricResult]:
+def metric_rows(
+    run_id: int, turn: TurnResult, metrics: Iterable[wire.MetricResult]
+) -> list[MetricResult]:
     return [
         MetricResult(
             run_id=run_id,
@@ -403,7 +416,9 @@ def run_finalize(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     cases = list(CaseResult.objects.filter(run=run).order_by("index"))
     results = [
-        case_wire(case) for case in cases if case.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)
+        case_wire(case)
+        for case in cases
+        if case.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)
     ]
     from runs.report.build import summarize
 
@@ -450,8 +465,14 @@ def metric_summary(results: Iterable[wire.TestResult]) -> list[dict[str, Any]]:
         for metric in result.metric_results:
             row = table.setdefault(
                 metric.metric_name,
-                {"name": metric.metric_name, "kind": metric.kind, "scores": [], "count": 0,
-                 "passed": 0, "errors": 0},
+                {
+                    "name": metric.metric_name,
+                    "kind": metric.kind,
+                    "scores": [],
+                    "count": 0,
+                    "passed": 0,
+                    "errors": 0,
+                },
             )
             row["count"] += 1
             row["passed"] += int(metric.passed)
@@ -576,7 +597,9 @@ def _record_cases(run: Run, results: list[wire.TestResult]) -> None:
                 enqueued=True,
                 is_multi_turn=result.turns is not None,
                 turn_count=len(result.turns) if result.turns else 1,
-                turns_passed=sum(t.passed for t in result.turns) if result.turns else int(result.passed),
+                turns_passed=sum(t.passed for t in result.turns)
+                if result.turns
+                else int(result.passed),
                 **case_fields(result),
             )
             for index, result in enumerate(results)

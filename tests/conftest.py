@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures shared by the Django-side tests (eager Celery).
+pytest_plugins = ["tests.web.services_helpers"]
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
 

@@ -85,7 +85,10 @@ class ClaudeAgentBackend:
         self.agent = agent
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ClaudeAgentSession:
-        session = ClaudeAgentSession(self.agent)
+        try:
+            session = ClaudeAgentSession(self.agent)
+        except Exception as exc:
+            raise BackendError(f"could not configure Claude Code: {error_text(exc)}") from exc
         try:
             await session.open()
         except BaseException as exc:
@@ -106,7 +109,11 @@ class ClaudeAgentSession:
         self._calls: list[ToolCallRecord] = []
         self._external: dict[str, tuple[ToolCallRecord, float]] = {}
         self._abandoned = False
-        self._client = ClaudeSDKClient(self._options())
+        try:
+            self._client = ClaudeSDKClient(self._options())
+        except BaseException:
+            shutil.rmtree(self._config_dir, ignore_errors=True)
+            raise
 
     @property
     def config_dir(self) -> Path:
@@ -195,7 +202,9 @@ class ClaudeAgentSession:
         response = msg.result if isinstance(msg.result, str) else "".join(texts[-1:])
         return self._output(response, usage)
 
-    def _output(self, response: str | None, usage: Usage | None, *, error: str | None = None) -> TurnOutput:
+    def _output(
+        self, response: str | None, usage: Usage | None, *, error: str | None = None
+    ) -> TurnOutput:
         return TurnOutput(
             response=response,
             tool_calls=list(self._calls),
@@ -236,7 +245,7 @@ class ClaudeAgentSession:
             allowed += [f"mcp__{FUNCTION_SERVER}__{t.name}" for t in function_tools]
         extra = list(claude.allowed_tools or []) if claude else []
         options = ClaudeAgentOptions(
-            # Built-in tools (Bash, Read, Write, ...) exist only when claude.allowed_tools names them.
+            # Built-ins (Bash, Read, Write, ...) exist only when claude.allowed_tools names them.
             tools=[name for name in extra if not name.startswith("mcp__")],
             allowed_tools=allowed + extra,
             disallowed_tools=list(claude.disallowed_tools or []) if claude else [],

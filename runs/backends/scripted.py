@@ -56,7 +56,7 @@ def build_transcript(test_cases: list[TestCase]) -> Transcript:
     for index, case in enumerate(test_cases):
         turns = []
         for turn in case.as_turns():
-            calls = []
+            calls: list[dict[str, Any]] = []
             for expected in turn.tool_expectations():
                 args: dict[str, Any] = {}
                 for arg, matcher in (expected.args or {}).items():
@@ -139,7 +139,9 @@ class ScriptedSession:
             return TurnOutput(None, records, is_error=True, error=str(step["error"]))
         response = step.get("response")
         text = response if isinstance(response, str) or response is None else json.dumps(response)
-        usage = Usage(prompt_tokens=max(1, len(message) // 4), completion_tokens=len(text or "") // 4)
+        usage = Usage(
+            prompt_tokens=max(1, len(message) // 4), completion_tokens=len(text or "") // 4
+        )
         return TurnOutput(text, records, usage)
 
     async def _model_call(self, delay_ms: float | None = None) -> None:

@@ -19,6 +19,7 @@ extra ``ollama`` package, and the same wire format the offline tests fake).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import time
@@ -82,15 +83,23 @@ class SemanticKernelBackend:
     async def create_session(
         self, *, case_name: str | None, case_index: int
     ) -> SemanticKernelSession:
-        session = SemanticKernelSession(self.agent)
+        try:
+            session = SemanticKernelSession(self.agent)
+        except Exception as exc:
+            raise open_error(exc) from exc
         try:
             await session.open()
         except BaseException as exc:
             await session.close()
             if isinstance(exc, Exception):
-                raise BackendError(f"could not open a session: {error_text(exc)}") from exc
+                raise open_error(exc) from exc
             raise
         return session
+
+
+def open_error(exc: Exception) -> BackendError:
+    detail = str(exc) if isinstance(exc, BackendError) else error_text(exc)
+    return BackendError(f"could not open a session: {detail}")
 
 
 class SemanticKernelSession:
@@ -157,10 +166,8 @@ class SemanticKernelSession:
 
     async def close(self) -> None:
         for plugin in reversed(self._mcp_plugins):
-            try:
+            with contextlib.suppress(Exception):  # closing must not hide the turn's outcome
                 await plugin.close()
-            except Exception:  # closing must not hide the turn's own outcome
-                pass
         self._mcp_plugins.clear()
         await self._http.aclose()
 
@@ -227,7 +234,7 @@ class UsageMeter:
 
 
 def openai_usage(usage: dict[str, Any]) -> Usage:
-    """OpenAI ``usage`` -> Usage; ``cached_tokens`` (already inside prompt_tokens) as cache reads."""
+    """OpenAI ``usage`` -> Usage; ``cached_tokens`` (part of prompt_tokens) are cache reads."""
     details = usage.get("prompt_tokens_details") or {}
     return Usage(
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
@@ -241,7 +248,8 @@ def chat_service(model: Any, http: httpx.AsyncClient) -> ChatCompletionClientBas
     if model.provider == "azure_openai":
         if not model.endpoint:
             raise BackendError("model.endpoint is required for provider azure_openai")
-        azure = AsyncAzureOpenAI(
+        # openai>=3 is built on httpx2 and still takes an httpx client (typed as httpx2 only).
+        azure = AsyncAzureOpenAI(  # type: ignore[call-overload]
             azure_endpoint=model.endpoint,
             api_key=model.api_key,
             api_version=model.api_version or "2024-10-21",
@@ -250,7 +258,9 @@ def chat_service(model: Any, http: httpx.AsyncClient) -> ChatCompletionClientBas
         )
         return AzureChatCompletion(
             deployment_name=model.name,
-            endpoint=model.endpoint,
+            # Requests go through `azure` above; SK's settings only validate this URL, and insist
+            # on https (a local gateway or test double may be plain http).
+            endpoint=model.endpoint if model.endpoint.startswith("https://") else None,
             api_key=model.api_key,
             api_version=model.api_version or "2024-10-21",
             async_client=azure,
@@ -261,7 +271,10 @@ def chat_service(model: Any, http: httpx.AsyncClient) -> ChatCompletionClientBas
         endpoint = endpoint or OLLAMA_DEFAULT_ENDPOINT
         api_key = api_key or "ollama"  # Ollama ignores the key; the client insists on one
     client = AsyncOpenAI(
-        api_key=api_key, base_url=endpoint, http_client=http, max_retries=HTTP_MAX_RETRIES
+        api_key=api_key,
+        base_url=endpoint,
+        http_client=http,  # type: ignore[arg-type]
+        max_retries=HTTP_MAX_RETRIES,
     )
     return OpenAIChatCompletion(ai_model_id=model.name, api_key=api_key, async_client=client)
 
@@ -303,13 +316,13 @@ def python_kernel_function(tool: Any) -> KernelFunctionFromMethod:
             name=name,
             description=prop.get("description"),
             default_value=prop.get("default"),
-            type_="object",
+            type="object",
             is_required=name in required,
             schema_data=prop,
         )
         for name, prop in schema["properties"].items()
     ]
-    returns = KernelParameterMetadata(name="return", type_="object", schema_data={})
+    returns = KernelParameterMetadata(name="return", type="object", schema_data={})
     return KernelFunctionFromMethod(
         method=method, plugin_name=FUNCTION_PLUGIN, parameters=parameters, return_parameter=returns
     )
@@ -368,7 +381,9 @@ def mcp_plugin(tool: Any, base_dir: Any, *, request_timeout: float) -> MCPPlugin
 
 
 def _is_content_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, TextContent) for v in value)
+    return (
+        isinstance(value, list) and bool(value) and all(isinstance(v, TextContent) for v in value)
+    )
 
 
 def result_value(value: Any) -> Any:

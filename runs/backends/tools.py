@@ -31,7 +31,9 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-async def call_function_tool(fn: Callable[..., Any], args: dict[str, Any]) -> tuple[Any, str | None]:
+async def call_function_tool(
+    fn: Callable[..., Any], args: dict[str, Any]
+) -> tuple[Any, str | None]:
     """Call a tool with keyword arguments; return ``(result, None)`` or ``(None, error)``.
 
     Coroutine functions are awaited; plain functions run in a worker thread so a slow tool
@@ -114,15 +116,13 @@ def type_schema(annotation: Any) -> dict[str, Any]:
 
 def _union_schema(args: tuple[Any, ...]) -> dict[str, Any]:
     options = [a for a in args if a is not type(None)]
-    schema = type_schema(options[0]) if len(options) == 1 else {"anyOf": _schemas(options)}
-    if len(options) < len(args) and schema.get("type"):
+    if len(options) != 1:
+        return {"anyOf": [type_schema(option) for option in options]}
+    schema = type_schema(options[0])
+    if len(options) < len(args) and isinstance(schema.get("type"), str):
         # Optional[X]: the model may pass null.
         schema["type"] = [schema["type"], "null"]
     return schema
-
-
-def _schemas(options: list[Any]) -> list[dict[str, Any]]:
-    return [type_schema(option) for option in options]
 
 
 def _array_schema(args: tuple[Any, ...]) -> dict[str, Any]:

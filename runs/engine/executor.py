@@ -13,6 +13,7 @@ The rules (DESIGN.md §5) in one place:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import platform
 import time
@@ -127,21 +128,22 @@ class Engine:
                 if self.is_cancelled() and state.stop_reason is None:
                     state.stop_reason = "run cancelled"
                 if session is None or state.stop_reason is not None:
-                    result = self._skipped_turn(turn, turn_index, state.stop_reason or "")
+                    turn_result = self._skipped_turn(turn, turn_index, state.stop_reason or "")
                 else:
-                    result, processed = await self._run_turn(session, case, turn, turn_index, state)
+                    turn_result, processed = await self._run_turn(
+                        session, case, turn, turn_index, state
+                    )
                     files.extend(processed)
-                results.append(result)
+                results.append(turn_result)
                 await emit(
                     self.on_event,
-                    CaseEvent("turn_finished", index, case.name, len(turns), turn=result),
+                    CaseEvent("turn_finished", index, case.name, len(turns), turn=turn_result),
                 )
         finally:
             if session is not None:
-                try:
+                # Closing must never hide the case's own outcome.
+                with contextlib.suppress(Exception):
                     await session.close()
-                except Exception:  # closing must never hide the case's own outcome
-                    pass
         result = self._case_result(case, results, files)
         await emit(
             self.on_event,
@@ -155,7 +157,9 @@ class Engine:
         self, case: TestCase, turns: list[TurnResult], files: list[ProcessedFileInput]
     ) -> TestResult:
         if case.is_multi_turn:
-            return rollup_turns(turns, test_name=case.name, timestamp=utc_now(), processed_files=files)
+            return rollup_turns(
+                turns, test_name=case.name, timestamp=utc_now(), processed_files=files
+            )
         return single_turn_result(turns[0], case.name, utc_now(), files)
 
     # --- one turn ----------------------------------------------------------------------------
@@ -168,8 +172,11 @@ class Engine:
         started = time.perf_counter()
         output = await self._send(session, message)
         elapsed_ms = int((time.perf_counter() - started) * 1000)
-        errors = [f"file {p.original.get('path') or p.original.get('url')}: {p.error}"
-                  for p in processed if p.error]
+        errors = [
+            f"file {p.original.get('path') or p.original.get('url')}: {p.error}"
+            for p in processed
+            if p.error
+        ]
         if output.is_error:
             state.consecutive_errors += 1
             errors.append(output.error or "agent error")
@@ -182,7 +189,9 @@ class Engine:
         metric_results: list[MetricResult] = []
         grader_details: dict[str, Any] = {}
         if not output.is_error:
-            metric_results, grader_details = await self._grade(case, turn, turn_index, output, state)
+            metric_results, grader_details = await self._grade(
+                case, turn, turn_index, output, state
+            )
         passed = (
             not errors
             and tools_matched(verdicts) is not False
@@ -216,7 +225,9 @@ class Engine:
         try:
             return await asyncio.wait_for(session.send(message), timeout=timeout)
         except TimeoutError:
-            return TurnOutput(None, is_error=True, error=f"Agent invocation timeout after {timeout:g}s")
+            return TurnOutput(
+                None, is_error=True, error=f"Agent invocation timeout after {timeout:g}s"
+            )
         except Exception as exc:  # a crashing backend is recorded on this turn; the run goes on
             return TurnOutput(None, is_error=True, error=f"Agent error: {_error_text(exc)}")
 
@@ -292,7 +303,9 @@ def compose_message(text: str, files: Sequence[ProcessedFileInput]) -> str:
     return "\n\n".join(blocks)
 
 
-def serialize_expected(expected: Sequence[str | ExpectedTool] | None) -> list[str | dict[str, Any]] | None:
+def serialize_expected(
+    expected: Sequence[str | ExpectedTool] | None,
+) -> list[str | dict[str, Any]] | None:
     if expected is None:
         return None
     out: list[str | dict[str, Any]] = []

@@ -52,8 +52,10 @@ class FileProcessor:
             )
             error = None if markdown.strip() else "no text could be extracted"
         except TimeoutError:
-            markdown, cached, error = "", None, (
-                f"conversion timed out after {self.execution.file_timeout:g}s"
+            markdown, cached, error = (
+                "",
+                None,
+                (f"conversion timed out after {self.execution.file_timeout:g}s"),
             )
         except Exception as exc:
             markdown, cached, error = "", None, f"{type(exc).__name__}: {exc}"
@@ -132,14 +134,18 @@ def excel_range_markdown(path: Path, sheet: str | None, cell_range: str) -> str:
         if sheet is not None and sheet not in workbook.sheetnames:
             raise ValueError(f"sheet {sheet!r} not found")
         worksheet = workbook[sheet] if sheet else workbook.active
-        rows = [["" if cell.value is None else str(cell.value) for cell in row]
-                for row in worksheet[cell_range]]
+        rows = [
+            ["" if cell.value is None else str(cell.value) for cell in row]
+            for row in worksheet[cell_range]
+        ]
     finally:
         workbook.close()
     if not rows:
         return ""
     width = max(len(row) for row in rows)
-    lines = ["| " + " | ".join(rows[0] + [""] * (width - len(rows[0]))) + " |",
-             "|" + " --- |" * width]
+    lines = [
+        "| " + " | ".join(rows[0] + [""] * (width - len(rows[0]))) + " |",
+        "|" + " --- |" * width,
+    ]
     lines += ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows[1:]]
     return "\n".join(lines)

@@ -70,7 +70,9 @@ class MetricRunner:
         try:
             grade = await self._dispatch(metric, facts)
         except Exception as exc:  # a grader bug must not take the turn down with it
-            grade = Grade.could_not_grade(f"{type(exc).__name__}: {exc}", threshold=metric.threshold)
+            grade = Grade.could_not_grade(
+                f"{type(exc).__name__}: {exc}", threshold=metric.threshold
+            )
         elapsed = int((time.perf_counter() - started) * 1000)
         return to_metric_result(metric, grade, elapsed), grade.details
 
@@ -114,7 +116,9 @@ class MetricRunner:
             )
         from graders import nlp
 
-        grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
+        grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[
+            name
+        ]
         return grader(
             facts.response, expected, threshold=metric.threshold, response_path=metric.response_path
         )
@@ -158,7 +162,7 @@ class MetricRunner:
                 "model (openai, azure_openai, anthropic or ollama) on the metric or evaluations"
             )
         return JudgeSpec(
-            provider=model.provider,
+            provider=model.provider,  # type: ignore[arg-type]  # checked just above
             name=model.name,
             endpoint=model.endpoint,
             api_key=model.api_key,
@@ -239,8 +243,11 @@ def to_metric_result(metric: Metric, grade: Grade, elapsed_ms: int) -> MetricRes
     )
 
 
-def metrics_for(turn_metrics: Sequence[Metric] | None, case_metrics: Sequence[Metric] | None,
-                agent_metrics: Sequence[Metric] | None) -> list[Metric]:
+def metrics_for(
+    turn_metrics: Sequence[Metric] | None,
+    case_metrics: Sequence[Metric] | None,
+    agent_metrics: Sequence[Metric] | None,
+) -> list[Metric]:
     """The first non-empty list of turn > case > agent (replaced, not merged), enabled only."""
     for candidate in (turn_metrics, case_metrics, agent_metrics):
         if candidate:

@@ -26,8 +26,10 @@ class TerminalProgress:
             self.turns_done += 1
             turn = event.turn
             mark = "SKIP" if turn.skipped else ("PASS" if turn.passed else "FAIL")
-            line = (f"[{self.turns_done}/{self.total_turns}] {label} turn "
-                    f"{turn.turn_index + 1}/{event.total_turns} {mark} ({turn.execution_time_ms} ms)")
+            line = (
+                f"[{self.turns_done}/{self.total_turns}] {label} turn "
+                f"{turn.turn_index + 1}/{event.total_turns} {mark} ({turn.execution_time_ms} ms)"
+            )
             self._show(line)
         elif event.kind == "case_finished" and event.result is not None:
             self.cases_done += 1
@@ -44,9 +46,11 @@ class TerminalProgress:
         filled = int(width * self.turns_done / self.total_turns)
         bar = "#" * filled + "-" * (width - filled)
         elapsed = time.perf_counter() - self.started
-        status = (f"\r[{bar}] {self.turns_done}/{self.total_turns} turns · "
-                  f"{self.cases_done}/{self.total_cases} cases · {self.failed_cases} failed · "
-                  f"{elapsed:.1f}s")
+        status = (
+            f"\r[{bar}] {self.turns_done}/{self.total_turns} turns · "
+            f"{self.cases_done}/{self.total_cases} cases · {self.failed_cases} failed · "
+            f"{elapsed:.1f}s"
+        )
         self.stream.write(status.ljust(100))
         self.stream.flush()
 

@@ -1,4 +1,4 @@
-"""Real agent directories (agent.yaml + a tools file) for the backend tests, loaded by the spec loader."""
+"""Real agent directories (agent.yaml + tools) for the backend tests, read by the spec loader."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import sys
 import textwrap
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from runs.spec.loader import LoadedAgent, load_agent
-
-T = TypeVar("T")
 
 INSTRUCTIONS = "You are a careful calculator. Use the tools for arithmetic."
 
@@ -102,6 +100,6 @@ def write_agent(
     return load_agent(root / "agent.yaml", environ={})
 
 
-def run_bounded(coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+def run_bounded[T](coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
     """Run one test's async body with a hard time limit (a hung CLI must fail, not stall CI)."""
     return asyncio.run(asyncio.wait_for(coro, timeout))

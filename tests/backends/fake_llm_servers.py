@@ -15,7 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 SUBTRACT_ARGS = {"a": 206588, "b": 181001}
 
@@ -50,7 +50,7 @@ class FakeServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self) -> FakeServer:
+    def start(self) -> Self:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -70,7 +70,9 @@ class FakeServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -128,7 +130,8 @@ class FakeOpenAI(FakeServer):
     """
 
     def handle(self, handler: BaseHTTPRequestHandler, exchange: Exchange) -> None:
-        if exchange.method != "POST" or not exchange.path.endswith("/chat/completions"):
+        path = exchange.path.split("?", 1)[0]
+        if exchange.method != "POST" or not path.endswith("/chat/completions"):
             send_json(handler, 404, {"error": {"message": f"no route {exchange.path}"}})
             return
         body = exchange.body
@@ -248,11 +251,15 @@ class FakeAnthropic(FakeServer):
         else:
             send_json(handler, 200, self.message(body["model"], blocks, usage))
 
-    def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def reply(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         last = messages[-1]
         results = [b for b in _blocks(last) if b.get("type") == "tool_result"]
         if results:
-            return [{"type": "text", "text": f"The difference is {_tool_result_text(results[-1])}."}]
+            return [
+                {"type": "text", "text": f"The difference is {_tool_result_text(results[-1])}."}
+            ]
         subtract = next((t["name"] for t in tools if "subtract" in t.get("name", "")), None)
         text = _latest_text(last)
         if subtract is not None and "subtract" in text:
@@ -322,7 +329,13 @@ class FakeAnthropic(FakeServer):
             opening = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}
         return [
-            sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}),
-            sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            ),
+            sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            ),
             sse("content_block_stop", {"type": "content_block_stop", "index": index}),
         ]

@@ -1,4 +1,4 @@
-"""The claude-agent-sdk backend: the real bundled Claude Code CLI against a local fake Anthropic API.
+"""The claude-agent-sdk backend: the real bundled Claude Code CLI against a fake Anthropic API.
 
 The CLI streams ``POST /v1/messages?beta=true`` to ``ANTHROPIC_BASE_URL``; the fake answers with
 SSE events. Every test is time-boxed (a hung CLI fails the test instead of stalling CI).
@@ -201,7 +201,9 @@ def test_the_claude_block_sets_max_turns_and_appends_to_the_system_prompt(
     assert "Always answer in English." in system
 
 
-def test_the_backend_refuses_a_provider_it_does_not_serve(tmp_path: Path, fake: FakeAnthropic) -> None:
+def test_the_backend_refuses_a_provider_it_does_not_serve(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
     agent = write_agent(tmp_path / "agent", provider="openai", model="gpt-4o", endpoint=fake.url)
 
     with pytest.raises(BackendError, match="anthropic"):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runs.backends.base import BackendError, Usage, backend_for
+from runs.backends.base import BackendError, TurnOutput, Usage, backend_for
 from runs.backends.semantic_kernel import SemanticKernelBackend, SemanticKernelSession
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
@@ -150,7 +151,9 @@ def test_mcp_tools_are_served_through_an_sk_mcp_plugin(tmp_path: Path, fake: Fak
     assert output.response == "The difference is 25587."
 
 
-def test_a_session_whose_mcp_server_cannot_start_fails_to_open(tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_a_session_whose_mcp_server_cannot_start_fails_to_open(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
     agent = agent_for(tmp_path, fake, mcp=True)
     (tmp_path / "agent" / "mcp_server.py").write_text("raise SystemExit(3)\n")
 
@@ -192,5 +195,53 @@ def test_sessions_of_one_backend_do_not_share_history(tmp_path: Path, fake: Fake
 
     one, two = run_bounded(two_sessions())
 
-    assert [m.content for m in one.history.messages][1:] == ["hello from one", "You said: hello from one"]
-    assert [m.content for m in two.history.messages][1:] == ["hello from two", "You said: hello from two"]
+    assert [m.content for m in one.history.messages][1:] == [
+        "hello from one",
+        "You said: hello from one",
+    ]
+    assert [m.content for m in two.history.messages][1:] == [
+        "hello from two",
+        "You said: hello from two",
+    ]
+
+
+def test_a_turn_cancelled_by_a_timeout_leaves_no_trace_in_the_history(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake)
+    fake.delays.append(3.0)
+
+    async def timed_out_then_next() -> tuple[TurnOutput, SemanticKernelSession]:
+        session = await SemanticKernelBackend(agent).create_session(case_name="c", case_index=0)
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.send(PROMPT), 0.5)  # what the engine does
+            return await session.send("hello again"), session
+        finally:
+            await session.close()
+
+    output, session = run_bounded(timed_out_then_next())
+
+    assert output.response == "You said: hello again"
+    assert [m.role.value for m in session.history.messages] == ["system", "user", "assistant"]
+
+
+def test_azure_openai_calls_the_deployment_of_the_model_name_with_the_api_version(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = write_agent(
+        tmp_path / "agent",
+        provider="azure_openai",
+        model="my-gpt4o-deployment",
+        endpoint=fake.url,
+        extra="",
+    )
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert output.response == "The difference is 25587.", output.error
+    first = fake.requests_to("/chat/completions")[0]
+    assert first.path.startswith("/openai/deployments/my-gpt4o-deployment/chat/completions")
+    assert "api-version=" in first.path
+    assert first.headers.get("api-key") == "test-key-not-secret"
+    assert output.usage is not None and output.usage.prompt_tokens == 260

@@ -23,7 +23,7 @@ def explode(x: int) -> int:
     raise RuntimeError("tool blew up")
 '''
 
-GRADERS = '''
+GRADERS = """
 from graders.code import GraderResult
 
 
@@ -33,7 +33,7 @@ def always_half(ctx):
 
 def crash(ctx):
     raise ValueError("grader bug")
-'''
+"""
 
 
 def make_agent(

@@ -61,8 +61,11 @@ def test_it_sends_every_turn_in_order_on_one_session(tmp_path: Path) -> None:
 def test_it_records_a_timed_out_turn_and_runs_the_next(tmp_path: Path) -> None:
     transcript = {"c": [{"response": "0", "delay_ms": 2000}, {"response": "1"}]}
     agent = make_agent(
-        tmp_path, [{"name": "c", "turns": turns(2)}], transcript,
-        metrics=[NUMERIC], execution={"llm_timeout": 0.2},
+        tmp_path,
+        [{"name": "c", "turns": turns(2)}],
+        transcript,
+        metrics=[NUMERIC],
+        execution={"llm_timeout": 0.2},
     )
     result = run(agent).results[0]
     first, second = result.turns
@@ -75,7 +78,9 @@ def test_it_records_a_timed_out_turn_and_runs_the_next(tmp_path: Path) -> None:
 def test_llm_timeout_applies_to_single_turn_cases_too(tmp_path: Path) -> None:
     transcript = {"s": [{"response": "0", "delay_ms": 2000}]}
     agent = make_agent(
-        tmp_path, [{"name": "s", "input": "q", "ground_truth": "0"}], transcript,
+        tmp_path,
+        [{"name": "s", "input": "q", "ground_truth": "0"}],
+        transcript,
         execution={"llm_timeout": 0.1},
     )
     result = run(agent).results[0]
@@ -85,20 +90,26 @@ def test_llm_timeout_applies_to_single_turn_cases_too(tmp_path: Path) -> None:
 
 
 def test_it_skips_remaining_turns_after_two_session_errors(tmp_path: Path) -> None:
-    transcript = {"c": [{"response": "0"}, {"error": "overloaded"}, {"error": "overloaded"},
-                        {"response": "3"}, {"response": "4"}]}
+    transcript = {
+        "c": [
+            {"response": "0"},
+            {"error": "overloaded"},
+            {"error": "overloaded"},
+            {"response": "3"},
+            {"response": "4"},
+        ]
+    }
     agent = make_agent(tmp_path, [{"name": "c", "turns": turns(5)}], transcript, metrics=[NUMERIC])
     result = run(agent).results[0]
     assert [t.skipped for t in result.turns] == [False, False, False, True, True]
-    assert result.turns[3].errors == [
-        "skipped: session unrecoverable after 2 consecutive errors"
-    ]
+    assert result.turns[3].errors == ["skipped: session unrecoverable after 2 consecutive errors"]
     assert result.turns[0].passed and not result.passed
 
 
 def test_one_session_error_does_not_skip_the_rest(tmp_path: Path) -> None:
-    transcript = {"c": [{"error": "overloaded"}, {"response": "1"}, {"error": "x"},
-                        {"response": "3"}]}
+    transcript = {
+        "c": [{"error": "overloaded"}, {"response": "1"}, {"error": "x"}, {"response": "3"}]
+    }
     agent = make_agent(tmp_path, [{"name": "c", "turns": turns(4)}], transcript, metrics=[NUMERIC])
     result = run(agent).results[0]
     assert [t.skipped for t in result.turns] == [False] * 4
@@ -107,8 +118,11 @@ def test_one_session_error_does_not_skip_the_rest(tmp_path: Path) -> None:
 
 def test_a_fail_on_error_grader_stops_its_case(tmp_path: Path) -> None:
     crash = {"type": "code", "grader": "checks.grade:crash", "fail_on_error": True}
-    agent = make_agent(tmp_path, [{"name": "c", "turns": turns(3)}, {"name": "d", "turns": turns(1)}],
-                       metrics=[crash])
+    agent = make_agent(
+        tmp_path,
+        [{"name": "c", "turns": turns(3)}, {"name": "d", "turns": turns(1)}],
+        metrics=[crash],
+    )
     report = run(agent)
     case = report.results[0]
     assert case.turns[0].metric_results[0].error == "ValueError: grader bug"
@@ -133,9 +147,14 @@ def test_metrics_come_from_the_turn_then_the_case_then_the_agent(tmp_path: Path)
     equality = {"type": "standard", "metric": "equality", "name": "eq_turn"}
     case_metric = {"type": "standard", "metric": "numeric", "name": "num_case"}
     cases = [
-        {"name": "with_case_metrics", "evaluations": [case_metric],
-         "turns": [{"input": "a", "ground_truth": "0", "evaluations": [equality]},
-                   {"input": "b", "ground_truth": "1"}]},
+        {
+            "name": "with_case_metrics",
+            "evaluations": [case_metric],
+            "turns": [
+                {"input": "a", "ground_truth": "0", "evaluations": [equality]},
+                {"input": "b", "ground_truth": "1"},
+            ],
+        },
         {"name": "agent_only", "turns": [{"input": "c", "ground_truth": "0"}]},
     ]
     agent = make_agent(tmp_path, cases, metrics=[{**NUMERIC, "name": "num_agent"}])
@@ -147,9 +166,12 @@ def test_metrics_come_from_the_turn_then_the_case_then_the_agent(tmp_path: Path)
 
 def test_metrics_needing_ground_truth_are_skipped_without_one(tmp_path: Path) -> None:
     code = {"type": "code", "grader": "checks.grade:always_half"}
-    cases = [{"name": "c", "turns": [{"input": "no truth here"}, {"input": "b", "ground_truth": "1"}]}]
-    agent = make_agent(tmp_path, cases, {"c": [{"response": "x"}, {"response": "1"}]},
-                       metrics=[NUMERIC, code])
+    cases = [
+        {"name": "c", "turns": [{"input": "no truth here"}, {"input": "b", "ground_truth": "1"}]}
+    ]
+    agent = make_agent(
+        tmp_path, cases, {"c": [{"response": "x"}, {"response": "1"}]}, metrics=[NUMERIC, code]
+    )
     first, second = run(agent).results[0].turns
     assert [m.metric_name for m in first.metric_results] == ["always_half"]
     assert [m.metric_name for m in second.metric_results] == ["numeric", "always_half"]
@@ -157,8 +179,12 @@ def test_metrics_needing_ground_truth_are_skipped_without_one(tmp_path: Path) ->
 
 
 def test_an_empty_response_is_graded_not_skipped(tmp_path: Path) -> None:
-    agent = make_agent(tmp_path, [{"name": "c", "input": "q", "ground_truth": "5"}],
-                       {"c": [{"response": ""}]}, metrics=[NUMERIC])
+    agent = make_agent(
+        tmp_path,
+        [{"name": "c", "input": "q", "ground_truth": "5"}],
+        {"c": [{"response": ""}]},
+        metrics=[NUMERIC],
+    )
     result = run(agent).results[0]
     assert len(result.metric_results) == 1
     assert not result.metric_results[0].passed
@@ -166,15 +192,30 @@ def test_an_empty_response_is_graded_not_skipped(tmp_path: Path) -> None:
 
 
 def test_the_roll_up_of_a_multi_turn_case(tmp_path: Path) -> None:
-    cases = [{"name": "c", "turns": [
-        {"input": "a", "ground_truth": "25587",
-         "expected_tools": [{"name": "subtract", "args": {"a": 206588, "b": {"fuzzy": "181,001"}}}]},
-        {"input": "b", "ground_truth": "2"},
-    ]}]
-    transcript = {"c": [
-        {"tool_calls": [{"name": "subtract", "args": {"a": 206588, "b": 181001}}], "response": "25587"},
-        {"tool_calls": [{"name": "divide", "args": {"a": 4, "b": 2}}], "response": "3"},
-    ]}
+    cases = [
+        {
+            "name": "c",
+            "turns": [
+                {
+                    "input": "a",
+                    "ground_truth": "25587",
+                    "expected_tools": [
+                        {"name": "subtract", "args": {"a": 206588, "b": {"fuzzy": "181,001"}}}
+                    ],
+                },
+                {"input": "b", "ground_truth": "2"},
+            ],
+        }
+    ]
+    transcript = {
+        "c": [
+            {
+                "tool_calls": [{"name": "subtract", "args": {"a": 206588, "b": 181001}}],
+                "response": "25587",
+            },
+            {"tool_calls": [{"name": "divide", "args": {"a": 4, "b": 2}}], "response": "3"},
+        ]
+    }
     agent = make_agent(tmp_path, cases, transcript, metrics=[NUMERIC])
     result = run(agent).results[0]
     assert result.test_input == "a\n---\nb"
@@ -190,9 +231,15 @@ def test_the_roll_up_of_a_multi_turn_case(tmp_path: Path) -> None:
 
 
 def test_tool_assertions_only_see_the_calls_of_their_turn(tmp_path: Path) -> None:
-    cases = [{"name": "c", "turns": [{"input": "a"}, {"input": "b", "expected_tools": ["subtract"]}]}]
-    transcript = {"c": [{"tool_calls": [{"name": "subtract", "args": {"a": 1, "b": 1}}],
-                         "response": "0"}, {"response": "done"}]}
+    cases = [
+        {"name": "c", "turns": [{"input": "a"}, {"input": "b", "expected_tools": ["subtract"]}]}
+    ]
+    transcript = {
+        "c": [
+            {"tool_calls": [{"name": "subtract", "args": {"a": 1, "b": 1}}], "response": "0"},
+            {"response": "done"},
+        ]
+    }
     agent = make_agent(tmp_path, cases, transcript)
     second = run(agent).results[0].turns[1]
     assert second.tools_matched is False
@@ -209,7 +256,9 @@ def test_a_crashing_tool_is_recorded_and_the_turn_goes_on(tmp_path: Path) -> Non
 
 def test_results_keep_the_input_order_under_parallelism(tmp_path: Path) -> None:
     names = [f"case{i}" for i in range(6)]
-    transcript = {name: [{"response": "0", "delay_ms": (6 - i) * 30}] for i, name in enumerate(names)}
+    transcript = {
+        name: [{"response": "0", "delay_ms": (6 - i) * 30}] for i, name in enumerate(names)
+    }
     cases = [{"name": name, "input": "q", "ground_truth": "0"} for name in names]
     agent = make_agent(tmp_path, cases, transcript, metrics=[NUMERIC])
     finished: list[str] = []
@@ -232,8 +281,9 @@ def test_the_session_is_closed_when_a_send_raises(tmp_path: Path) -> None:
         raise ConnectionError("socket closed")
 
     async def open_broken(*, case_name: str | None, case_index: int) -> Any:
-        session = await RecordingBackend.create_session(backend, case_name=case_name,
-                                                        case_index=case_index)
+        session = await RecordingBackend.create_session(
+            backend, case_name=case_name, case_index=case_index
+        )
         session.send = broken_send
         return session
 
@@ -267,8 +317,12 @@ def test_progress_events_arrive_per_case_and_per_turn(tmp_path: Path) -> None:
 
     asyncio.run(Engine(agent, on_event=on_event).run())
     assert events == [
-        ("case_started", "c"), ("turn_finished", "c"), ("turn_finished", "c"),
-        ("case_finished", "c"), ("case_started", "s"), ("turn_finished", "s"),
+        ("case_started", "c"),
+        ("turn_finished", "c"),
+        ("turn_finished", "c"),
+        ("case_finished", "c"),
+        ("case_started", "s"),
+        ("turn_finished", "s"),
         ("case_finished", "s"),
     ]
 

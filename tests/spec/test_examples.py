@@ -10,6 +10,7 @@ import yaml
 
 from graders.code import GraderContext, GraderResult
 from graders.matchers import RegexMatcher
+from graders.tools import ToolCall, assert_tools, tools_matched
 from runs.spec.loader import LoadedAgent, load_agent
 from runs.spec.models import CodeMetric
 
@@ -97,3 +98,19 @@ def test_convfinqa_programs_reproduce_every_ground_truth(convfinqa: LoadedAgent)
     for case, index, result in replay(convfinqa):
         assert result.details is not None
         assert result.details["program_matches_ground_truth"] is True, (case, index)
+
+
+def test_convfinqa_tool_assertions_fail_only_on_the_planted_turn(convfinqa: LoadedAgent) -> None:
+    tools = {tool.name: tool.callable for tool in convfinqa.config.tools if tool.type == "function"}
+    transcript = yaml.safe_load((convfinqa.base_dir / "transcript.yaml").read_text())["cases"]
+    unmatched = []
+    for case in convfinqa.config.test_cases:
+        for index, (turn, step) in enumerate(
+            zip(case.as_turns(), transcript[case.name], strict=True)
+        ):
+            calls = [ToolCall(c["name"], c["args"]) for c in step.get("tool_calls", [])]
+            for call in calls:
+                tools[call.name](**call.args)  # every scripted call is valid for the real tool
+            if tools_matched(assert_tools(turn.tool_expectations(), calls)) is False:
+                unmatched.append((case.name, index))
+    assert unmatched == [("northwind_capex_decline", 3)]

@@ -10,7 +10,7 @@ from django.utils import timezone
 from runs import services
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.spec.errors import ConfigError
-from tests.web.services_helpers import eager_celery, example_project  # noqa: F401
+from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,7 +19,9 @@ def launch(project: Any, **kwargs: Any) -> Run:
     return services.run_create(project=project, user=None, **kwargs)
 
 
-def test_a_launched_run_executes_every_case_turn_by_turn(tmp_path: Path, eager_celery: None) -> None:
+def test_a_launched_run_executes_every_case_turn_by_turn(
+    tmp_path: Path, eager_celery: None
+) -> None:
     project = example_project(tmp_path)
     run = launch(project)
     run.refresh_from_db()
@@ -54,7 +56,9 @@ def test_a_case_filter_and_a_limit_select_the_cases(tmp_path: Path, eager_celery
         launch(project, case_filter="no such case")
 
 
-def test_a_redelivered_case_task_writes_no_duplicate_rows(tmp_path: Path, eager_celery: None) -> None:
+def test_a_redelivered_case_task_writes_no_duplicate_rows(
+    tmp_path: Path, eager_celery: None
+) -> None:
     project = example_project(tmp_path)
     run = launch(project, limit=1)
     case = run.cases.get()
@@ -63,8 +67,9 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(tmp_path: Path, eager_
     assert TurnResult.objects.filter(case=case).count() == turns_before
     # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
     CaseResult.objects.filter(pk=case.pk).update(status=CaseResult.Status.RUNNING)
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=0, passed_cases=0,
-                                         failed_cases=0)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, cases_done=0, passed_cases=0, failed_cases=0
+    )
     services.case_execute(case.pk)
     run.refresh_from_db()
     assert TurnResult.objects.filter(case=case).count() == turns_before
@@ -127,7 +132,9 @@ def test_the_cli_stores_its_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert list((project.agent_path.parent / "results").glob("*/*.json"))
 
 
-def test_the_staff_user_is_created_once(capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+def test_the_staff_user_is_created_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
     from django.core.management import call_command
 
     monkeypatch.setenv("HOLODECK_ADMIN_PASSWORD", "a-long-password")

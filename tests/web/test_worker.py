@@ -56,9 +56,25 @@ def worker(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     )
     log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "holodeck_web", "worker", "--loglevel", "INFO",
-         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "holodeck_web",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "2",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         yield proc
@@ -79,7 +95,8 @@ def test_a_worker_runs_a_run_launched_from_the_view_turn_by_turn(
     project = example_project(tmp_path)
     # A little simulated model latency so the run is observable while it runs.
     text = project.agent_path.read_text()
-    project.agent_path.write_text(text.replace("provider: scripted", "provider: scripted\n  latency_ms: 150", 1))
+    latency = "provider: scripted\n  latency_ms: 150"
+    project.agent_path.write_text(text.replace("provider: scripted", latency, 1))
     staff = User.objects.create_user("lead", password="pw-for-tests", is_staff=True)
     client = Client()
     client.force_login(staff)

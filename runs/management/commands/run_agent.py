@@ -20,20 +20,39 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("agent", help="path to agent.yaml")
-        parser.add_argument("--parallel-test-cases", type=int, default=None,
-                            help="cases run concurrently (CLI > YAML > env > 1)")
+        parser.add_argument(
+            "--parallel-test-cases",
+            type=int,
+            default=None,
+            help="cases run concurrently (CLI > YAML > env > 1)",
+        )
         parser.add_argument("--limit", type=int, default=None, help="run only the first N cases")
         parser.add_argument("--filter", default="", help="run only cases whose name contains this")
-        parser.add_argument("--timeout", type=float, default=None,
-                            help="override execution.llm_timeout (seconds per turn)")
-        parser.add_argument("--output", action="append", default=[],
-                            help="also write the report here (.json, .md or .xml JUnit); repeatable")
-        parser.add_argument("--results-dir", default=None,
-                            help="where results/<slug>/ goes (default: beside agent.yaml)")
-        parser.add_argument("--no-results-file", action="store_true",
-                            help="do not write results/<slug>/<timestamp>.json")
-        parser.add_argument("--no-store", action="store_true",
-                            help="do not store the run in the dashboard database")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            help="override execution.llm_timeout (seconds per turn)",
+        )
+        parser.add_argument(
+            "--output",
+            action="append",
+            default=[],
+            help="also write the report here (.json, .md or .xml JUnit); repeatable",
+        )
+        parser.add_argument(
+            "--results-dir",
+            default=None,
+            help="where results/<slug>/ goes (default: beside agent.yaml)",
+        )
+        parser.add_argument(
+            "--no-results-file",
+            action="store_true",
+            help="do not write results/<slug>/<timestamp>.json",
+        )
+        parser.add_argument(
+            "--no-store", action="store_true", help="do not store the run in the dashboard database"
+        )
         parser.add_argument("--quiet", action="store_true", help="no per-turn progress")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -74,8 +93,9 @@ class Command(BaseCommand):
         from runs.report.models import EvalRun, EvalRunMetadata
         from runs.services import select_cases
 
-        indices = select_cases(agent.config.test_cases, case_filter=options["filter"],
-                               limit=options["limit"])
+        indices = select_cases(
+            agent.config.test_cases, case_filter=options["filter"], limit=options["limit"]
+        )
         cases = agent.config.test_cases
         progress = None
         if not options["quiet"]:
@@ -110,8 +130,11 @@ class Command(BaseCommand):
             results_dir = Path(options["results_dir"] or agent.base_dir / "results")
             path = write_eval_run(eval_run, results_dir, datetime.now(UTC))
             self.stdout.write(f"results: {path}")
-        writers = {".json": lambda: to_json(eval_run), ".md": lambda: to_markdown(eval_run.report),
-                   ".xml": lambda: to_junit_xml(eval_run.report)}
+        writers = {
+            ".json": lambda: to_json(eval_run),
+            ".md": lambda: to_markdown(eval_run.report),
+            ".xml": lambda: to_junit_xml(eval_run.report),
+        }
         for output in options["output"]:
             target = Path(output)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -129,8 +152,13 @@ class Command(BaseCommand):
 
         project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
         try:
-            run = run_record_report(eval_run, source=Run.Source.CLI, project=project,
-                                    raw_yaml=agent.raw_yaml, git=git_info(agent.base_dir))
+            run = run_record_report(
+                eval_run,
+                source=Run.Source.CLI,
+                project=project,
+                raw_yaml=agent.raw_yaml,
+                git=git_info(agent.base_dir),
+            )
         except DatabaseError as exc:
             self.stderr.write(f"warning: the run was not stored in the database: {exc}")
             return

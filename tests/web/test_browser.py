@@ -1,0 +1,155 @@
+"""The run page in a real browser: headless Chromium through Playwright's sync API.
+
+Helpers (``browser_page``, ``login``, ``open_run``, ``expand_case``, ``screenshot``) are small
+so an end-to-end test (launch → live progress → 100 %) can reuse them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+from django.urls import reverse
+
+from runs.models import AgentProject, Run
+from tests.web.factories import PASSWORD, RunSpec, build_run, failing_case, make_project, make_user
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path("/tmp/holodeck-shots")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"),
+]
+
+
+@pytest.fixture
+def browser_page() -> Iterator[Any]:
+    """A fresh page in headless Chromium (the system binary; never `playwright install`)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM would refuse to run
+    # next to it without this (the ORM calls here are plain synchronous test setup).
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.set_default_timeout(10_000)
+            yield context.new_page()
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def login(page: Any, live_server: Any, user: AbstractBaseUser) -> None:
+    page.goto(f"{live_server.url}{reverse('login')}")
+    page.fill("input[name=username]", user.get_username())
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}{reverse('home')}")
+
+
+def open_run(page: Any, live_server: Any, run: Run, query: str = "") -> None:
+    page.goto(f"{live_server.url}{reverse('run_detail', args=[run.pk])}{query}")
+    page.wait_for_selector("#case-list")
+
+
+def expand_case(page: Any, case_pk: int) -> Any:
+    """Click a case row open and wait for its turns to load; returns the row."""
+    row = page.locator(f"#case-{case_pk}")
+    row.locator("summary").click()
+    row.locator("section.turn").first.wait_for()
+    return row
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+@pytest.fixture
+def finished_run(transactional_db: None) -> tuple[AgentProject, Run]:
+    project = make_project()
+    return project, build_run(project, RunSpec(cases=8, turns=3, failing=(1, 5)))
+
+
+def test_a_reviewer_expands_a_failing_case_and_reads_its_diff_and_grader_details(
+    live_server: Any, browser_page: Any, finished_run: tuple[AgentProject, Run]
+) -> None:
+    page = browser_page
+    _, run = finished_run
+    login(page, live_server, make_user("reviewer"))
+    open_run(page, live_server, run)
+    assert page.locator("#run-tiles").inner_text().count("75%") == 1  # 6 of 8 cases passed
+
+    case = failing_case(run)
+    row = expand_case(page, case.pk)
+    diff = row.locator("#turn-1 table.diff")
+    diff_text = diff.inner_text()
+    assert "order_id" in diff_text
+    assert "A-123" in diff_text and "A-999" in diff_text
+    assert diff.locator(".v-bad").count() == 1  # ✗
+    assert "no call of orders_lookup matched every argument" in row.inner_text()
+    tree = row.locator("#turn-1 .grader > ul.tree")
+    assert "currency" in tree.inner_text() and "no amount" in tree.inner_text()
+    assert "could not grade" in row.locator("#turn-1 table.metrics").inner_text()
+    assert "skipped" in row.locator("#turn-2").inner_text()
+    screenshot(page, "run_detail_expanded")
+
+    page.click("text=only failures")
+    page.wait_for_url("**?failures=1")
+    page.locator(f"#case-{case.pk}").wait_for()
+    assert page.locator("#case-rows .case").count() == 2
+
+    page.goto(f"{live_server.url}{reverse('case_detail', args=[run.pk, case.pk])}#turn-1")
+    assert page.locator("#turn-1").is_visible()
+    screenshot(page, "case_page")
+
+
+def test_a_running_run_fills_in_live_and_stops_polling_when_it_finishes(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from django.utils import timezone
+
+    page = browser_page
+    run = build_run(make_project(), RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
+    login(page, live_server, make_user("watcher"))
+    open_run(page, live_server, run)
+    assert "2/4 cases" in page.locator("#run-progress").inner_text()
+    pending = run.cases.get(index=3)
+    assert page.locator(f"div#case-{pending.pk}").count() == 1  # not expandable yet
+
+    # The case finishes: its row is swapped in out-of-band by the next poll.
+    run.cases.filter(pk=pending.pk).update(
+        status="done", passed=True, turns_passed=2, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=3, turns_done=6, passed_cases=2)
+    page.locator(f"details#case-{pending.pk}").wait_for()
+    page.get_by_text("3/4 cases").wait_for()
+
+    run.cases.filter(index=2).update(status="done", passed=True, finished_at=timezone.now())
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.FAILED, cases_done=4, turns_done=8, passed_cases=3
+    )
+    page.get_by_text("4/4 cases").wait_for()
+    assert page.locator("#run-progress[hx-trigger]").count() == 0  # polling stopped (286)
+    assert page.locator("#run-header .chip").inner_text() == "failed"
+    screenshot(page, "run_finished_live")

@@ -1,0 +1,79 @@
+"""Pages cost a fixed number of queries whatever the size of the run, and stay small."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from runs.models import AgentProject, Run
+from tests.web.factories import RunSpec, build_run, failing_case
+
+pytestmark = pytest.mark.django_db
+
+AssertQueries = Callable[[int], AbstractContextManager[object]]
+
+DETAIL_BUDGET = 20
+EXPAND_BUDGET = 10
+MAX_PAGE_BYTES = 300 * 1024
+
+
+def detail_queries(client: Client, run: Run, assert_max: AssertQueries) -> tuple[int, int]:
+    with assert_max(DETAIL_BUDGET) as captured:
+        response = client.get(reverse("run_detail", args=[run.pk]))
+    assert response.status_code == 200
+    return len(captured), len(response.content)  # type: ignore[arg-type]
+
+
+def test_the_run_page_and_expanding_a_case_stay_within_budget_for_1000_cases_of_5_turns(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    small = build_run(project, RunSpec(cases=10, turns=5))
+    big = build_run(project, RunSpec(cases=1000, turns=5, failing=range(1, 1000, 7)))
+
+    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
+    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
+    assert big_queries == small_queries  # no query per case
+    assert big_size <= MAX_PAGE_BYTES
+
+    with django_assert_max_num_queries(DETAIL_BUDGET):
+        failures = viewer_client.get(reverse("run_detail", args=[big.pk]) + "?failures=1")
+    assert len(failures.content) <= MAX_PAGE_BYTES
+
+    case = failing_case(big)
+    with django_assert_max_num_queries(EXPAND_BUDGET):
+        expanded = viewer_client.get(
+            reverse("case_turns", args=[big.pk, case.pk]), HTTP_HX_REQUEST="true"
+        )
+    assert expanded.status_code == 200
+    assert expanded.text.count('<section class="turn') == 5
+
+
+def test_the_progress_poll_stays_within_budget(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    run = build_run(project, RunSpec(cases=300, turns=2, status=Run.Status.RUNNING, done=150))
+    with django_assert_max_num_queries(DETAIL_BUDGET):
+        response = viewer_client.get(
+            reverse("run_progress", args=[run.pk]),
+            {"known": 300, "since": "2020-01-01T00:00:00Z"},
+            HTTP_HX_REQUEST="true",
+        )
+    assert response.status_code == 200
+
+
+def test_the_run_list_costs_the_same_queries_for_one_or_fifty_runs(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    Run.objects.bulk_create([Run(project=project, agent_name="a") for _ in range(60)])
+    with django_assert_max_num_queries(8):
+        assert viewer_client.get(reverse("run_list")).status_code == 200
