@@ -1,4 +1,4 @@
-"""Admin: projects are registered here; runs and results are read-mostly (the engine writes them)."""
+"""Admin: projects are registered here; runs and results are read-mostly (runs write them)."""
 
 from __future__ import annotations
 

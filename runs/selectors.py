@@ -55,9 +55,7 @@ def project_list() -> QuerySet[AgentProject]:
     ).order_by("name")
 
 
-def run_list(
-    *, project_id: int | None = None, status: str = "", commit: str = ""
-) -> QuerySet[Run]:
+def run_list(*, project_id: int | None = None, status: str = "", commit: str = "") -> QuerySet[Run]:
     runs = Run.objects.select_related("project").defer(
         "raw_yaml", "config_snapshot", "environment", "summary", "metric_summary", "cli_args"
     )
@@ -106,7 +104,7 @@ def run_metric_averages(*, run: Run) -> dict[str, list[MetricAverage]]:
                 errored=row["errored"],
             )
         )
-    ordered = sorted(grouped, key=lambda k: (METRIC_KINDS.index(k) if k in METRIC_KINDS else 99))
+    ordered = sorted(grouped, key=lambda k: METRIC_KINDS.index(k) if k in METRIC_KINDS else 99)
     return {kind: grouped[kind] for kind in ordered}
 
 

@@ -51,13 +51,13 @@ from runs.backends.tools import (
     call_function_tool,
     error_text,
     function_description,
+    function_group_name,
     function_tool_schema,
 )
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
 
-FUNCTION_SERVER = "tools"
 MAX_RETRIES = 2
 # How long the next send waits for an abandoned (timed-out) turn to wind down.
 DRAIN_TIMEOUT_S = 15.0
@@ -109,6 +109,7 @@ class ClaudeAgentSession:
         self._calls: list[ToolCallRecord] = []
         self._external: dict[str, tuple[ToolCallRecord, float]] = {}
         self._abandoned = False
+        self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
         try:
             self._client = ClaudeSDKClient(self._options())
         except BaseException:
@@ -239,10 +240,10 @@ class ClaudeAgentSession:
         servers: dict[str, Any] = {t.name: external_server(t) for t in mcp_tools}
         allowed = [f"mcp__{t.name}" for t in mcp_tools]
         if function_tools:
-            servers[FUNCTION_SERVER] = create_sdk_mcp_server(
-                FUNCTION_SERVER, tools=[self._sdk_tool(t) for t in function_tools]
+            servers[self._server] = create_sdk_mcp_server(
+                self._server, tools=[self._sdk_tool(t) for t in function_tools]
             )
-            allowed += [f"mcp__{FUNCTION_SERVER}__{t.name}" for t in function_tools]
+            allowed += [f"mcp__{self._server}__{t.name}" for t in function_tools]
         extra = list(claude.allowed_tools or []) if claude else []
         options = ClaudeAgentOptions(
             # Built-ins (Bash, Read, Write, ...) exist only when claude.allowed_tools names them.
@@ -290,12 +291,12 @@ class ClaudeAgentSession:
         return env
 
     def _is_function_tool(self, name: str) -> bool:
-        return name.startswith(f"mcp__{FUNCTION_SERVER}__")
+        return name.startswith(f"mcp__{self._server}__")
 
     def _sdk_tool(self, tool: Any) -> SdkMcpTool[Any]:
         """An in-process MCP tool whose handler runs the python callable and records the call."""
         fn = tool.callable
-        name = f"mcp__{FUNCTION_SERVER}__{tool.name}"
+        name = f"mcp__{self._server}__{tool.name}"
 
         async def handler(args: dict[str, Any]) -> dict[str, Any]:
             record = ToolCallRecord(name=name, args=dict(args))

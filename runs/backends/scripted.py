@@ -13,6 +13,9 @@ and still exercising the real tool code, the engine and the graders. A transcrip
         - delay_ms: 5000                    # turn 3: a slow model (for timeout tests)
           response: "late"
 
+A tool call names a function tool, or a tool of an MCP server as ``mcp__<server>__<tool>`` (or
+``<server>.<tool>``); MCP servers are connected on first use and closed with the session.
+
 Without ``model.transcript`` the transcript is built from the test cases themselves
 (:func:`build_transcript`): each turn calls its expected tools with their expected args and
 answers its ground truth, so a large suite runs offline. ``model.latency_ms`` adds a fixed delay
@@ -31,13 +34,14 @@ import yaml
 
 from graders.matchers import FuzzyMatcher, LiteralMatcher
 from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
+from runs.backends.mcp_client import McpConnection
 from runs.backends.tools import call_function_tool
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from runs.spec.loader import LoadedAgent
-    from runs.spec.models import TestCase
+    from runs.spec.models import McpTool, TestCase
 
 Transcript = dict[str, list[dict[str, Any]]]
 
@@ -94,6 +98,9 @@ class ScriptedBackend:
         self.tools: dict[str, Callable[..., Any]] = {
             tool.name: tool.callable for tool in agent.config.tools if tool.type == "function"
         }
+        self.mcp_servers: dict[str, McpTool] = {
+            tool.name: tool for tool in agent.config.tools if tool.type == "mcp"
+        }
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ScriptedSession:
         key = case_name if case_name else f"#{case_index}"
@@ -111,6 +118,7 @@ class ScriptedSession:
         self.turn_index = 0
         self.closed = False
         self.history: list[str] = []
+        self.mcp: dict[str, McpConnection] = {}
 
     async def send(self, message: str) -> TurnOutput:
         if self.closed:
@@ -152,12 +160,41 @@ class ScriptedSession:
     async def _call_tool(self, call: dict[str, Any]) -> ToolCallRecord:
         name = str(call.get("name", ""))
         args = dict(call.get("args") or {})
-        fn = self.backend.tools.get(name)
-        if fn is None:
-            return ToolCallRecord(name, args, error=f"unknown tool {name!r}")
         started = time.perf_counter()
-        result, error = await call_function_tool(fn, args)
+        fn = self.backend.tools.get(name)
+        if fn is not None:
+            result, error = await call_function_tool(fn, args)
+        elif (target := self._mcp_target(name)) is not None:
+            server, tool_name = target
+            name = f"mcp__{server}__{tool_name}"  # the name Claude's SDK would report
+            try:
+                connection = await self._connect(server)
+                result, error = await connection.call(tool_name, args)
+            except Exception as exc:
+                result, error = None, f"{type(exc).__name__}: {exc}"
+        else:
+            return ToolCallRecord(name, args, error=f"unknown tool {name!r}")
         return ToolCallRecord(name, args, result, error, (time.perf_counter() - started) * 1000)
+
+    def _mcp_target(self, name: str) -> tuple[str, str] | None:
+        """``mcp__server__tool`` or ``server.tool`` names a tool of a configured MCP server."""
+        if name.startswith("mcp__"):
+            server, _, tool_name = name[5:].partition("__")
+        else:
+            server, _, tool_name = name.partition(".")
+        if server in self.backend.mcp_servers and tool_name:
+            return server, tool_name
+        return None
+
+    async def _connect(self, server: str) -> McpConnection:
+        if server not in self.mcp:
+            connection = McpConnection(self.backend.mcp_servers[server])
+            await connection.start()
+            self.mcp[server] = connection
+        return self.mcp[server]
 
     async def close(self) -> None:
         self.closed = True
+        for connection in self.mcp.values():
+            await connection.close()
+        self.mcp.clear()

@@ -43,6 +43,7 @@ from runs.backends.tools import (
     call_function_tool,
     error_text,
     function_description,
+    function_group_name,
     function_tool_schema,
 )
 
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
     from runs.spec.loader import LoadedAgent
 
-FUNCTION_PLUGIN = "tools"
 OLLAMA_DEFAULT_ENDPOINT = "http://localhost:11434/v1"
 # Retries inside one send; the engine's llm_timeout bounds the whole turn anyway.
 HTTP_MAX_RETRIES = 2
@@ -120,9 +120,10 @@ class SemanticKernelSession:
         self._mcp_configs = [t for t in agent.config.tools if t.type == "mcp"]
         self._base_dir = agent.base_dir
         self._mcp_plugins: list[MCPPluginBase] = []
+        plugin = function_group_name([t.name for t in self._mcp_configs])
         for tool in agent.config.tools:
             if tool.type == "function":
-                self._kernel.add_function(FUNCTION_PLUGIN, python_kernel_function(tool))
+                self._kernel.add_function(plugin, python_kernel_function(tool, plugin))
         self._model = agent.config.model
         self._settings = execution_settings(self._service, self._model, self._kernel)
         self._history = ChatHistory(system_message=agent.instructions or None)
@@ -294,7 +295,7 @@ def execution_settings(
     return settings
 
 
-def python_kernel_function(tool: Any) -> KernelFunctionFromMethod:
+def python_kernel_function(tool: Any, plugin: str) -> KernelFunctionFromMethod:
     """A kernel function that runs the tool's python callable, with its real JSON schema."""
     fn = tool.callable
     schema = function_tool_schema(fn)
@@ -324,7 +325,7 @@ def python_kernel_function(tool: Any) -> KernelFunctionFromMethod:
     ]
     returns = KernelParameterMetadata(name="return", type="object", schema_data={})
     return KernelFunctionFromMethod(
-        method=method, plugin_name=FUNCTION_PLUGIN, parameters=parameters, return_parameter=returns
+        method=method, plugin_name=plugin, parameters=parameters, return_parameter=returns
     )
 
 

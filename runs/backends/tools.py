@@ -52,6 +52,11 @@ async def call_function_tool(
     return result, None
 
 
+def function_group_name(mcp_tool_names: list[str]) -> str:
+    """Plugin/server name of the python tools: ``tools``, unless an MCP tool is named so."""
+    return "tools" if "tools" not in mcp_tool_names else "python_tools"
+
+
 def function_tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """The JSON schema (``type: object``) of a callable's parameters.
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
@@ -22,14 +21,13 @@ from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 PASSWORD = "correct horse battery"
 
 
-def make_user(username: str = "viewer", *, staff: bool = False) -> AbstractBaseUser:
-    user_model = get_user_model()
-    return user_model.objects.create_user(  # type: ignore[attr-defined, no-any-return]
-        username=username, password=PASSWORD, is_staff=staff
-    )
+def make_user(username: str = "viewer", *, staff: bool = False) -> User:
+    return User.objects.create_user(username=username, password=PASSWORD, is_staff=staff)
 
 
-def make_project(name: str = "weather-agent", directory: str = "/srv/agents/weather") -> AgentProject:
+def make_project(
+    name: str = "weather-agent", directory: str = "/srv/agents/weather"
+) -> AgentProject:
     return AgentProject.objects.create(name=name, directory=directory)
 
 
@@ -42,11 +40,13 @@ class RunSpec:
     failing: Iterable[int] = (1,)
     status: str = Run.Status.FAILED
     done: int | None = None  # cases finished (the rest pending); None = all
-    texts: dict[str, str] = field(default_factory=dict)  # overrides for the failing case
+    texts: dict[str, Any] = field(default_factory=dict)  # overrides for the failing case
     git_commit: str = "3f2a9c1d0b7e4f6a8c9d0e1f2a3b4c5d6e7f8a9b"
 
 
-def build_run(project: AgentProject | None = None, spec: RunSpec | None = None, **fields: Any) -> Run:
+def build_run(
+    project: AgentProject | None = None, spec: RunSpec | None = None, **fields: Any
+) -> Run:
     spec = spec or RunSpec()
     failing = set(spec.failing)
     done = spec.cases if spec.done is None else spec.done
@@ -72,7 +72,10 @@ def build_run(project: AgentProject | None = None, spec: RunSpec | None = None, 
         **fields,
     )
     cases = CaseResult.objects.bulk_create(
-        [_case(run, index, spec, index in failing, index < done, now) for index in range(spec.cases)]
+        [
+            _case(run, index, spec, index in failing, index < done, now)
+            for index in range(spec.cases)
+        ]
     )
     turns: list[TurnResult] = []
     for case in cases:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from runs.models import AgentProject, Run
@@ -29,7 +29,9 @@ CHROMIUM_ARGS = [
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"
+    ),
 ]
 
 
@@ -57,7 +59,7 @@ def browser_page() -> Iterator[Any]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-def login(page: Any, live_server: Any, user: AbstractBaseUser) -> None:
+def login(page: Any, live_server: Any, user: User) -> None:
     page.goto(f"{live_server.url}{reverse('login')}")
     page.fill("input[name=username]", user.get_username())
     page.fill("input[name=password]", PASSWORD)

@@ -48,7 +48,7 @@ def test_the_run_page_and_expanding_a_case_stay_within_budget_for_1000_cases_of_
     case = failing_case(big)
     with django_assert_max_num_queries(EXPAND_BUDGET):
         expanded = viewer_client.get(
-            reverse("case_turns", args=[big.pk, case.pk]), HTTP_HX_REQUEST="true"
+            reverse("case_turns", args=[big.pk, case.pk]), headers={"HX-Request": "true"}
         )
     assert expanded.status_code == 200
     assert expanded.text.count('<section class="turn') == 5
@@ -63,8 +63,8 @@ def test_the_progress_poll_stays_within_budget(
     with django_assert_max_num_queries(DETAIL_BUDGET):
         response = viewer_client.get(
             reverse("run_progress", args=[run.pk]),
-            {"known": 300, "since": "2020-01-01T00:00:00Z"},
-            HTTP_HX_REQUEST="true",
+            {"known": "300", "since": "2020-01-01T00:00:00Z"},
+            headers={"HX-Request": "true"},
         )
     assert response.status_code == 200
 

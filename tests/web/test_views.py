@@ -13,7 +13,7 @@ from tests.web.factories import RunSpec, build_run, failing_case, make_project
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX = {"HX-Request": "true"}
 
 
 def case_rows(html: str) -> int:
@@ -22,6 +22,7 @@ def case_rows(html: str) -> int:
 
 def turn_sections(html: str) -> int:
     return html.count('<section class="turn')
+
 
 VALID_AGENT = """\
 name: tiny
@@ -178,7 +179,9 @@ def test_the_launch_form_rejects_a_parallelism_below_one(
 ) -> None:
     project = agent_project(tmp_path, VALID_AGENT)
     with mock.patch("runs.services.run_create") as run_create:
-        response = staff_client.post(reverse("project_launch", args=[project.pk]), {"parallel": "0"})
+        response = staff_client.post(
+            reverse("project_launch", args=[project.pk]), {"parallel": "0"}
+        )
     assert response.status_code == 400
     run_create.assert_not_called()
 
@@ -267,7 +270,8 @@ def test_only_failures_keeps_the_failed_case_rows(
     response = viewer_client.get(reverse("run_detail", args=[run.pk]) + "?failures=1")
     assert [case.index for case in response.context["case_page"]] == [1, 4]
     partial = viewer_client.get(
-        reverse("run_detail", args=[run.pk]) + "?failures=1", HTTP_HX_TARGET="case-list", **HTMX
+        reverse("run_detail", args=[run.pk]) + "?failures=1",
+        headers={**HTMX, "HX-Target": "case-list"},
     )
     assert partial.text.lstrip().startswith('<section id="case-list"')
     assert "<html" not in partial.text
@@ -281,7 +285,7 @@ def test_a_long_case_list_is_paged_with_a_load_more_button(
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert case_rows(html) == 200
     assert "?page=2" in html
-    more = viewer_client.get(reverse("run_detail", args=[run.pk]) + "?page=2", **HTMX)
+    more = viewer_client.get(reverse("run_detail", args=[run.pk]) + "?page=2", headers=HTMX)
     assert case_rows(more.text) == 5
     assert "<html" not in more.text
 
@@ -291,7 +295,7 @@ def test_expanding_a_case_renders_its_turns_as_a_fragment(
 ) -> None:
     run = build_run(project)
     case = failing_case(run)
-    response = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk]), **HTMX)
+    response = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk]), headers=HTMX)
     html = response.text
     assert response.status_code == 200
     assert "<html" not in html
@@ -346,7 +350,9 @@ def test_progress_polls_while_running_and_stops_with_286_when_finished(
     detail = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert 'hx-trigger="every 1s"' in detail
     url = reverse("run_progress", args=[run.pk])
-    running = viewer_client.get(url, {"known": 4, "since": "2020-01-01T00:00:00+00:00"}, **HTMX)
+    running = viewer_client.get(
+        url, {"known": "4", "since": "2020-01-01T00:00:00+00:00"}, headers=HTMX
+    )
     assert running.status_code == 200
     assert 'hx-trigger="every 1s"' in running.text
     assert "1/4 cases" in running.text and "2/8 turns" in running.text
@@ -355,7 +361,7 @@ def test_progress_polls_while_running_and_stops_with_286_when_finished(
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.PASSED, cases_done=4, turns_done=8, passed_cases=3
     )
-    finished = viewer_client.get(url, {"known": 4}, **HTMX)
+    finished = viewer_client.get(url, {"known": "4"}, headers=HTMX)
     assert finished.status_code == 286
     assert "every 1s" not in finished.text
     assert "100%" in finished.text
@@ -367,12 +373,12 @@ def test_progress_swaps_in_only_the_cases_finished_since_the_last_poll(
 ) -> None:
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
     first = viewer_client.get(reverse("run_detail", args=[run.pk]))
-    since = first.context["poll_since"]
+    since = str(first.context["poll_since"])
     CaseResult.objects.filter(run=run, index=0).update(finished_at="2000-01-01T00:00:00Z")
     case = CaseResult.objects.get(run=run, index=2)
     CaseResult.objects.filter(pk=case.pk).update(status="done", passed=True, turns_passed=2)
     response = viewer_client.get(
-        reverse("run_progress", args=[run.pk]), {"known": 4, "since": since}, **HTMX
+        reverse("run_progress", args=[run.pk]), {"known": "4", "since": since}, headers=HTMX
     )
     assert response.status_code == 200
     assert f'id="case-{case.pk}" hx-swap-oob="true"' not in response.text  # not finished yet
@@ -380,7 +386,7 @@ def test_progress_swaps_in_only_the_cases_finished_since_the_last_poll(
 
     CaseResult.objects.filter(pk=case.pk).update(finished_at=timezone.now())
     response = viewer_client.get(
-        reverse("run_progress", args=[run.pk]), {"known": 4, "since": since}, **HTMX
+        reverse("run_progress", args=[run.pk]), {"known": "4", "since": since}, headers=HTMX
     )
     assert f'id="case-{case.pk}" hx-swap-oob="true"' in response.text
     assert response.text.count("hx-swap-oob") == 3  # header, tiles, the one case row
@@ -391,7 +397,7 @@ def test_progress_rerenders_the_case_list_when_cases_appear(
 ) -> None:
     run = build_run(project, RunSpec(cases=3, turns=1, status=Run.Status.RUNNING, done=0))
     response = viewer_client.get(
-        reverse("run_progress", args=[run.pk]), {"known": 0, "since": "2020-01-01T00:00:00Z"}
+        reverse("run_progress", args=[run.pk]), {"known": "0", "since": "2020-01-01T00:00:00Z"}
     )
     assert response.status_code == 200
     assert 'id="case-list" class="case-list" hx-swap-oob="true"' in response.text
