@@ -45,7 +45,10 @@ class McpConnection:
         from mcp import ClientSession
 
         try:
-            async with self._transport() as streams, ClientSession(streams[0], streams[1]) as session:
+            async with (
+                self._transport() as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
                 await session.initialize()
                 self._session = session
                 self._ready.set()

@@ -35,13 +35,19 @@ def test_the_registry_builds_the_scripted_backend_for_its_provider(tmp_path: Pat
 
 
 def test_it_replays_tool_calls_through_the_real_tools_then_answers(tmp_path: Path) -> None:
-    transcript = {"c": [{"tool_calls": [{"name": "subtract", "args": {"a": 5, "b": 3}}],
-                         "response": "2"}]}
+    transcript = {
+        "c": [{"tool_calls": [{"name": "subtract", "args": {"a": 5, "b": 3}}], "response": "2"}]
+    }
     agent = make_agent(tmp_path, [{"name": "c", "input": "q"}], transcript)
     (output,) = send_all(ScriptedBackend(agent), "c", ["q"])
     assert output.response == "2" and not output.is_error
     call = output.tool_calls[0]
-    assert (call.name, call.args, call.result, call.error) == ("subtract", {"a": 5, "b": 3}, 2, None)
+    assert (call.name, call.args, call.result, call.error) == (
+        "subtract",
+        {"a": 5, "b": 3},
+        2,
+        None,
+    )
     assert output.usage.prompt_tokens >= 1
 
 
@@ -66,12 +72,25 @@ def test_a_missing_case_or_turn_is_a_session_error(tmp_path: Path) -> None:
 def test_the_generated_transcript_answers_ground_truth_and_calls_expected_tools(
     tmp_path: Path,
 ) -> None:
-    cases = [{"name": "c", "turns": [
-        {"input": "a", "ground_truth": "25587", "expected_tools": [
-            {"name": "subtract", "args": {"a": 206588, "b": {"fuzzy": "181,001"},
-                                          "c": {"regex": "^x$"}}, "count": 2}]},
-        {"input": "b"},
-    ]}]
+    cases = [
+        {
+            "name": "c",
+            "turns": [
+                {
+                    "input": "a",
+                    "ground_truth": "25587",
+                    "expected_tools": [
+                        {
+                            "name": "subtract",
+                            "args": {"a": 206588, "b": {"fuzzy": "181,001"}, "c": {"regex": "^x$"}},
+                            "count": 2,
+                        }
+                    ],
+                },
+                {"input": "b"},
+            ],
+        }
+    ]
     agent = make_agent(tmp_path, cases)
     transcript = build_transcript(agent.config.test_cases)
     first, second = transcript["c"]
@@ -81,8 +100,9 @@ def test_the_generated_transcript_answers_ground_truth_and_calls_expected_tools(
 
 
 def test_latency_is_added_to_every_model_call(tmp_path: Path) -> None:
-    transcript = {"c": [{"tool_calls": [{"name": "subtract", "args": {"a": 1, "b": 1}}],
-                         "response": "0"}]}
+    transcript = {
+        "c": [{"tool_calls": [{"name": "subtract", "args": {"a": 1, "b": 1}}], "response": "0"}]
+    }
     agent = make_agent(tmp_path, [{"name": "c", "input": "q"}], transcript, latency_ms=50)
     started = time.perf_counter()
     send_all(ScriptedBackend(agent), "c", ["q"])
@@ -101,14 +121,29 @@ def mcp_agent(tmp_path: Path, transcript: dict[str, Any], metrics: list[dict[str
         "name": "mcp-agent",
         "model": {"provider": "scripted", "name": "s", "transcript": "t.yaml"},
         "instructions": {"inline": "Look filings up."},
-        "tools": [{"type": "mcp", "name": "archive", "command": sys.executable,
-                   "args": [str(ARCHIVE)], "is_retrieval": True}],
+        "tools": [
+            {
+                "type": "mcp",
+                "name": "archive",
+                "command": sys.executable,
+                "args": [str(ARCHIVE)],
+                "is_retrieval": True,
+            }
+        ],
         "evaluations": {"metrics": metrics},
-        "test_cases": [{"name": "c", "turns": [
-            {"input": "find it", "ground_truth": "206588",
-             "expected_tools": ["convfinqa_archive"]},
-            {"input": "and again?", "ground_truth": "206588"},
-        ]}],
+        "test_cases": [
+            {
+                "name": "c",
+                "turns": [
+                    {
+                        "input": "find it",
+                        "ground_truth": "206588",
+                        "expected_tools": ["convfinqa_archive"],
+                    },
+                    {"input": "and again?", "ground_truth": "206588"},
+                ],
+            }
+        ],
     }
     (tmp_path / "t.yaml").write_text(yaml.safe_dump({"cases": transcript}))
     (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
@@ -120,19 +155,29 @@ def test_mcp_tools_run_over_stdio_and_feed_retrieval_context_to_rag_metrics(
 ) -> None:
     from tests.graders.scripted_judge import ScriptedJudge
 
-    transcript = {"c": [
-        {"tool_calls": [{"name": "mcp__archive__convfinqa_archive",
-                         "args": {"document": "Double_AAL/2014/page_18.pdf"}},
-                        {"name": "archive.broken", "args": {"x": 1}}],
-         "response": "206588"},
-        {"response": "206588"},
-    ]}
-    judge = ScriptedJudge({
-        "faithfulness.Truths": {"truths": ["cash was 206588"]},
-        "faithfulness.Claims": {"claims": ["it is 206588"]},
-        "faithfulness.Verdicts": {"verdicts": [{"verdict": "yes"}]},
-        "faithfulness.FaithfulnessScoreReason": {"reason": "Supported by the filing."},
-    })
+    transcript = {
+        "c": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "mcp__archive__convfinqa_archive",
+                        "args": {"document": "Double_AAL/2014/page_18.pdf"},
+                    },
+                    {"name": "archive.broken", "args": {"x": 1}},
+                ],
+                "response": "206588",
+            },
+            {"response": "206588"},
+        ]
+    }
+    judge = ScriptedJudge(
+        {
+            "faithfulness.Truths": {"truths": ["cash was 206588"]},
+            "faithfulness.Claims": {"claims": ["it is 206588"]},
+            "faithfulness.Verdicts": {"verdicts": [{"verdict": "yes"}]},
+            "faithfulness.FaithfulnessScoreReason": {"reason": "Supported by the filing."},
+        }
+    )
     agent = mcp_agent(tmp_path, transcript, [{"type": "rag", "metric_type": "faithfulness"}])
     result = asyncio.run(Engine(agent, judge=judge).run()).results[0]
     first, second = result.turns
@@ -150,7 +195,10 @@ def test_mcp_tools_run_over_stdio_and_feed_retrieval_context_to_rag_metrics(
 
 
 def test_rag_metrics_are_skipped_without_retrieval_context(tmp_path: Path) -> None:
-    agent = mcp_agent(tmp_path, {"c": [{"response": "1"}, {"response": "2"}]},
-                      [{"type": "rag", "metric_type": "faithfulness"}])
+    agent = mcp_agent(
+        tmp_path,
+        {"c": [{"response": "1"}, {"response": "2"}]},
+        [{"type": "rag", "metric_type": "faithfulness"}],
+    )
     result = asyncio.run(Engine(agent).run()).results[0]
     assert [t.metric_results for t in result.turns] == [[], []]

@@ -23,8 +23,9 @@ def run_command(*args: str) -> int:
 
 def test_the_convfinqa_example_runs_end_to_end_and_writes_every_format(tmp_path: Path) -> None:
     agent_dir = tmp_path / "convfinqa"
-    shutil.copytree(REPO / "examples" / "convfinqa", agent_dir,
-                    ignore=shutil.ignore_patterns("results"))
+    shutil.copytree(
+        REPO / "examples" / "convfinqa", agent_dir, ignore=shutil.ignore_patterns("results")
+    )
     outputs = [tmp_path / "out" / name for name in ("report.json", "report.md", "junit.xml")]
     code = run_command(str(agent_dir / "agent.yaml"), *(f"--output={p}" for p in outputs))
     assert code == 1  # one case fails on purpose
@@ -54,8 +55,12 @@ def test_the_485_turn_fixture_runs_through_the_command_with_a_generated_transcri
         f"test_cases_file: {fixture}\n"
     )
     output = tmp_path / "report.json"
-    code = run_command(str(tmp_path / "agent.yaml"), f"--output={output}", "--no-results-file",
-                       "--parallel-test-cases=8")
+    code = run_command(
+        str(tmp_path / "agent.yaml"),
+        f"--output={output}",
+        "--no-results-file",
+        "--parallel-test-cases=8",
+    )
     report = json.loads(output.read_text())["report"]
     assert report["summary"]["total_tests"] == len(report["results"]) == 133
     turns = [turn for result in report["results"] for turn in result["turns"]]
