@@ -18,7 +18,8 @@ def write_pdf(path: Path, pages: list[str]) -> Path:
         stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {page_ids[index] + 1} 0 R >>".encode()
+            f"/Resources << /Font << /F1 3 0 R >> >> "
+            f"/Contents {page_ids[index] + 1} 0 R >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     out = bytearray(b"%PDF-1.4\n")

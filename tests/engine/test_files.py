@@ -73,7 +73,7 @@ def file_server() -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             hits.append(self.path)
             body = b"downloaded notes: 206588"
             self.send_response(200)
