@@ -185,7 +185,11 @@ class CaseResult(models.Model):
     class Meta:
         ordering = ["run", "index"]
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="case_unique_index")]
-        indexes = [models.Index(fields=["run", "passed"]), models.Index(fields=["run", "status"])]
+        indexes = [
+            models.Index(fields=["run", "passed"]),
+            models.Index(fields=["run", "status"]),
+            models.Index(fields=["run", "finished_at"]),  # the live poll's "finished since"
+        ]
 
     def __str__(self) -> str:
         return self.name or f"#{self.index}"

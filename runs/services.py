@@ -663,3 +663,8 @@ def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -
         for eval_run in load_eval_runs(path):
             imported.append(run_record_report(eval_run, source=Run.Source.IMPORT, project=project))
     return imported
+
+
+def runs_reap_stale() -> int:
+    """``run_reap_stale`` for every running run; returns how many runs had lost cases."""
+    return sum(run_reap_stale(run) for run in Run.objects.filter(status=Run.Status.RUNNING))

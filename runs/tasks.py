@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from runs import services
 
@@ -15,3 +18,9 @@ def start_run(run_id: int) -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def execute_case(case_id: int) -> None:
     services.case_execute(case_id)
+
+
+@worker_ready.connect
+def reap_stale_runs(**_: Any) -> None:
+    """When a worker (re)starts, runs whose cases were lost with a dead worker are settled."""
+    services.runs_reap_stale()

@@ -216,6 +216,9 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     no longer active the final state is rendered and status 286 stops the polling.
     """
     run = selectors.run_get(run_id=run_id)
+    # A worker that died mid-case must not leave the run "running" forever.
+    if run.status == Run.Status.RUNNING and _reap_stale(run):
+        run = selectors.run_get(run_id=run_id)
     context = _run_context(request, run)
     since = _parse_since(request.GET.get("since", ""))
     known = _int_param(request, "known")
@@ -231,6 +234,12 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     )
     status = 200 if run.is_active else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
+
+
+def _reap_stale(run: Run) -> bool:
+    from runs.services import run_reap_stale
+
+    return run_reap_stale(run)
 
 
 def _parse_since(value: str) -> datetime | None:
