@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -283,8 +283,16 @@ async def _execute(
             finished.append(event)
 
     engine = Engine(agent, on_event=on_event, is_cancelled=lambda: cancelled)
-    result = await engine.run_case(case.index)
+    try:
+        result = await engine.run_case(case.index)
+    finally:
+        # The recorder's thread keeps a database connection of its own; do not leak it.
+        await sync_to_async(_close_thread_connection, thread_sensitive=True)()
     return result, finished[0].turns
+
+
+def _close_thread_connection() -> None:
+    connection.close()  # the connection of the thread this runs in
 
 
 def turn_record(case: CaseResult, turn: wire.TurnResult) -> TurnResult:
