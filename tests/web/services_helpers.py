@@ -31,4 +31,3 @@ def example_project(tmp_path: Path, name: str = "convfinqa") -> AgentProject:
     target = tmp_path / name
     shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("results"))
     return project_register(agent_path=target / "agent.yaml")
-

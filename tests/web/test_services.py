@@ -141,3 +141,56 @@ def test_the_staff_user_is_created_once(
     call_command("ensure_admin")
     call_command("ensure_admin")
     assert User.objects.get().is_staff
+
+
+def git(directory: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_a_run_of_an_older_commit_uses_that_commits_agent_yaml(
+    tmp_path: Path, eager_celery: None
+) -> None:
+    project = example_project(tmp_path)
+    repo = Path(project.directory)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "three cases")
+    old = git(repo, "rev-parse", "HEAD")
+    text = project.agent_path.read_text()
+    project.agent_path.write_text(text.replace("name: convfinqa-analyst", "name: renamed", 1))
+    git(repo, "commit", "-qam", "rename the agent")
+
+    current = launch(project, limit=1)
+    assert current.agent_name == "renamed"
+    assert current.git_commit == git(repo, "rev-parse", "HEAD") and not current.git_dirty
+    past = launch(project, git_ref=old[:10], limit=1)
+    past.refresh_from_db()
+    assert past.agent_name == "convfinqa-analyst" and past.git_commit == old
+    assert past.status in (Run.Status.PASSED, Run.Status.FAILED) and past.turns_done == 3
+    assert git(repo, "worktree", "list").count("\n") == 0  # temporary worktrees are removed
+    with pytest.raises(services.LaunchError, match="not a commit"):
+        launch(project, git_ref="no-such-branch")
+
+
+def test_the_import_command_loads_a_results_directory(
+    tmp_path: Path, shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from django.core.management import call_command
+
+    runs = json.loads((shared_dir / "fixtures" / "holodeck" / "seed_runs.json").read_text())
+    folder = tmp_path / "results" / "customer-support"
+    folder.mkdir(parents=True)
+    for index, eval_run in enumerate(runs[:3]):
+        (folder / f"run-{index}.json").write_text(json.dumps(eval_run))
+    call_command("import_results", str(tmp_path / "results"))
+    assert "imported 3 run(s)" in capsys.readouterr().out
+    assert Run.objects.filter(source=Run.Source.IMPORT).count() == 3

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from graders.judges import JudgeSpec
+from runs.engine.executor import Engine
+from runs.engine.metrics import MetricRunner
+from runs.spec.loader import load_agent
+from tests.engine.agents import make_agent
+
+
+def run(agent: Any, **kwargs: Any) -> Any:
+    return asyncio.run(Engine(agent, **kwargs).run())
+
+
+def test_two_numeric_metrics_keep_their_own_tolerances(tmp_path: Path) -> None:
+    metrics = [
+        {"type": "standard", "metric": "numeric", "name": "tight", "absolute_tolerance": 0.001},
+        {"type": "standard", "metric": "numeric", "name": "loose", "absolute_tolerance": 0.5},
+    ]
+    agent = make_agent(
+        tmp_path,
+        [{"name": "c", "input": "q", "ground_truth": "10"}],
+        {"c": [{"response": "10.2"}]},
+        metrics=metrics,
+    )
+    tight, loose = run(agent).results[0].metric_results
+    assert (tight.metric_name, tight.passed) == ("tight", False)
+    assert (loose.metric_name, loose.passed) == ("loose", True)
+
+
+def test_disabled_metrics_of_every_type_are_not_run(tmp_path: Path) -> None:
+    metrics = [
+        {"type": "standard", "metric": "equality", "enabled": False},
+        {"type": "code", "grader": "checks.grade:crash", "enabled": False},
+        {"type": "geval", "name": "tone", "criteria": "polite", "enabled": False},
+        {"type": "rag", "metric_type": "faithfulness", "enabled": False},
+        {"type": "standard", "metric": "numeric"},
+    ]
+    agent = make_agent(
+        tmp_path,
+        [{"name": "c", "input": "q", "ground_truth": "1", "retrieval_context": ["ctx"]}],
+        {"c": [{"response": "1"}]},
+        metrics=metrics,
+    )
+    assert [m.metric_name for m in run(agent).results[0].metric_results] == ["numeric"]
+
+
+def test_fail_on_error_stops_the_case_for_a_judge_that_cannot_grade(tmp_path: Path) -> None:
+    geval = {"type": "geval", "name": "tone", "criteria": "polite", "fail_on_error": True}
+    cases = [{"name": "c", "turns": [{"input": "a"}, {"input": "b"}]}]
+    agent = make_agent(tmp_path, cases, metrics=[geval])
+    first, second = run(agent).results[0].turns
+    (metric,) = first.metric_results
+    assert metric.kind == "geval" and metric.error.startswith("could not grade")
+    assert second.skipped and "fail_on_error" in second.errors[0]
+
+
+def write_agent(tmp_path: Path, metric_model: Any, evaluations_model: Any) -> Any:
+    metric: dict[str, Any] = {"type": "geval", "name": "tone", "criteria": "polite"}
+    if metric_model:
+        metric["model"] = metric_model
+    evaluations: dict[str, Any] = {"metrics": [metric]}
+    if evaluations_model:
+        evaluations["model"] = evaluations_model
+    config = {
+        "name": "judge-resolution",
+        "model": {"provider": "openai", "name": "agent-model", "api_key": "k"},
+        "instructions": {"inline": "x"},
+        "evaluations": evaluations,
+        "test_cases": [{"name": "c", "input": "q"}],
+    }
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    agent = load_agent(tmp_path / "agent.yaml")
+    return MetricRunner(agent)._judge(agent.config.evaluations.metrics[0])
+
+
+def test_the_judge_model_is_the_metrics_then_the_evaluations_then_the_agents(
+    tmp_path: Path,
+) -> None:
+    metric_model = {"provider": "anthropic", "name": "judge-on-metric", "api_key": "k"}
+    evaluations_model = {"provider": "ollama", "name": "judge-on-evaluations"}
+    assert write_agent(tmp_path, metric_model, evaluations_model).name == "judge-on-metric"
+    assert write_agent(tmp_path, None, evaluations_model).name == "judge-on-evaluations"
+    judge = write_agent(tmp_path, None, None)
+    assert isinstance(judge, JudgeSpec)
+    assert (judge.provider, judge.name, judge.api_key) == ("openai", "agent-model", "k")
