@@ -69,26 +69,19 @@ def engine_only(agent: Path, parallel: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def through_command(agent: Path, results: Path) -> float:
+def through_command(agent: Path, results: Path) -> tuple[float, int, int]:
+    """Wall time, exit code, and the number of turns in the result file it wrote."""
     env = dict(os.environ, HOLODECK_DATA_DIR=str(results / "data"))
+    command = [sys.executable, "manage.py", "run_agent", str(agent), "--no-store", "--quiet"]
     started = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "run_agent",
-            str(agent),
-            "--no-store",
-            "--quiet",
-            "--results-dir",
-            str(results),
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        check=False,
+    done = subprocess.run(
+        [*command, "--results-dir", str(results)], cwd=REPO, env=env, capture_output=True
     )
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    (written,) = results.glob("*/*.json")
+    report = json.loads(written.read_text())["report"]
+    turns = sum(len(result["turns"] or [1]) for result in report["results"])
+    return elapsed, done.returncode, turns
 
 
 def main() -> None:
@@ -114,10 +107,10 @@ def main() -> None:
             f"{base['turns'] / base['run_s']:.0f} turns/s · harness overhead "
             f"{per_turn_ms:.3f} ms/turn · peak RSS {base['peak_rss_mb']:.0f} MB"
         )
-        command_s = through_command(fast, tmpdir / "results")
+        command_s, exit_code, turns = through_command(fast, tmpdir / "results")
         print(
             f"through `manage.py run_agent` (process start + Django + result file): "
-            f"{command_s:.2f}s wall"
+            f"{command_s:.2f}s wall, exit {exit_code}, {turns} turns in the result file"
         )
         slow = write_agent(tmpdir, args.fixture.resolve(), args.latency_ms)
         latency_s = args.latency_ms / 1000
