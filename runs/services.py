@@ -5,12 +5,13 @@ and record reports. Celery tasks and views call these; they hold no business log
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -22,6 +23,9 @@ from runs import gitutil
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.report import models as wire
 from runs.spec.errors import ConfigError, ConfigProblem
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
 
 log = logging.getLogger(__name__)
 
@@ -164,36 +168,26 @@ def run_start(run_id: int) -> None:
 
 
 def _load_run_agent_names(run: Run) -> dict[int, tuple[str | None, bool, int]]:
-    with _run_agent(run) as agent:
+    with run_agent_loaded(run) as agent:
         return {
             index: (case.name, case.is_multi_turn, len(case.as_turns()))
             for index, case in enumerate(agent.config.test_cases)
         }
 
 
-class _run_agent:
-    """Load the run's agent from its project (at the run's commit when one was asked for)."""
+@contextlib.contextmanager
+def run_agent_loaded(run: Run) -> Iterator[LoadedAgent]:
+    """The run's agent, loaded from its project (at the run's commit when one was asked for)."""
+    from runs.spec.loader import load_agent
 
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self._checkout: Any = None
-
-    def __enter__(self) -> Any:
-        from runs.spec.loader import load_agent
-
-        project = self.run.project
-        if project is None:
-            raise LaunchError("the run's project was deleted")
-        commit = self.run.options.get("checkout_commit") or None
-        self._checkout = gitutil.checkout(Path(project.directory), commit)
-        agent_dir = self._checkout.__enter__()
-        return load_agent(
-            agent_dir / project.agent_file, parallel_override=self.run.options.get("parallel")
+    project = run.project
+    if project is None:
+        raise LaunchError("the run's project was deleted")
+    commit = run.options.get("checkout_commit") or None
+    with gitutil.checkout(Path(project.directory), commit) as agent_dir:
+        yield load_agent(
+            agent_dir / project.agent_file, parallel_override=run.options.get("parallel")
         )
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._checkout is not None:
-            self._checkout.__exit__(*exc)
 
 
 def case_enqueue_next(run: Run) -> bool:
@@ -241,7 +235,7 @@ def case_execute(case_id: int) -> None:
         status=CaseResult.Status.RUNNING, attempts=F("attempts") + 1, started_at=timezone.now()
     )
     try:
-        with _run_agent(run) as agent:
+        with run_agent_loaded(run) as agent:
             result, turns = asyncio.run(_execute(agent, case))
     except Exception as exc:
         log.exception("case %s of run %s crashed", case.index, run.pk)
