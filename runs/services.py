@@ -670,3 +670,94 @@ def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -
 def runs_reap_stale() -> int:
     """``run_reap_stale`` for every running run; returns how many runs had lost cases."""
     return sum(run_reap_stale(run) for run in Run.objects.filter(status=Run.Status.RUNNING))
+
+
+# --- export -------------------------------------------------------------------------------------
+
+
+def run_eval_run(run: Run) -> wire.EvalRun:
+    """The run as a HoloDeck-compatible EvalRun (`{report, metadata}`), rebuilt from its rows.
+
+    Three queries whatever the run's size: cases, turns, metrics.
+    """
+    from runs.report.build import summarize
+
+    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
+    turns_by_case: dict[int, list[wire.TurnResult]] = {}
+    metrics_by_turn: dict[int, list[wire.MetricResult]] = {}
+    for metric in MetricResult.objects.filter(run=run).order_by("turn_id", "position"):
+        metrics_by_turn.setdefault(metric.turn_id, []).append(metric_wire(metric))
+    for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
+        turns_by_case.setdefault(turn.case_id, []).append(
+            turn_wire(turn, metrics_by_turn.get(turn.pk, []))
+        )
+    results = []
+    for case in cases:
+        if case.status not in (CaseResult.Status.DONE, CaseResult.Status.ERROR):
+            continue
+        result = case_wire(case)
+        if case.is_multi_turn:
+            result = result.model_copy(update={"turns": turns_by_case.get(case.pk, [])})
+        results.append(result)
+    summary = summarize(results, run.duration_ms or 0)
+    report = wire.TestReport(
+        agent_name=run.agent_name,
+        agent_config_path=run.agent_config_path,
+        results=results,
+        summary=summary,
+        timestamp=run.report_timestamp or run.created_at.isoformat(),
+        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
+        environment=run.environment,
+    )
+    metadata = wire.EvalRunMetadata(
+        agent_config=run.config_snapshot,
+        prompt_version=run.prompt_version,
+        holodeck_version=report.holodeck_version,
+        cli_args=run.cli_args,
+        git_commit=run.git_commit or None,
+    )
+    return wire.EvalRun(report=report, metadata=metadata)
+
+
+def metric_wire(metric: MetricResult) -> wire.MetricResult:
+    scale: int | str | None = metric.scale or None
+    if isinstance(scale, str) and scale.isdigit():
+        scale = int(scale)
+    return wire.MetricResult(
+        metric_name=metric.metric_name,
+        kind=metric.kind,  # type: ignore[arg-type]  # stored from a MetricKind
+        score=metric.score,
+        threshold=metric.threshold,
+        passed=metric.passed,
+        scale=scale,
+        error=metric.error,
+        retry_count=metric.retry_count,
+        evaluation_time_ms=metric.evaluation_time_ms,
+        model_used=metric.model_used,
+        reasoning=metric.reasoning,
+        judge_usage=wire.TokenUsage.model_validate(metric.judge_usage)
+        if metric.judge_usage
+        else None,
+        judge_cost_usd=metric.judge_cost_usd,
+    )
+
+
+def turn_wire(turn: TurnResult, metrics: list[wire.MetricResult]) -> wire.TurnResult:
+    return wire.TurnResult(
+        turn_index=turn.index,
+        input=turn.input,
+        response=turn.response,
+        ground_truth=turn.ground_truth,
+        expected_tools=turn.expected_tools,
+        tool_calls=turn.tool_calls,
+        tool_invocations=[wire.ToolInvocation.model_validate(i) for i in turn.tool_invocations],
+        tools_matched=turn.tools_matched,
+        arg_match_details=turn.arg_match_details,
+        metric_results=metrics,
+        passed=turn.passed,
+        execution_time_ms=turn.execution_time_ms,
+        token_usage=wire.TokenUsage.model_validate(turn.token_usage) if turn.token_usage else None,
+        errors=turn.errors,
+        skipped=turn.skipped,
+        grader_details=turn.grader_details,
+    )

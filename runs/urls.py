@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="run_list"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
+    path("runs/<int:run_id>/export.json", views.run_export, name="run_export"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),

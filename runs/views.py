@@ -207,6 +207,20 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run as a HoloDeck-compatible result file (an EvalRun), for download."""
+    from runs.report.holodeck_io import dump_eval_run, slugify
+    from runs.services import run_eval_run
+
+    run = selectors.run_get(run_id=run_id)
+    response = HttpResponse(dump_eval_run(run_eval_run(run)), content_type="application/json")
+    filename = f"{slugify(run.agent_name)}-run-{run.pk}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
 def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The polled progress fragment, plus out-of-band swaps of what changed since last poll.
 

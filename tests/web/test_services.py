@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,31 @@ def test_the_import_command_loads_a_results_directory(
     call_command("import_results", str(tmp_path / "results"))
     assert "imported 3 run(s)" in capsys.readouterr().out
     assert Run.objects.filter(source=Run.Source.IMPORT).count() == 3
+
+
+def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
+    tmp_path: Path, shared_dir: Path
+) -> None:
+    import json
+
+    from runs.report.holodeck_io import load_eval_runs
+
+    path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
+    (original,) = load_eval_runs(json.loads(path.read_text())[:1])
+    (run,) = services.runs_import([path])[:1]
+    exported = services.run_eval_run(run)
+    assert exported.report.results == original.report.results
+    assert exported.metadata == original.metadata
+
+
+def test_a_dashboard_run_exports_its_turns(tmp_path: Path, eager_celery: None) -> None:
+    from runs.report.holodeck_io import dump_eval_run, load_eval_runs
+
+    run = launch(example_project(tmp_path))
+    exported = services.run_eval_run(Run.objects.get(pk=run.pk))
+    (again,) = load_eval_runs(json.loads(dump_eval_run(exported)))
+    assert again.report.summary.total_tests == 3 and again.report.summary.failed == 1
+    turns = [turn for result in again.report.results for turn in result.turns or []]
+    assert len(turns) == 10
+    assert any(turn.arg_match_details for turn in turns)
+    assert any(turn.grader_details for turn in turns)

@@ -401,3 +401,19 @@ def test_progress_rerenders_the_case_list_when_cases_appear(
     )
     assert response.status_code == 200
     assert 'id="case-list" class="case-list" hx-swap-oob="true"' in response.text
+
+
+def test_a_finished_run_downloads_as_a_holodeck_result_file(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    from runs.report.holodeck_io import load_eval_runs
+
+    run = build_run(project, RunSpec(cases=3, turns=2))
+    response = viewer_client.get(reverse("run_export", args=[run.pk]))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    (eval_run,) = load_eval_runs(response.json())
+    assert eval_run.report.summary.total_tests == 3
+    assert all(len(result.turns or []) == 2 for result in eval_run.report.results)
+    page = viewer_client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert reverse("run_export", args=[run.pk]) in page
