@@ -9,8 +9,11 @@ identical across backends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import re
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -44,12 +47,46 @@ async def call_function_tool(
         if inspect.iscoroutinefunction(fn):
             result = await fn(**args)
         else:
-            result = await asyncio.to_thread(fn, **args)
+            result = await call_in_daemon_thread(fn, args)
             if inspect.isawaitable(result):
                 result = await result
     except Exception as exc:
         return None, error_text(exc)
     return result, None
+
+
+async def call_in_daemon_thread(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
+    """Run a blocking tool in a daemon thread of its own.
+
+    Not the default executor: its threads are joined when ``asyncio.run`` ends, so a tool that
+    hangs past ``llm_timeout`` would keep the CLI (or a worker's case task) from finishing. A
+    daemon thread is abandoned instead; the turn has already been recorded as timed out.
+    """
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not outcome.done():  # the turn timed out and stopped waiting
+            outcome.set_result((ok, value))
+
+    def work() -> None:
+        try:
+            report: tuple[bool, Any] = (True, context.run(fn, **args))
+        except BaseException as exc:  # a tool's SystemExit must not kill the worker
+            report = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, *report)
+
+    threading.Thread(
+        target=work, name=f"tool:{getattr(fn, '__name__', 'tool')}", daemon=True
+    ).start()
+    ok, value = await outcome
+    if not ok:
+        if isinstance(value, Exception):
+            raise value
+        raise RuntimeError(f"the tool raised {type(value).__name__}: {value}")
+    return value
 
 
 def function_group_name(mcp_tool_names: list[str]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 ENGINE_VERSION = "holodeck-web 0.1.0"
 MAX_CONSECUTIVE_SESSION_ERRORS = 2
+SESSION_CLOSE_TIMEOUT = 30.0
 
 
 def utc_now() -> str:
@@ -58,6 +60,17 @@ class CaseState:
     consecutive_errors: int = 0
     stop_reason: str | None = None
     retrieval_context: list[str] = field(default_factory=list)
+
+    def session_outcome(self, *, failed: bool) -> None:
+        """Two consecutive session errors make the session unrecoverable."""
+        self.consecutive_errors = self.consecutive_errors + 1 if failed else 0
+        if self.consecutive_errors >= MAX_CONSECUTIVE_SESSION_ERRORS and self.stop_reason is None:
+            self.stop_reason = (
+                f"session unrecoverable after {MAX_CONSECUTIVE_SESSION_ERRORS} consecutive errors"
+            )
+
+    def session_error(self) -> None:
+        self.session_outcome(failed=True)
 
 
 class Engine:
@@ -92,7 +105,10 @@ class Engine:
 
         async def bounded(index: int) -> TestResult:
             async with limit:
-                return await self.run_case(index)
+                try:
+                    return await self.run_case(index)
+                except Exception as exc:  # one broken case never sinks the others
+                    return self._crashed_case(index, exc)
 
         results = await asyncio.gather(*(bounded(index) for index in indices))
         elapsed_ms = int((time.perf_counter() - started) * 1000)
@@ -119,18 +135,28 @@ class Engine:
         results: list[TurnResult] = []
         files: list[ProcessedFileInput] = []
         session: AgentSession | None = None
+        open_error: str | None = None
         try:
             try:
-                session = await self.backend.create_session(case_name=case.name, case_index=index)
+                session = await asyncio.wait_for(
+                    self.backend.create_session(case_name=case.name, case_index=index),
+                    timeout=self.agent.config.execution.llm_timeout,
+                )
+            except TimeoutError:
+                open_error = "session could not be opened: timed out"
             except Exception as exc:
-                state.stop_reason = f"session could not be opened: {_error_text(exc)}"
+                open_error = f"session could not be opened: {_error_text(exc)}"
             for turn_index, turn in enumerate(turns):
                 if self.is_cancelled() and state.stop_reason is None:
                     state.stop_reason = "run cancelled"
-                if session is None or state.stop_reason is not None:
+                if open_error is not None:
+                    # The failure is this turn's error; the rest cannot run without a session.
+                    turn_result = self._failed_turn(turn, turn_index, open_error)
+                    open_error, state.stop_reason = None, "no agent session"
+                elif session is None or state.stop_reason is not None:
                     turn_result = self._skipped_turn(turn, turn_index, state.stop_reason or "")
                 else:
-                    turn_result, processed = await self._run_turn(
+                    turn_result, processed = await self._run_turn_safely(
                         session, case, turn, turn_index, state
                     )
                     files.extend(processed)
@@ -141,9 +167,9 @@ class Engine:
                 )
         finally:
             if session is not None:
-                # Closing must never hide the case's own outcome.
+                # Closing must never hide the case's own outcome, nor hang the worker.
                 with contextlib.suppress(Exception):
-                    await session.close()
+                    await asyncio.wait_for(session.close(), timeout=SESSION_CLOSE_TIMEOUT)
         result = self._case_result(case, results, files)
         await emit(
             self.on_event,
@@ -152,6 +178,17 @@ class Engine:
             ),
         )
         return result
+
+    def _crashed_case(self, index: int, exc: Exception) -> TestResult:
+        case = self.agent.config.test_cases[index]
+        return TestResult(
+            test_name=case.name,
+            test_input="\n---\n".join(turn.input for turn in case.as_turns()),
+            passed=False,
+            execution_time_ms=0,
+            errors=[f"execution error: {_error_text(exc)}"],
+            timestamp=utc_now(),
+        )
 
     def _case_result(
         self, case: TestCase, turns: list[TurnResult], files: list[ProcessedFileInput]
@@ -163,6 +200,17 @@ class Engine:
         return single_turn_result(turns[0], case.name, utc_now(), files)
 
     # --- one turn ----------------------------------------------------------------------------
+
+    async def _run_turn_safely(
+        self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
+    ) -> tuple[TurnResult, list[ProcessedFileInput]]:
+        """A turn whose own bookkeeping fails (an odd tool result, a grader-side bug) is
+        recorded as that turn's error; it never takes the case, or the run, down."""
+        try:
+            return await self._run_turn(session, case, turn, turn_index, state)
+        except Exception as exc:
+            state.session_error()
+            return self._failed_turn(turn, turn_index, f"engine error: {_error_text(exc)}"), []
 
     async def _run_turn(
         self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
@@ -178,10 +226,8 @@ class Engine:
             if p.error
         ]
         if output.is_error:
-            state.consecutive_errors += 1
             errors.append(output.error or "agent error")
-        else:
-            state.consecutive_errors = 0
+        state.session_outcome(failed=output.is_error)
         self._collect_retrieval(output.tool_calls, state)
 
         expectations = turn.tool_expectations()
@@ -197,10 +243,6 @@ class Engine:
             and tools_matched(verdicts) is not False
             and all(metric.passed for metric in metric_results)
         )
-        if state.consecutive_errors >= MAX_CONSECUTIVE_SESSION_ERRORS:
-            state.stop_reason = (
-                f"session unrecoverable after {MAX_CONSECUTIVE_SESSION_ERRORS} consecutive errors"
-            )
         result = TurnResult(
             turn_index=turn_index,
             input=turn.input,
@@ -269,8 +311,21 @@ class Engine:
         if not self.retrieval_tools:
             return
         for call in calls:
-            if call.error is None and any(name in call.name for name in self.retrieval_tools):
+            if call.error is None and any(
+                is_tool_of(call.name, name) for name in self.retrieval_tools
+            ):
                 state.retrieval_context.append(as_text(call.result))
+
+    def _failed_turn(self, turn: Turn, turn_index: int, error: str) -> TurnResult:
+        return TurnResult(
+            turn_index=turn_index,
+            input=turn.input,
+            ground_truth=turn.ground_truth,
+            expected_tools=serialize_expected(turn.expected_tools),
+            passed=False,
+            execution_time_ms=0,
+            errors=[error],
+        )
 
     def _skipped_turn(self, turn: Turn, turn_index: int, reason: str) -> TurnResult:
         return TurnResult(
@@ -343,14 +398,28 @@ def to_token_usage(output: TurnOutput) -> TokenUsage | None:
     )
 
 
+def is_tool_of(call_name: str, tool_name: str) -> bool:
+    """Whether a recorded call belongs to a configured tool (or MCP server) of that name, as
+    backends report it: ``name``, ``mcp__name__tool``, ``name-tool`` or ``plugin-name``."""
+    return (
+        call_name == tool_name
+        or call_name.startswith((f"mcp__{tool_name}__", f"{tool_name}-"))
+        or call_name.endswith((f"__{tool_name}", f"-{tool_name}"))
+    )
+
+
 def json_safe(value: Any) -> Any:
-    """Tool args and results as JSON values (objects a tool returns become their text)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+    """Tool args and results as JSON values: dict keys become strings, tuples lists, and any
+    other object its text."""
+    if value is None or isinstance(value, (str, int, bool)):
         return value
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(item) for item in value]
+    return str(value)
 
 
 def as_text(value: Any) -> str:

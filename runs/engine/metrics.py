@@ -48,10 +48,12 @@ def skip_reason(metric: Metric, facts: TurnFacts) -> str | None:
             return "no retrieval context"
         if metric.metric_type in RAG_NEEDS_GROUND_TRUTH and facts.ground_truth is None:  # type: ignore[union-attr]
             return "no ground truth"
-    if kind == "geval" and facts.ground_truth is None:
+    if kind == "geval":
         params = metric.evaluation_params  # type: ignore[union-attr]
-        if "expected_output" in params:
+        if "expected_output" in params and facts.ground_truth is None:
             return "no ground truth"
+        if {"retrieval_context", "context"} & set(params) and not facts.retrieval_context:
+            return "no retrieval context"
     return None
 
 
@@ -190,8 +192,12 @@ class MetricRunner:
             expected_output=facts.ground_truth,
             retrieval_context=facts.retrieval_context,
             retries=metric.retry_on_failure or 0,
-            timeout_ms=metric.timeout_ms,
+            timeout_ms=self._judge_timeout_ms(metric),
         )
+
+    def _judge_timeout_ms(self, metric: Metric) -> int:
+        """A judge call is bounded by the metric's timeout_ms, else by the agent's llm_timeout."""
+        return metric.timeout_ms or int(self.agent.config.execution.llm_timeout * 1000)
 
     async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
         from graders.judges import grade_rag
@@ -209,7 +215,7 @@ class MetricRunner:
             expected_output=facts.ground_truth,
             retrieval_context=facts.retrieval_context,
             retries=metric.retry_on_failure or 0,
-            timeout_ms=metric.timeout_ms,
+            timeout_ms=self._judge_timeout_ms(metric),
         )
 
 

@@ -21,6 +21,17 @@ def divide(a: float, b: float) -> float:
 
 def explode(x: int) -> int:
     raise RuntimeError("tool blew up")
+
+
+def quarterly() -> dict:
+    return {(2023, "Q1"): 1.5, "nan": float("nan")}
+
+
+def hang(seconds: float) -> str:
+    import time
+
+    time.sleep(seconds)
+    return "woke up"
 '''
 
 GRADERS = """
@@ -61,7 +72,7 @@ def make_agent(
         "instructions": {"inline": "You are a careful calculator."},
         "tools": [
             {"type": "function", "name": name, "file": "tools/fin.py", "function": name}
-            for name in ("subtract", "divide", "explode")
+            for name in ("subtract", "divide", "explode", "quarterly", "hang")
         ],
         "test_cases": test_cases,
     }

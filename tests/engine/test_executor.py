@@ -337,3 +337,90 @@ def test_parallel_test_cases_falls_back_to_the_environment(
         monkeypatch.setenv("HOLODECK_PARALLEL_TEST_CASES", env)
     agent = make_agent(tmp_path, [{"name": "c", "input": "q"}])
     assert agent.parallel_test_cases == expected
+
+
+def test_a_tool_result_that_is_not_plain_json_is_recorded_as_json(tmp_path: Path) -> None:
+    transcript = {"c": [{"tool_calls": [{"name": "quarterly", "args": {}}], "response": "ok"}]}
+    result = run(make_agent(tmp_path, [{"name": "c", "input": "q"}], transcript)).results[0]
+    assert result.tool_invocations[0].result == {"(2023, 'Q1')": 1.5, "nan": "nan"}
+    assert result.passed
+
+
+def test_a_hung_tool_neither_blocks_the_run_nor_the_process_exit(tmp_path: Path) -> None:
+    import time
+
+    transcript = {
+        "c": [
+            {"tool_calls": [{"name": "hang", "args": {"seconds": 30}}], "response": "late"},
+            {"response": "1"},
+        ]
+    }
+    cases = [{"name": "c", "turns": turns(2)}]
+    agent = make_agent(tmp_path, cases, transcript, execution={"llm_timeout": 0.3})
+    started = time.perf_counter()
+    result = run(agent).results[0]  # asyncio.run returns: no executor thread to join
+    assert time.perf_counter() - started < 5
+    assert result.turns[0].errors == ["Agent invocation timeout after 0.3s"]
+    assert result.turns[1].response == "1"
+
+
+def test_a_session_that_cannot_open_is_an_error_on_the_first_turn(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [{"name": "c", "turns": turns(3)}])
+    backend = ScriptedBackend(agent)
+
+    async def refuse(**_: Any) -> Any:
+        raise ConnectionError("no model server")
+
+    backend.create_session = refuse  # type: ignore[method-assign]
+    result = asyncio.run(Engine(agent, backend=backend).run()).results[0]
+    first, *rest = result.turns
+    assert first.errors == ["session could not be opened: ConnectionError: no model server"]
+    assert not first.skipped
+    assert all(t.skipped and t.errors == ["skipped: no agent session"] for t in rest)
+
+
+def test_opening_a_session_is_bounded_by_llm_timeout(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path, [{"name": "c", "input": "q"}], execution={"llm_timeout": 0.2})
+    backend = ScriptedBackend(agent)
+
+    async def never(**_: Any) -> Any:
+        await asyncio.sleep(60)
+
+    backend.create_session = never  # type: ignore[method-assign]
+    result = asyncio.run(Engine(agent, backend=backend).run()).results[0]
+    assert result.errors == ["session could not be opened: timed out"]
+
+
+def test_a_case_whose_bookkeeping_crashes_is_recorded_and_the_others_still_run(
+    tmp_path: Path,
+) -> None:
+    agent = make_agent(tmp_path, [{"name": "a", "input": "q"}, {"name": "b", "input": "q"}])
+
+    def explode(event: CaseEvent) -> None:
+        if event.kind == "case_started" and event.case_name == "a":
+            raise RuntimeError("recorder down")
+
+    report = asyncio.run(Engine(agent, on_event=explode).run())
+    first, second = report.results
+    assert first.errors == ["execution error: RuntimeError: recorder down"] and not first.passed
+    assert second.passed
+
+
+@pytest.mark.parametrize(
+    "call, tool, belongs",
+    [
+        ("archive", "archive", True),
+        ("mcp__archive__lookup", "archive", True),
+        ("archive-lookup", "archive", True),
+        ("tools-archive", "archive", True),
+        ("mcp__tools__archive", "archive", True),
+        ("research_archive_notes", "archive", False),
+        ("mcp__archives__lookup", "archive", False),
+    ],
+)
+def test_retrieval_tools_are_recognised_by_name_not_by_any_substring(
+    call: str, tool: str, belongs: bool
+) -> None:
+    from runs.engine.executor import is_tool_of
+
+    assert is_tool_of(call, tool) is belongs
