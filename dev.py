@@ -92,7 +92,9 @@ def cmd_run(argv):
     manage(
         "register_project", *sorted(glob.glob(os.path.join(ROOT, "examples", "*", "agent.yaml")))
     )
-    manage("serve", *argv)
+    # Become the server process, so Ctrl-C or a TERM reaches `serve` (which stops its children).
+    os.chdir(ROOT)
+    os.execv(VENV_PY, [VENV_PY, "manage.py", "serve", *argv])
 
 
 def cmd_test(argv):

@@ -96,3 +96,42 @@ def test_an_execution_error_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_an_unknown_output_format_is_refused(tmp_path: Path) -> None:
     assert run_command(str(REPO / "examples" / "convfinqa" / "agent.yaml"), "--output=x.pdf") == 2
+
+
+def test_a_filter_that_matches_nothing_is_a_config_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = run_command(str(REPO / "examples" / "convfinqa" / "agent.yaml"), "--filter=nothing")
+    assert code == 2
+    assert "no test case matches --filter 'nothing'" in capsys.readouterr().err
+
+
+def test_a_non_positive_timeout_is_a_config_error() -> None:
+    assert run_command(str(REPO / "examples" / "convfinqa" / "agent.yaml"), "--timeout=-1") == 2
+
+
+def test_an_unmigrated_database_only_warns_that_the_run_was_not_stored(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["HOLODECK_DATA_DIR"] = str(tmp_path / "fresh")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "run_agent",
+            str(REPO / "examples" / "convfinqa" / "agent.yaml"),
+            "--quiet",
+            f"--results-dir={tmp_path / 'results'}",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr  # the example's failing case, not a crash
+    assert "the run was not stored in the database" in done.stderr
+    assert "Traceback" not in done.stderr

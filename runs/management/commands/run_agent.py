@@ -73,13 +73,28 @@ class Command(BaseCommand):
                 self.stderr.write(line)
             return EXIT_CONFIG
         if options["timeout"] is not None:
+            if options["timeout"] <= 0:
+                self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
+                return EXIT_CONFIG
             agent.config.execution.llm_timeout = options["timeout"]
+        from runs.services import select_cases
+
+        indices = select_cases(
+            agent.config.test_cases, case_filter=options["filter"], limit=options["limit"]
+        )
+        if not indices:
+            self.stderr.write(f"no test case matches --filter {options['filter']!r}")
+            return EXIT_CONFIG
         try:
-            eval_run = self._run(agent, options)
+            eval_run = self._run(agent, indices, options)
         except Exception as exc:  # backend could not start, etc.
             self.stderr.write(f"execution error: {type(exc).__name__}: {exc}")
             return EXIT_EXECUTION
-        self._write_outputs(agent, eval_run, options)
+        try:
+            self._write_outputs(agent, eval_run, options)
+        except OSError as exc:
+            self.stderr.write(f"execution error: could not write the results: {exc}")
+            return EXIT_EXECUTION
         summary = eval_run.report.summary
         self.stdout.write(
             f"{agent.config.name}: {summary.passed}/{summary.total_tests} test cases passed "
@@ -87,15 +102,11 @@ class Command(BaseCommand):
         )
         return EXIT_PASSED if summary.failed == 0 else EXIT_FAILED
 
-    def _run(self, agent: Any, options: dict[str, Any]) -> Any:
+    def _run(self, agent: Any, indices: list[int], options: dict[str, Any]) -> Any:
         from runs.engine.executor import Engine
         from runs.engine.progress import TerminalProgress
         from runs.report.models import EvalRun, EvalRunMetadata
-        from runs.services import select_cases
 
-        indices = select_cases(
-            agent.config.test_cases, case_filter=options["filter"], limit=options["limit"]
-        )
         cases = agent.config.test_cases
         progress = None
         if not options["quiet"]:
@@ -150,8 +161,8 @@ class Command(BaseCommand):
         from runs.models import AgentProject, Run
         from runs.services import run_record_report
 
-        project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
         try:
+            project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
             run = run_record_report(
                 eval_run,
                 source=Run.Source.CLI,
