@@ -129,6 +129,8 @@ CELERY_WORKER_CONCURRENCY = env_int("HOLODECK_WORKER_CONCURRENCY", 2, minimum=1)
 # A case task that is not finished after this long is considered lost (worker died) and its run
 # is failed by the sweeper, so no run stays "running" forever.
 HOLODECK_CASE_STALE_SECONDS = env_int("HOLODECK_CASE_STALE_SECONDS", 1800, minimum=10)
+# How often each worker looks for stale cases, lost messages and runs to settle.
+HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 60, minimum=0)  # 0: off
 
 LOGGING = {
     "version": 1,

@@ -163,6 +163,9 @@ class CaseResult(models.Model):
     attempts = models.IntegerField(default=0)
     # Set once when the case task is put on the queue (parallelism is bounded per run).
     enqueued = models.BooleanField(default=False)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Touched by every turn the running attempt writes: a stale heartbeat means a dead worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     is_multi_turn = models.BooleanField(default=False)
     turn_count = models.IntegerField(default=0)
     turns_passed = models.IntegerField(default=0)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator
-from datetime import UTC, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from runs import gitutil
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.records import case_fields, case_wire, metric_rows, metric_summary, turn_fields
 from runs.report import models as wire
 from runs.spec.errors import ConfigError, ConfigProblem
 
@@ -126,6 +127,13 @@ def run_create(
             "limit": limit,
             "case_filter": case_filter,
             "case_indices": indices,
+            # [index, name, multi-turn?, turns] of each selected case, so starting the run needs
+            # neither the agent.yaml nor its test cases file again.
+            "cases": [
+                [i, case.name or "", case.is_multi_turn, len(case.as_turns())]
+                for i in indices
+                for case in [agent.config.test_cases[i]]
+            ],
             "checkout_commit": commit,
         },
         created_by=user if getattr(user, "is_authenticated", False) else None,
@@ -139,40 +147,26 @@ def run_create(
 
 
 def run_start(run_id: int) -> None:
-    """Claim the run (a redelivered task then does nothing), create its case rows, enqueue cases."""
-    run = Run.objects.get(pk=run_id)
-    if not run.mark_running():
-        return
-    try:
-        agent = _load_run_agent_names(run)
-    except Exception as exc:
-        run.fail(f"could not load the agent: {exc}")
-        return
-    indices: list[int] = run.options.get("case_indices") or []
-    CaseResult.objects.bulk_create(
-        [
-            CaseResult(
-                run=run,
-                index=index,
-                name=agent[index][0] or "",
-                is_multi_turn=agent[index][1],
-                turn_count=agent[index][2],
-            )
-            for index in indices
-        ],
-        ignore_conflicts=True,
-    )
-    for _ in range(max(1, int(run.options.get("parallel") or 1))):
-        if not case_enqueue_next(run):
-            break
+    """Claim the run and create its case rows in one transaction, then queue its first cases.
 
-
-def _load_run_agent_names(run: Run) -> dict[int, tuple[str | None, bool, int]]:
-    with run_agent_loaded(run) as agent:
-        return {
-            index: (case.name, case.is_multi_turn, len(case.as_turns()))
-            for index, case in enumerate(agent.config.test_cases)
-        }
+    Redelivery-safe: a run already running is resumed (missing rows created, free slots filled);
+    any failure rolls the claim back, so the task can be delivered again.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status == Run.Status.QUEUED:
+            run.mark_running()
+        elif run.status != Run.Status.RUNNING:
+            return
+        CaseResult.objects.bulk_create(
+            [
+                CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
+                for index, name, multi, turns in run.options.get("cases") or []
+            ],
+            ignore_conflicts=True,
+        )
+        case_pump(run)
+        _case_settled(run)  # a run with no case left to run finishes here
 
 
 @contextlib.contextmanager
@@ -190,11 +184,19 @@ def run_agent_loaded(run: Run) -> Iterator[LoadedAgent]:
         )
 
 
-def case_enqueue_next(run: Run) -> bool:
-    """Put the next not-yet-queued case of the run on the queue (atomic: each case once)."""
+def case_pump(run: Run) -> int:
+    """Queue not-yet-queued cases until ``parallel`` cases of the run are in flight.
+
+    Each case is queued once (an atomic flag), so concurrent pumps never double-queue.
+    """
     from runs import tasks
 
-    while True:
+    in_flight = CaseResult.objects.filter(
+        run=run, enqueued=True, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).count()
+    slots = max(1, int(run.options.get("parallel") or 1)) - in_flight
+    queued = 0
+    while queued < slots:
         case_id = (
             CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
             .order_by("index")
@@ -202,60 +204,98 @@ def case_enqueue_next(run: Run) -> bool:
             .first()
         )
         if case_id is None:
-            return False
-        if CaseResult.objects.filter(pk=case_id, enqueued=False).update(enqueued=True):
+            break
+        if CaseResult.objects.filter(pk=case_id, enqueued=False).update(
+            enqueued=True, enqueued_at=timezone.now()
+        ):
             transaction.on_commit(partial(tasks.execute_case.delay, case_id))
-            return True
+            queued += 1
+    return queued
 
 
 # --- executing one case (inside a Celery task) ----------------------------------------------
+
+MAX_CASE_ATTEMPTS = 3
+
+
+class CaseSuperseded(Exception):
+    """Another attempt owns the case now (a redelivery); this one stops writing."""
 
 
 def case_execute(case_id: int) -> None:
     """Run one test case as a real agent session, writing each turn as soon as it finishes.
 
-    Redelivery-safe: a case already done is left alone; a case found running (its worker died
-    mid-case and the broker redelivered it) has its partial turn rows removed and runs again.
+    Redelivery-safe: a case already settled only pumps and settles its run; a case left running
+    by a dead worker is claimed again (a new attempt), its partial rows replaced. Each attempt
+    writes only while it still owns the case, so two deliveries never interleave their rows.
     """
     case = CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
     run = case.run
-    if case.status in (
-        CaseResult.Status.DONE,
-        CaseResult.Status.CANCELLED,
-        CaseResult.Status.ERROR,
+    if run.status == Run.Status.RUNNING and case.status in (
+        CaseResult.Status.PENDING,
+        CaseResult.Status.RUNNING,
     ):
-        return
-    if run.status != Run.Status.RUNNING:
+        attempt = _case_claim(case)
+        if attempt is not None:
+            _case_run(case, attempt)
+    elif run.status == Run.Status.CANCELLED:
         _case_cancel(case)
-        _case_settled(run)
-        return
-    if case.status == CaseResult.Status.RUNNING:
-        _case_reset(case)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, attempts=F("attempts") + 1, started_at=timezone.now()
-    )
-    try:
-        with run_agent_loaded(run) as agent:
-            result, turns = asyncio.run(_execute(agent, case))
-    except Exception as exc:
-        log.exception("case %s of run %s crashed", case.index, run.pk)
-        CaseResult.objects.filter(pk=case.pk).update(
-            status=CaseResult.Status.ERROR,
-            passed=False,
-            errors=[f"execution error: {type(exc).__name__}: {exc}"],
-            finished_at=timezone.now(),
-        )
-        Run.objects.filter(pk=run.pk).update(
-            cases_done=F("cases_done") + 1, failed_cases=F("failed_cases") + 1
-        )
-    else:
-        case_record_result(case, result, turns)
-    case_enqueue_next(run)
+    case_pump(run)
     _case_settled(run)
 
 
+def _case_claim(case: CaseResult) -> int | None:
+    """Take the case for a new attempt (None: another attempt took it, or it is given up)."""
+    attempt = case.attempts + 1
+    now = timezone.now()
+    claimed = CaseResult.objects.filter(
+        pk=case.pk, status=case.status, attempts=case.attempts
+    ).update(status=CaseResult.Status.RUNNING, attempts=attempt, started_at=now, heartbeat_at=now)
+    if not claimed:
+        return None
+    if case.status == CaseResult.Status.RUNNING:  # its worker died mid-case
+        _case_reset(case)
+    if attempt > MAX_CASE_ATTEMPTS:
+        _case_error(
+            case,
+            attempt,
+            f"gave up after {MAX_CASE_ATTEMPTS} attempts (the worker running it stopped each time)",
+        )
+        return None
+    return attempt
+
+
+def _case_run(case: CaseResult, attempt: int) -> None:
+    try:
+        with run_agent_loaded(case.run) as agent:
+            _case_check_unchanged(case, agent)
+            result, turns = asyncio.run(_execute(agent, case, attempt))
+    except CaseSuperseded:
+        return
+    except Exception as exc:
+        log.exception("case %s of run %s crashed", case.index, case.run_id)
+        _case_error(case, attempt, f"execution error: {type(exc).__name__}: {exc}")
+        return
+    case_record_result(case, attempt, result, turns)
+
+
+def _case_check_unchanged(case: CaseResult, agent: LoadedAgent) -> None:
+    """The case must still be the one launched (agent.yaml may have changed on disk since)."""
+    cases = agent.config.test_cases
+    current = cases[case.index] if case.index < len(cases) else None
+    if (
+        current is None
+        or (current.name or "") != case.name
+        or (len(current.as_turns()) != case.turn_count)
+    ):
+        raise LaunchError(
+            "agent.yaml changed since the run was launched: this test case is not the same "
+            "any more (launch a new run, or run a git ref to pin the config)"
+        )
+
+
 async def _execute(
-    agent: Any, case: CaseResult
+    agent: LoadedAgent, case: CaseResult, attempt: int
 ) -> tuple[wire.TestResult, tuple[wire.TurnResult, ...]]:
     from runs.engine.events import CaseEvent
     from runs.engine.executor import Engine
@@ -271,7 +311,7 @@ async def _execute(
     async def on_event(event: CaseEvent) -> None:
         nonlocal cancelled
         if event.kind == "turn_finished" and event.turn is not None:
-            await record(case, event.turn)
+            await record(case, attempt, event.turn)
             cancelled = await is_cancelled_now()
         elif event.kind == "case_finished":
             finished.append(event)
@@ -289,87 +329,32 @@ def _close_thread_connection() -> None:
     connection.close()  # the connection of the thread this runs in
 
 
-def turn_record(case: CaseResult, turn: wire.TurnResult) -> TurnResult:
-    """Write one finished turn and its metric rows (idempotent per (case, turn index))."""
+def _owned(case: CaseResult, attempt: int) -> Any:
+    return CaseResult.objects.filter(pk=case.pk, attempts=attempt, status=CaseResult.Status.RUNNING)
+
+
+def turn_record(case: CaseResult, attempt: int, turn: wire.TurnResult) -> TurnResult:
+    """Write one finished turn and its metric rows, if this attempt still owns the case."""
     with transaction.atomic():
-        TurnResult.objects.filter(case=case, index=turn.turn_index).delete()
+        if not _owned(case, attempt).update(heartbeat_at=timezone.now()):
+            raise CaseSuperseded
+        replaced, _ = TurnResult.objects.filter(case=case, index=turn.turn_index).delete()
         row = TurnResult.objects.create(run_id=case.run_id, case=case, **turn_fields(turn))
         MetricResult.objects.bulk_create(metric_rows(case.run_id, row, turn.metric_results))
-        Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + 1)
+        if not replaced:
+            Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + 1)
     return row
 
 
-def turn_fields(turn: wire.TurnResult) -> dict[str, Any]:
-    return {
-        "index": turn.turn_index,
-        "input": turn.input,
-        "response": turn.response,
-        "ground_truth": turn.ground_truth,
-        "expected_tools": turn.expected_tools,
-        "tool_calls": turn.tool_calls,
-        "tool_invocations": [call.model_dump(mode="json") for call in turn.tool_invocations],
-        "tools_matched": turn.tools_matched,
-        "arg_match_details": turn.arg_match_details,
-        "passed": turn.passed,
-        "skipped": turn.skipped,
-        "execution_time_ms": turn.execution_time_ms,
-        "token_usage": turn.token_usage.model_dump() if turn.token_usage else None,
-        "errors": turn.errors,
-        "grader_details": turn.grader_details,
-    }
-
-
-def metric_rows(
-    run_id: int, turn: TurnResult, metrics: Iterable[wire.MetricResult]
-) -> list[MetricResult]:
-    return [
-        MetricResult(
-            run_id=run_id,
-            turn=turn,
-            position=position,
-            metric_name=metric.metric_name,
-            kind=metric.kind,
-            score=metric.score,
-            threshold=metric.threshold,
-            passed=metric.passed,
-            scale="" if metric.scale is None else str(metric.scale),
-            error=metric.error,
-            retry_count=metric.retry_count,
-            evaluation_time_ms=metric.evaluation_time_ms,
-            model_used=metric.model_used,
-            reasoning=metric.reasoning,
-            judge_usage=metric.judge_usage.model_dump() if metric.judge_usage else None,
-            judge_cost_usd=metric.judge_cost_usd,
-        )
-        for position, metric in enumerate(metrics)
-    ]
-
-
-def case_fields(result: wire.TestResult) -> dict[str, Any]:
-    return {
-        "test_input": result.test_input,
-        "agent_response": result.agent_response,
-        "ground_truth": result.ground_truth,
-        "expected_tools": result.expected_tools,
-        "tool_calls": result.tool_calls,
-        "tools_matched": result.tools_matched,
-        "metric_results": [m.model_dump(mode="json") for m in result.metric_results],
-        "processed_files": [f.model_dump(mode="json") for f in result.processed_files],
-        "errors": result.errors,
-        "execution_time_ms": result.execution_time_ms,
-        "token_usage": result.token_usage.model_dump() if result.token_usage else None,
-        "timestamp": result.timestamp,
-        "passed": result.passed,
-    }
-
-
 def case_record_result(
-    case: CaseResult, result: wire.TestResult, turns: tuple[wire.TurnResult, ...]
+    case: CaseResult, attempt: int, result: wire.TestResult, turns: tuple[wire.TurnResult, ...]
 ) -> None:
+    """Settle the case (done, or cancelled when the run was cancelled under it)."""
+    cancelled = any(turn.skipped and turn.errors == ["skipped: run cancelled"] for turn in turns)
     usage = result.token_usage
     with transaction.atomic():
-        updated = CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.RUNNING).update(
-            status=CaseResult.Status.DONE,
+        updated = _owned(case, attempt).update(
+            status=CaseResult.Status.CANCELLED if cancelled else CaseResult.Status.DONE,
             finished_at=timezone.now(),
             turn_count=len(turns),
             turns_passed=sum(1 for turn in turns if turn.passed),
@@ -379,19 +364,30 @@ def case_record_result(
             return
         Run.objects.filter(pk=case.run_id).update(
             cases_done=F("cases_done") + 1,
-            passed_cases=F("passed_cases") + (1 if result.passed else 0),
-            failed_cases=F("failed_cases") + (0 if result.passed else 1),
+            passed_cases=F("passed_cases") + (1 if result.passed and not cancelled else 0),
+            failed_cases=F("failed_cases") + (0 if result.passed or cancelled else 1),
             prompt_tokens=F("prompt_tokens") + (usage.prompt_tokens if usage else 0),
             completion_tokens=F("completion_tokens") + (usage.completion_tokens if usage else 0),
             total_tokens=F("total_tokens") + (usage.total_tokens if usage else 0),
         )
 
 
-def _case_reset(case: CaseResult) -> None:
+def _case_error(case: CaseResult, attempt: int, error: str) -> None:
     with transaction.atomic():
-        removed = TurnResult.objects.filter(case=case).count()
-        TurnResult.objects.filter(case=case).delete()
-        Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") - removed)
+        if _owned(case, attempt).update(
+            status=CaseResult.Status.ERROR, passed=False, errors=[error], finished_at=timezone.now()
+        ):
+            Run.objects.filter(pk=case.run_id).update(
+                cases_done=F("cases_done") + 1, failed_cases=F("failed_cases") + 1
+            )
+
+
+def _case_reset(case: CaseResult) -> None:
+    """Remove a dead attempt's partial turn rows (and their metrics) before running again."""
+    with transaction.atomic():
+        _, removed = TurnResult.objects.filter(case=case).delete()
+        turns = removed.get(TurnResult._meta.label, 0)
+        Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") - turns)
 
 
 def _case_cancel(case: CaseResult) -> None:
@@ -414,19 +410,21 @@ def _case_settled(run: Run) -> None:
 
 
 def run_finalize(run_id: int) -> None:
-    """Compute the roll-up from the case rows and end the run (once: a conditional UPDATE)."""
-    run = Run.objects.get(pk=run_id)
-    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
-    results = [
-        case_wire(case)
-        for case in cases
-        if case.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)
-    ]
+    """Compute the roll-up from the case rows and end the run (once: a conditional UPDATE).
+
+    The live counters are recomputed from the rows here, so they end exact whatever happened
+    on the way (redeliveries, reaped cases, cancellation).
+    """
     from runs.report.build import summarize
 
+    run = Run.objects.get(pk=run_id)
+    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
+    graded = [c for c in cases if c.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)]
+    results = [case_wire(case) for case in graded]
     duration = int((timezone.now() - (run.started_at or run.created_at)).total_seconds() * 1000)
     summary = summarize(results, duration)
     fields = {
+        **run_counters(run),
         "pass_rate": summary.pass_rate,
         "duration_ms": duration,
         "summary": summary.model_dump(include={"metrics_evaluated", "average_scores"}),
@@ -435,58 +433,32 @@ def run_finalize(run_id: int) -> None:
     }
     errored = any(case.status == CaseResult.Status.ERROR for case in cases)
     if errored and not any(case.status == CaseResult.Status.DONE for case in cases):
-        run.fail("every test case failed to execute", **fields)
-        return
-    if not run.finish(passed=summary.failed == 0 and not errored, **fields):
+        ended = run.fail("every test case failed to execute", **fields)
+    else:
+        ended = run.finish(passed=summary.failed == 0 and not errored and bool(graded), **fields)
+    if not ended:
         # Cancelled (or already finished): keep the status but store the roll-up.
         Run.objects.filter(pk=run.pk).update(**fields)
 
 
-def case_wire(case: CaseResult) -> wire.TestResult:
-    return wire.TestResult(
-        test_name=case.name or None,
-        test_input=case.test_input,
-        agent_response=case.agent_response,
-        tool_calls=case.tool_calls,
-        expected_tools=case.expected_tools,
-        tools_matched=case.tools_matched,
-        metric_results=[wire.MetricResult.model_validate(m) for m in case.metric_results],
-        ground_truth=case.ground_truth,
-        passed=bool(case.passed),
-        execution_time_ms=case.execution_time_ms,
-        errors=case.errors,
-        timestamp=case.timestamp or timezone.now().isoformat(),
-        token_usage=wire.TokenUsage.model_validate(case.token_usage) if case.token_usage else None,
+def run_counters(run: Run) -> dict[str, int]:
+    """The summary counters, counted from the rows (two queries)."""
+    settled = [CaseResult.Status.DONE, CaseResult.Status.ERROR, CaseResult.Status.CANCELLED]
+    counts = CaseResult.objects.filter(run=run).aggregate(
+        n_done=Count("pk", filter=Q(status__in=settled)),
+        n_passed=Count("pk", filter=Q(status=CaseResult.Status.DONE, passed=True)),
+        n_failed=Count(
+            "pk",
+            filter=Q(status=CaseResult.Status.ERROR)
+            | Q(status=CaseResult.Status.DONE, passed=False),
+        ),
     )
-
-
-def metric_summary(results: Iterable[wire.TestResult]) -> list[dict[str, Any]]:
-    """Per metric (over case roll-ups): kind, average score, count, passed count, errors."""
-    table: dict[str, dict[str, Any]] = {}
-    for result in results:
-        for metric in result.metric_results:
-            row = table.setdefault(
-                metric.metric_name,
-                {
-                    "name": metric.metric_name,
-                    "kind": metric.kind,
-                    "scores": [],
-                    "count": 0,
-                    "passed": 0,
-                    "errors": 0,
-                },
-            )
-            row["count"] += 1
-            row["passed"] += int(metric.passed)
-            row["errors"] += int(metric.error is not None)
-            if metric.score is not None:
-                row["scores"].append(metric.score)
-    out = []
-    for row in table.values():
-        scores = row.pop("scores")
-        row["average"] = round(sum(scores) / len(scores), 4) if scores else None
-        out.append(row)
-    return sorted(out, key=lambda row: (row["kind"], row["name"]))
+    return {
+        "cases_done": counts["n_done"],
+        "passed_cases": counts["n_passed"],
+        "failed_cases": counts["n_failed"],
+        "turns_done": TurnResult.objects.filter(run=run).count(),
+    }
 
 
 def run_cancel(*, run: Run) -> bool:
@@ -497,267 +469,55 @@ def run_cancel(*, run: Run) -> bool:
     pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
     count = pending.update(status=CaseResult.Status.CANCELLED, finished_at=timezone.now())
     Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
+    _case_settled(run)
     return True
 
 
 def run_reap_stale(run: Run) -> bool:
-    """A worker that died mid-case must not leave the run running forever: cases running for
-    longer than HOLODECK_CASE_STALE_SECONDS are marked errored and the run is settled."""
+    """Keep a run moving when workers or messages are lost (returns whether it did anything).
+
+    - a case whose worker stopped reporting (no turn for HOLODECK_CASE_STALE_SECONDS) is errored;
+    - a case queued that long ago but never started (its message was lost) is queued again;
+    - free slots are filled and, when nothing is left, the run is settled.
+    """
     if run.status != Run.Status.RUNNING:
         return False
+    from runs import tasks
+
     cutoff = timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)
     stale = CaseResult.objects.filter(
-        run=run, status=CaseResult.Status.RUNNING, started_at__lt=cutoff
+        run=run, status=CaseResult.Status.RUNNING, heartbeat_at__lt=cutoff
     )
-    count = stale.update(
+    reaped = stale.update(
         status=CaseResult.Status.ERROR,
         passed=False,
         errors=["execution error: the worker running this case stopped responding"],
         finished_at=timezone.now(),
     )
-    if count:
-        Run.objects.filter(pk=run.pk).update(
-            cases_done=F("cases_done") + count, failed_cases=F("failed_cases") + count
-        )
-        _case_settled(run)
-    return count > 0
-
-
-def run_counts(run: Run) -> dict[str, int]:
-    return CaseResult.objects.filter(run=run).aggregate(
-        done=Count("pk", filter=Q(status=CaseResult.Status.DONE)),
-        failed=Count("pk", filter=Q(passed=False)),
+    lost = list(
+        CaseResult.objects.filter(
+            run=run, status=CaseResult.Status.PENDING, enqueued=True, enqueued_at__lt=cutoff
+        ).values_list("pk", flat=True)
     )
-
-
-# --- recording whole reports (CLI runs and HoloDeck history import) -----------------------------
-
-
-def run_record_report(
-    eval_run: wire.EvalRun,
-    *,
-    source: str,
-    project: AgentProject | None = None,
-    raw_yaml: str = "",
-    git: gitutil.GitInfo | None = None,
-    options: dict[str, Any] | None = None,
-) -> Run:
-    """Store a finished report as a Run with its case, turn and metric rows (bulk inserts)."""
-    report, meta = eval_run.report, eval_run.metadata
-    summary = report.summary
-    results = report.results
-    status = Run.Status.PASSED if summary.failed == 0 else Run.Status.FAILED
-    turn_total = sum(len(r.turns) if r.turns else 1 for r in results)
-    usage = [r.token_usage for r in results if r.token_usage]
+    for case_id in lost:
+        CaseResult.objects.filter(pk=case_id).update(enqueued_at=timezone.now())
+        tasks.execute_case.delay(case_id)
     with transaction.atomic():
-        run = Run.objects.create(
-            project=project,
-            source=source,
-            status=status,
-            agent_name=report.agent_name,
-            agent_config_path=report.agent_config_path,
-            git_commit=(git.commit if git else meta.git_commit) or "",
-            git_branch=git.branch if git else "",
-            git_dirty=git.dirty if git else False,
-            prompt_version=meta.prompt_version,
-            config_snapshot=meta.agent_config,
-            raw_yaml=raw_yaml,
-            options=options or {},
-            holodeck_version=report.holodeck_version,
-            environment=report.environment,
-            cli_args=meta.cli_args,
-            report_timestamp=report.timestamp,
-            started_at=_parse_time(report.timestamp),
-            finished_at=_parse_time(report.timestamp),
-            created_at=_parse_time(report.timestamp) or timezone.now(),
-            total_cases=summary.total_tests,
-            cases_done=summary.total_tests,
-            total_turns=turn_total,
-            turns_done=turn_total,
-            passed_cases=summary.passed,
-            failed_cases=summary.failed,
-            pass_rate=summary.pass_rate,
-            duration_ms=summary.total_duration_ms,
-            prompt_tokens=sum(u.prompt_tokens for u in usage),
-            completion_tokens=sum(u.completion_tokens for u in usage),
-            total_tokens=sum(u.total_tokens for u in usage),
-            summary=summary.model_dump(include={"metrics_evaluated", "average_scores"}),
-            metric_summary=metric_summary(results),
-        )
-        _record_cases(run, results)
-    return run
-
-
-def _record_cases(run: Run, results: list[wire.TestResult]) -> None:
-    cases = CaseResult.objects.bulk_create(
-        [
-            CaseResult(
-                run=run,
-                index=index,
-                name=result.test_name or "",
-                status=CaseResult.Status.DONE,
-                enqueued=True,
-                is_multi_turn=result.turns is not None,
-                turn_count=len(result.turns) if result.turns else 1,
-                turns_passed=sum(t.passed for t in result.turns)
-                if result.turns
-                else int(result.passed),
-                **case_fields(result),
-            )
-            for index, result in enumerate(results)
-        ]
-    )
-    turn_rows: list[TurnResult] = []
-    metric_sources: list[list[wire.MetricResult]] = []
-    for case, result in zip(cases, results, strict=True):
-        for turn in result.turns or [legacy_turn(result)]:
-            turn_rows.append(TurnResult(run=run, case=case, **turn_fields(turn)))
-            metric_sources.append(turn.metric_results)
-    TurnResult.objects.bulk_create(turn_rows, batch_size=500)
-    if not all(row.pk for row in turn_rows):  # backends without RETURNING on bulk insert
-        by_key = {(t.case_id, t.index): t for t in TurnResult.objects.filter(run=run)}
-        turn_rows = [by_key[(t.case_id, t.index)] for t in turn_rows]
-    metrics = [
-        metric
-        for row, source in zip(turn_rows, metric_sources, strict=True)
-        for metric in metric_rows(run.pk, row, source)
-    ]
-    MetricResult.objects.bulk_create(metrics, batch_size=1000)
-
-
-def legacy_turn(result: wire.TestResult) -> wire.TurnResult:
-    """A single-turn (legacy) case seen as its one turn, so every case has turn rows."""
-    return wire.TurnResult(
-        turn_index=0,
-        input=result.test_input,
-        response=result.agent_response,
-        ground_truth=result.ground_truth,
-        expected_tools=result.expected_tools,
-        tool_calls=result.tool_calls,
-        tool_invocations=result.tool_invocations,
-        tools_matched=result.tools_matched,
-        metric_results=result.metric_results,
-        passed=result.passed,
-        execution_time_ms=result.execution_time_ms,
-        token_usage=result.token_usage,
-        errors=result.errors,
-    )
-
-
-def _parse_time(value: str) -> Any:
-    from django.utils.dateparse import parse_datetime
-
-    try:
-        parsed = parse_datetime(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, UTC)
-    return parsed
-
-
-def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -> list[Run]:
-    """Import HoloDeck result files (a file, a list of EvalRuns, or a results/ directory)."""
-    from runs.report.holodeck_io import load_eval_runs
-
-    imported = []
-    for path in paths:
-        for eval_run in load_eval_runs(path):
-            imported.append(run_record_report(eval_run, source=Run.Source.IMPORT, project=project))
-    return imported
+        pumped = case_pump(run)
+    if reaped:
+        Run.objects.filter(pk=run.pk).update(**run_counters(run))
+    _case_settled(run)
+    return bool(reaped or lost or pumped)
 
 
 def runs_reap_stale() -> int:
-    """``run_reap_stale`` for every running run; returns how many runs had lost cases."""
+    """``run_reap_stale`` for every running run, and a second chance for runs whose start
+    message was lost (queued for longer than HOLODECK_CASE_STALE_SECONDS)."""
+    from runs import tasks
+
+    cutoff = timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)
+    for run_id in Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff).values_list(
+        "pk", flat=True
+    ):
+        tasks.start_run.delay(run_id)
     return sum(run_reap_stale(run) for run in Run.objects.filter(status=Run.Status.RUNNING))
-
-
-# --- export -------------------------------------------------------------------------------------
-
-
-def run_eval_run(run: Run) -> wire.EvalRun:
-    """The run as a HoloDeck-compatible EvalRun (`{report, metadata}`), rebuilt from its rows.
-
-    Three queries whatever the run's size: cases, turns, metrics.
-    """
-    from runs.report.build import summarize
-
-    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
-    turns_by_case: dict[int, list[wire.TurnResult]] = {}
-    metrics_by_turn: dict[int, list[wire.MetricResult]] = {}
-    for metric in MetricResult.objects.filter(run=run).order_by("turn_id", "position"):
-        metrics_by_turn.setdefault(metric.turn_id, []).append(metric_wire(metric))
-    for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
-        turns_by_case.setdefault(turn.case_id, []).append(
-            turn_wire(turn, metrics_by_turn.get(turn.pk, []))
-        )
-    results = []
-    for case in cases:
-        if case.status not in (CaseResult.Status.DONE, CaseResult.Status.ERROR):
-            continue
-        result = case_wire(case)
-        if case.is_multi_turn:
-            result = result.model_copy(update={"turns": turns_by_case.get(case.pk, [])})
-        results.append(result)
-    summary = summarize(results, run.duration_ms or 0)
-    report = wire.TestReport(
-        agent_name=run.agent_name,
-        agent_config_path=run.agent_config_path,
-        results=results,
-        summary=summary,
-        timestamp=run.report_timestamp or run.created_at.isoformat(),
-        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
-        environment=run.environment,
-    )
-    metadata = wire.EvalRunMetadata(
-        agent_config=run.config_snapshot,
-        prompt_version=run.prompt_version,
-        holodeck_version=report.holodeck_version,
-        cli_args=run.cli_args,
-        git_commit=run.git_commit or None,
-    )
-    return wire.EvalRun(report=report, metadata=metadata)
-
-
-def metric_wire(metric: MetricResult) -> wire.MetricResult:
-    scale: int | str | None = metric.scale or None
-    if isinstance(scale, str) and scale.isdigit():
-        scale = int(scale)
-    return wire.MetricResult(
-        metric_name=metric.metric_name,
-        kind=metric.kind,  # type: ignore[arg-type]  # stored from a MetricKind
-        score=metric.score,
-        threshold=metric.threshold,
-        passed=metric.passed,
-        scale=scale,
-        error=metric.error,
-        retry_count=metric.retry_count,
-        evaluation_time_ms=metric.evaluation_time_ms,
-        model_used=metric.model_used,
-        reasoning=metric.reasoning,
-        judge_usage=wire.TokenUsage.model_validate(metric.judge_usage)
-        if metric.judge_usage
-        else None,
-        judge_cost_usd=metric.judge_cost_usd,
-    )
-
-
-def turn_wire(turn: TurnResult, metrics: list[wire.MetricResult]) -> wire.TurnResult:
-    return wire.TurnResult(
-        turn_index=turn.index,
-        input=turn.input,
-        response=turn.response,
-        ground_truth=turn.ground_truth,
-        expected_tools=turn.expected_tools,
-        tool_calls=turn.tool_calls,
-        tool_invocations=[wire.ToolInvocation.model_validate(i) for i in turn.tool_invocations],
-        tools_matched=turn.tools_matched,
-        arg_match_details=turn.arg_match_details,
-        metric_results=metrics,
-        passed=turn.passed,
-        execution_time_ms=turn.execution_time_ms,
-        token_usage=wire.TokenUsage.model_validate(turn.token_usage) if turn.token_usage else None,
-        errors=turn.errors,
-        skipped=turn.skipped,
-        grader_details=turn.grader_details,
-    )

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
+from django.conf import settings
+from django.db import close_old_connections
 
 from runs import services
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -21,6 +28,20 @@ def execute_case(case_id: int) -> None:
 
 
 @worker_ready.connect
-def reap_stale_runs(**_: Any) -> None:
-    """When a worker (re)starts, runs whose cases were lost with a dead worker are settled."""
-    services.runs_reap_stale()
+def start_sweeper(**_: Any) -> None:
+    """Every worker keeps runs moving when workers or messages are lost: it sweeps at start and
+    then every HOLODECK_SWEEP_SECONDS (the sweeps are idempotent, several workers may run them)."""
+    if not settings.HOLODECK_SWEEP_SECONDS:
+        return
+    threading.Thread(target=_sweep_forever, name="holodeck-sweeper", daemon=True).start()
+
+
+def _sweep_forever() -> None:
+    while True:
+        try:
+            services.runs_reap_stale()
+        except Exception:  # a database hiccup must not end the sweeper
+            log.exception("sweeping stale runs failed")
+        finally:
+            close_old_connections()
+        time.sleep(settings.HOLODECK_SWEEP_SECONDS)

@@ -209,8 +209,8 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run as a HoloDeck-compatible result file (an EvalRun), for download."""
+    from runs.records import run_eval_run
     from runs.report.holodeck_io import dump_eval_run, slugify
-    from runs.services import run_eval_run
 
     run = selectors.run_get(run_id=run_id)
     response = HttpResponse(dump_eval_run(run_eval_run(run)), content_type="application/json")

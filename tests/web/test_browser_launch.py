@@ -28,13 +28,14 @@ pytestmark = [
 
 
 @pytest.fixture
-def celery_worker_thread(transactional_db: None) -> Iterator[Any]:
+def celery_worker_thread(transactional_db: None, settings: Any) -> Iterator[Any]:
     """A real Celery worker consuming the configured broker (Redis in CI, else the embedded
     file-system broker), running in a thread of this process so it shares the test database."""
     from celery.contrib.testing.worker import start_worker
 
     from holodeck_web.celery import app
 
+    settings.HOLODECK_SWEEP_SECONDS = 0  # no background sweeper thread inside the test process
     app.control.purge()
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30) as worker:
         yield worker

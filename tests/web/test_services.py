@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +94,7 @@ def test_a_run_whose_worker_died_does_not_stay_running(tmp_path: Path, settings:
     run = launch(project, limit=1)
     services.run_start(run.pk)
     long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
-    run.cases.update(status=CaseResult.Status.RUNNING, started_at=long_ago)
+    run.cases.update(status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago)
     run.refresh_from_db()
     assert services.run_reap_stale(run)
     run.refresh_from_db()
@@ -107,17 +106,6 @@ def test_runs_can_be_claimed_only_once(tmp_path: Path) -> None:
     run = launch(example_project(tmp_path), limit=1)
     assert run.mark_running()
     assert not Run.objects.get(pk=run.pk).mark_running()
-
-
-def test_holodeck_history_imports_as_runs(shared_dir: Path) -> None:
-    runs = services.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"])
-    assert len(runs) == 24
-    first = Run.objects.get(pk=runs[0].pk)
-    assert first.source == Run.Source.IMPORT
-    assert first.total_cases == first.cases.count()
-    assert first.passed_cases + first.failed_cases == first.total_cases
-    assert MetricResult.objects.filter(run=first, kind="geval").exists()
-    assert TurnResult.objects.filter(run=first).count() == first.total_cases
 
 
 def test_the_cli_stores_its_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,46 +168,105 @@ def test_a_run_of_an_older_commit_uses_that_commits_agent_yaml(
         launch(project, git_ref="no-such-branch")
 
 
-def test_the_import_command_loads_a_results_directory(
-    tmp_path: Path, shared_dir: Path, capsys: pytest.CaptureFixture[str]
+def stale(settings: Any) -> Any:
+    return timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
+
+
+def test_a_case_redelivered_after_it_finished_still_queues_the_next_case(
+    tmp_path: Path, settings: Any
 ) -> None:
-    import json
-
-    from django.core.management import call_command
-
-    runs = json.loads((shared_dir / "fixtures" / "holodeck" / "seed_runs.json").read_text())
-    folder = tmp_path / "results" / "customer-support"
-    folder.mkdir(parents=True)
-    for index, eval_run in enumerate(runs[:3]):
-        (folder / f"run-{index}.json").write_text(json.dumps(eval_run))
-    call_command("import_results", str(tmp_path / "results"))
-    assert "imported 3 run(s)" in capsys.readouterr().out
-    assert Run.objects.filter(source=Run.Source.IMPORT).count() == 3
+    run = launch(example_project(tmp_path), parallel=1)
+    services.run_start(run.pk)
+    first, second, third = run.cases.order_by("index")
+    assert [c.enqueued for c in (first, second, third)] == [True, False, False]
+    # The worker recorded the case, then died before queueing the next one.
+    CaseResult.objects.filter(pk=first.pk).update(status=CaseResult.Status.DONE, passed=True)
+    services.case_execute(first.pk)  # the redelivery
+    assert CaseResult.objects.get(pk=second.pk).enqueued
+    assert not CaseResult.objects.get(pk=third.pk).enqueued  # still bounded by parallel=1
 
 
-def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
-    tmp_path: Path, shared_dir: Path
-) -> None:
-    import json
-
-    from runs.report.holodeck_io import load_eval_runs
-
-    path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
-    (original,) = load_eval_runs(json.loads(path.read_text())[:1])
-    (run,) = services.runs_import([path])[:1]
-    exported = services.run_eval_run(run)
-    assert exported.report.results == original.report.results
-    assert exported.metadata == original.metadata
+def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path) -> None:
+    run = launch(example_project(tmp_path), limit=1)
+    services.run_start(run.pk)
+    case = run.cases.get()
+    services.run_cancel(run=Run.objects.get(pk=run.pk))
+    services.case_execute(case.pk)
+    case.refresh_from_db()
+    run.refresh_from_db()
+    assert case.status == CaseResult.Status.CANCELLED and case.attempts == 0
+    assert not TurnResult.objects.filter(run=run).exists()
+    assert (run.status, run.cases_done, run.total_cases) == (Run.Status.CANCELLED, 1, 1)
 
 
-def test_a_dashboard_run_exports_its_turns(tmp_path: Path, eager_celery: None) -> None:
-    from runs.report.holodeck_io import dump_eval_run, load_eval_runs
+def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> None:
+    run = launch(example_project(tmp_path), limit=1)
+    services.run_start(run.pk)
+    case = run.cases.get()
+    attempt = services._case_claim(case)
+    assert attempt == 1
+    CaseResult.objects.filter(pk=case.pk).update(attempts=2)  # a redelivery took it over
+    from runs.report.models import TurnResult as WireTurn
 
+    turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
+    with pytest.raises(services.CaseSuperseded):
+        services.turn_record(case, attempt, turn)
+    assert not TurnResult.objects.filter(case=case).exists()
+
+
+def test_a_case_that_keeps_killing_its_worker_is_given_up(tmp_path: Path) -> None:
+    run = launch(example_project(tmp_path), limit=1)
+    services.run_start(run.pk)
+    case = run.cases.get()
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING, attempts=services.MAX_CASE_ATTEMPTS
+    )
+    services.case_execute(case.pk)
+    case.refresh_from_db()
+    assert case.status == CaseResult.Status.ERROR and "gave up after 3 attempts" in case.errors[0]
+    assert Run.objects.get(pk=run.pk).status == Run.Status.ERROR
+
+
+def test_a_case_whose_agent_yaml_changed_since_launch_is_an_error(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    run = launch(project, limit=1)  # not eager: validated and queued, nothing ran yet
+    text = project.agent_path.read_text()
+    project.agent_path.write_text(text.replace("northwind_operating_cash", "renamed_case", 1))
+    services.run_start(run.pk)
+    services.case_execute(run.cases.get().pk)
+    case = run.cases.get()
+    assert case.status == CaseResult.Status.ERROR
+    assert "agent.yaml changed since the run was launched" in case.errors[0]
+    assert Run.objects.get(pk=run.pk).status == Run.Status.ERROR
+
+
+def test_a_lost_case_message_is_sent_again(tmp_path: Path, settings: Any) -> None:
+    from unittest import mock
+
+    run = launch(example_project(tmp_path), limit=1)
+    services.run_start(run.pk)
+    case = run.cases.get()
+    CaseResult.objects.filter(pk=case.pk).update(enqueued_at=stale(settings))
+    with mock.patch("runs.tasks.execute_case.delay") as delay:
+        assert services.run_reap_stale(Run.objects.get(pk=run.pk))
+    delay.assert_called_once_with(case.pk)
+
+
+def test_a_run_whose_start_message_was_lost_is_started_again(tmp_path: Path, settings: Any) -> None:
+    from unittest import mock
+
+    run = launch(example_project(tmp_path), limit=1)
+    Run.objects.filter(pk=run.pk).update(created_at=stale(settings))
+    with mock.patch("runs.tasks.start_run.delay") as delay:
+        services.runs_reap_stale()
+    delay.assert_called_once_with(run.pk)
+
+
+def test_cancelling_a_run_with_nothing_running_stores_its_roll_up(tmp_path: Path) -> None:
     run = launch(example_project(tmp_path))
-    exported = services.run_eval_run(Run.objects.get(pk=run.pk))
-    (again,) = load_eval_runs(json.loads(dump_eval_run(exported)))
-    assert again.report.summary.total_tests == 3 and again.report.summary.failed == 1
-    turns = [turn for result in again.report.results for turn in result.turns or []]
-    assert len(turns) == 10
-    assert any(turn.arg_match_details for turn in turns)
-    assert any(turn.grader_details for turn in turns)
+    services.run_start(run.pk)
+    services.run_cancel(run=Run.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED
+    assert run.duration_ms is not None and run.report_timestamp
+    assert (run.cases_done, run.passed_cases, run.failed_cases) == (3, 0, 0)

@@ -159,7 +159,7 @@ class Command(BaseCommand):
 
         from runs.gitutil import git_info
         from runs.models import AgentProject, Run
-        from runs.services import run_record_report
+        from runs.records import run_record_report
 
         try:
             project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
