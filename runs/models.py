@@ -78,6 +78,8 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     report_timestamp = models.CharField(max_length=64, blank=True)
+    # sha256 of an imported result (its canonical JSON): importing the same file twice is a no-op.
+    source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     error = models.TextField(blank=True)
     # Summary counters (the run list and the tiles read only these).
     total_cases = models.IntegerField(default=0)

@@ -5,7 +5,10 @@ writes: CLI runs and HoloDeck history import (`run_record_report`, `runs_import`
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -255,15 +258,36 @@ def _parse_time(value: str) -> Any:
     return parsed
 
 
-def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -> list[Run]:
-    """Import HoloDeck result files (a file, a list of EvalRuns, or a results/ directory)."""
+@dataclass
+class ImportOutcome:
+    imported: list[Run] = field(default_factory=list)
+    already_imported: list[Run] = field(default_factory=list)
+
+
+def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -> ImportOutcome:
+    """Import HoloDeck result files (a file, a list of EvalRuns, or a results/ directory).
+
+    A result already imported (same content) is not imported again.
+    """
     from runs.report.holodeck_io import load_eval_runs
 
-    imported = []
+    outcome = ImportOutcome()
     for path in paths:
         for eval_run in load_eval_runs(path):
-            imported.append(run_record_report(eval_run, source=Run.Source.IMPORT, project=project))
-    return imported
+            digest = eval_run_hash(eval_run)
+            existing = Run.objects.filter(source_hash=digest).first()
+            if existing is not None:
+                outcome.already_imported.append(existing)
+                continue
+            run = run_record_report(eval_run, source=Run.Source.IMPORT, project=project)
+            Run.objects.filter(pk=run.pk).update(source_hash=digest)
+            outcome.imported.append(run)
+    return outcome
+
+
+def eval_run_hash(eval_run: wire.EvalRun) -> str:
+    canonical = json.dumps(eval_run.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # --- export -------------------------------------------------------------------------------------

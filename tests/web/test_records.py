@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_holodeck_history_imports_as_runs(shared_dir: Path) -> None:
-    runs = records.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"])
+    runs = records.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"]).imported
     assert len(runs) == 24
     first = Run.objects.get(pk=runs[0].pk)
     assert first.source == Run.Source.IMPORT
@@ -51,7 +51,7 @@ def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
 
     path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
     (original,) = load_eval_runs(json.loads(path.read_text())[:1])
-    (run,) = records.runs_import([path])[:1]
+    (run,) = records.runs_import([path]).imported[:1]
     exported = records.run_eval_run(run)
     assert exported.report.results == original.report.results
     assert exported.metadata == original.metadata
@@ -68,3 +68,17 @@ def test_a_dashboard_run_exports_its_turns(tmp_path: Path, eager_celery: None) -
     assert len(turns) == 10
     assert any(turn.arg_match_details for turn in turns)
     assert any(turn.grader_details for turn in turns)
+
+
+def test_importing_the_same_results_twice_adds_nothing(
+    shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from django.core.management import call_command
+
+    path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
+    call_command("import_results", str(path))
+    call_command("import_results", str(path))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("imported 24 run(s)")
+    assert out[1] == "imported 0 run(s) with 0 test case(s); 24 already imported, skipped"
+    assert Run.objects.count() == 24

@@ -28,8 +28,11 @@ class Command(BaseCommand):
             except AgentProject.DoesNotExist:
                 raise CommandError(f"no project named {options['project']!r}") from None
         try:
-            runs = runs_import([Path(p) for p in options["paths"]], project=project)
+            outcome = runs_import([Path(p) for p in options["paths"]], project=project)
         except ReportFormatError as exc:
             raise CommandError(str(exc)) from exc
-        cases = sum(run.total_cases for run in runs)
-        self.stdout.write(f"imported {len(runs)} run(s) with {cases} test case(s)")
+        cases = sum(run.total_cases for run in outcome.imported)
+        line = f"imported {len(outcome.imported)} run(s) with {cases} test case(s)"
+        if outcome.already_imported:
+            line += f"; {len(outcome.already_imported)} already imported, skipped"
+        self.stdout.write(line)
