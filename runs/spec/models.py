@@ -453,7 +453,22 @@ class EvaluationConfig(_Strict):
     def _at_least_one(cls, value: list[Any]) -> list[Any]:
         if not value:
             raise ValueError("metrics must list at least one metric")
-        return value
+        return _unique_metric_names(value)
+
+
+def _unique_metric_names(metrics: list[Any] | None) -> list[Any] | None:
+    """Results are keyed by metric name (roll-up, summary, grader details), so two metrics of
+    one list need different names: e.g. two ``numeric`` metrics with their own tolerances."""
+    seen: set[str] = set()
+    for metric in metrics or []:
+        name = metric.metric_name
+        if name in seen:
+            raise ValueError(
+                f"two metrics are named {name!r}; give each its own 'name' so their results "
+                "stay apart"
+            )
+        seen.add(name)
+    return metrics
 
 
 # --- test cases ------------------------------------------------------------------------------
@@ -643,6 +658,11 @@ class Turn(_Strict):
     def _files(cls, value: list[Any] | None) -> list[Any] | None:
         return _check_files(value)
 
+    @field_validator("evaluations")
+    @classmethod
+    def _evaluations(cls, value: list[Any] | None) -> list[Any] | None:
+        return _unique_metric_names(value)
+
     def tool_expectations(self) -> list[ExpectedTool]:
         """``expected_tools`` with bare names turned into ``ExpectedTool(name)``."""
         return _normalise_expectations(self.expected_tools)
@@ -716,6 +736,11 @@ class TestCase(_Strict):
     @classmethod
     def _files(cls, value: list[Any] | None) -> list[Any] | None:
         return _check_files(value)
+
+    @field_validator("evaluations")
+    @classmethod
+    def _evaluations(cls, value: list[Any] | None) -> list[Any] | None:
+        return _unique_metric_names(value)
 
     @field_validator("turns")
     @classmethod

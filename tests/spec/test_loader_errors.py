@@ -78,6 +78,10 @@ T2_METRIC = "turns[2].evaluations[0]"
 PDF = {"path": "report.pdf", "type": "pdf"}
 
 INVALID = [
+    Invalid("two metrics with one name",
+            set_turn(2, evaluations=[{"metric": "numeric"}, {"metric": "numeric",
+                                                              "absolute_tolerance": 0.5}]),
+            "agent.yaml", CASE, 2, "turns[2].evaluations", "two metrics are named 'numeric'"),
     Invalid("turns together with input", _turns_with_input, "agent.yaml", CASE, None,
             "turns", "'turns' cannot be combined with input"),
     Invalid("empty turns", _empty_turns, "agent.yaml", CASE, None,
