@@ -189,8 +189,14 @@ class ScriptedSession:
     async def _connect(self, server: str) -> McpConnection:
         if server not in self.mcp:
             connection = McpConnection(self.backend.mcp_servers[server])
-            await connection.start()
+            # Registered before it starts: if the turn is cancelled (llm_timeout) while the
+            # server starts, close() still stops it.
             self.mcp[server] = connection
+            try:
+                await connection.start()
+            except Exception:
+                del self.mcp[server]  # start() has closed it already
+                raise
         return self.mcp[server]
 
     async def close(self) -> None:
