@@ -34,7 +34,9 @@ class TerminalProgress:
         elif event.kind == "case_finished" and event.result is not None:
             self.cases_done += 1
             self.failed_cases += 0 if event.result.passed else 1
-            if not self.tty:
+            if self.tty:
+                self._show("")
+            else:
                 verdict = "passed" if event.result.passed else "FAILED"
                 self.stream.write(f"case {label}: {verdict}\n")
 

@@ -24,4 +24,11 @@ def broken(x: int) -> int:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 1:  # `mcp_archive_server.py PORT`: streamable HTTP on 127.0.0.1:PORT/mcp
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(sys.argv[1])
+        server.run(transport="streamable-http")
+    else:
+        server.run()

@@ -202,3 +202,59 @@ def test_rag_metrics_are_skipped_without_retrieval_context(tmp_path: Path) -> No
     )
     result = asyncio.run(Engine(agent).run()).results[0]
     assert [t.metric_results for t in result.turns] == [[], []]
+
+
+@pytest.fixture
+def http_archive() -> Any:
+    """The archive MCP server over streamable HTTP on a free local port."""
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, str(ARCHIVE), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_mcp_tools_run_over_streamable_http(tmp_path: Path, http_archive: str) -> None:
+    config = {
+        "name": "mcp-http",
+        "model": {"provider": "scripted", "name": "s", "transcript": "t.yaml"},
+        "instructions": {"inline": "x"},
+        "tools": [{"type": "mcp", "name": "archive", "transport": "http", "url": http_archive}],
+        "test_cases": [{"name": "c", "input": "q", "expected_tools": ["convfinqa_archive"]}],
+    }
+    transcript = {
+        "c": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "archive.convfinqa_archive",
+                        "args": {"document": "Double_AAL/2014/page_18.pdf"},
+                    }
+                ],
+                "response": "206588",
+            }
+        ]
+    }
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"cases": transcript}))
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    result = asyncio.run(Engine(load_agent(tmp_path / "agent.yaml")).run()).results[0]
+    (call,) = result.tool_invocations
+    assert call.name == "mcp__archive__convfinqa_archive" and call.error is None
+    assert "206588" in call.result
+    assert result.tools_matched is True
