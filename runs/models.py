@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 
@@ -103,6 +104,9 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} of {self.agent_name} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("run_detail", kwargs={"run_id": self.pk})
 
     @property
     def is_active(self) -> bool:
@@ -198,6 +202,9 @@ class CaseResult(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"#{self.index}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("case_detail", kwargs={"run_id": self.run_id, "case_id": self.pk})
 
     @property
     def label(self) -> str:

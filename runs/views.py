@@ -7,6 +7,7 @@ the full page uses, so the fragment and the page can never drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
@@ -22,6 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
@@ -103,6 +105,22 @@ class LaunchForm(forms.Form):
     )
 
 
+@dataclass(frozen=True)
+class AgentPreview:
+    """What the launch form tells about the agent before anything is queued."""
+
+    case_count: int
+    turn_count: int
+    parallel: int
+    case_names: list[str]
+
+
+# Names offered in the filter's <datalist>; beyond this the list stops helping.
+DATALIST_NAMES = 500
+# Names suggested when the filter matched no case.
+SUGGESTED_NAMES = 12
+
+
 @staff_required
 @require_http_methods(["GET", "POST"])
 def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
@@ -110,21 +128,67 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     form = LaunchForm(request.POST or None)
     problems: list[str] = []
     if request.method == "POST" and form.is_valid():
-        outcome = _launch(request, project, form.cleaned_data)
+        outcome = _launch(request, project, form)
         if isinstance(outcome, Run):
             return redirect("run_detail", run_id=outcome.pk)
         problems = outcome
+    # Loaded lazily, only to render the form: the working tree's agent.yaml, as it is now.
+    preview, config_problems = _agent_preview(project)
+    if preview is not None:
+        form.fields[
+            "parallel"
+        ].help_text = (
+            f"Empty: the agent's default, {preview.parallel} (execution.parallel_test_cases)."
+        )
+        form.fields["parallel"].widget.attrs["placeholder"] = str(preview.parallel)
+        form.fields["case_filter"].widget.attrs["list"] = "case-names"
+    filter_errors = form.errors.get("case_filter") if form.is_bound else None
+    context = {
+        "project": project,
+        "form": form,
+        "problems": problems,
+        "preview": preview,
+        # On a GET the problems are shown at once: the run cannot be launched until fixed.
+        "config_problems": config_problems if not problems else [],
+        "datalist_names": preview.case_names[:DATALIST_NAMES] if preview else [],
+        "suggested_names": (
+            preview.case_names[:SUGGESTED_NAMES] if preview and filter_errors else []
+        ),
+    }
     status = 400 if request.method == "POST" else 200
-    context = {"project": project, "form": form, "problems": problems}
     return render(request, "runs/launch.html", context, status=status)
 
 
-def _launch(request: HttpRequest, project: AgentProject, data: dict[str, Any]) -> Run | list[str]:
-    """Create and enqueue a run, or return the problems that stopped it (nothing queued)."""
+def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
+    from runs.spec.errors import ConfigError
+    from runs.spec.loader import load_agent
+
+    try:
+        agent = load_agent(project.agent_path)
+    except ConfigError as exc:
+        return None, [str(problem) for problem in exc.problems] or [str(exc)]
+    except OSError as exc:
+        return None, [f"{project.agent_path}: {exc}"]
+    cases = agent.config.test_cases
+    preview = AgentPreview(
+        case_count=len(cases),
+        turn_count=sum(len(case.as_turns()) for case in cases),
+        parallel=agent.parallel_test_cases,
+        case_names=[case.name or f"#{index}" for index, case in enumerate(cases)],
+    )
+    return preview, []
+
+
+def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Run | list[str]:
+    """Create and enqueue a run, or return the problems that stopped it (nothing queued).
+
+    A bad git ref or a filter matching nothing is reported at its field instead.
+    """
     # Imported here: services pull in the spec loader, which web pages otherwise never need.
     from runs.services import LaunchError, run_create
     from runs.spec.errors import ConfigError
 
+    data = form.cleaned_data
     try:
         return run_create(
             project=project,
@@ -137,7 +201,21 @@ def _launch(request: HttpRequest, project: AgentProject, data: dict[str, Any]) -
     except ConfigError as exc:
         return [str(problem) for problem in exc.problems] or [str(exc)]
     except LaunchError as exc:
-        return [str(exc)]
+        field = _launch_error_field(str(exc))
+        if field is None:
+            return [str(exc)]
+        form.add_error(field, str(exc))
+        return []
+
+
+def _launch_error_field(message: str) -> str | None:
+    """The form field a LaunchError is about (by its message), or None for the banner."""
+    lowered = message.lower()
+    if lowered.startswith(("git ref", "invalid git ref", "could not check out")):
+        return "git_ref"
+    if lowered.startswith("no test case matches"):
+        return "case_filter"
+    return None
 
 
 # --- runs ----------------------------------------------------------------------------------
@@ -151,7 +229,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if status not in Run.Status.values:
         status = ""
     commit = request.GET.get("commit", "").strip()
-    runs = selectors.run_list(project_id=project_id, status=status, commit=commit)
+    agent = request.GET.get("agent", "").strip()
+    runs = selectors.run_list(project_id=project_id, status=status, commit=commit, agent=agent)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     filters = request.GET.copy()
     filters.pop("page", None)
@@ -159,27 +238,45 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "projects": AgentProject.objects.only("id", "name"),
         "statuses": Run.Status.choices,
-        "selected": {"project": project_id, "status": status, "commit": commit},
+        "agents": selectors.agent_names(),
+        "selected": {"project": project_id, "status": status, "commit": commit, "agent": agent},
         "filter_query": filters.urlencode(),
     }
     return render(request, "runs/run_list.html", context)
 
 
-def _case_page(request: HtmxHttpRequest, run: Run, only_failures: bool) -> Page[CaseResult]:
-    cases: QuerySet[CaseResult] = selectors.case_rows(run=run, only_failures=only_failures)
+def _case_page(
+    request: HtmxHttpRequest, run: Run, only_failures: bool, query: str
+) -> Page[CaseResult]:
+    cases: QuerySet[CaseResult] = selectors.case_rows(
+        run=run, only_failures=only_failures, query=query
+    )
     return Paginator(cases, CASES_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _case_query(only_failures: bool, query: str) -> str:
+    """The case-list filters as a query-string prefix ("failures=1&q=abc&", or "")."""
+    params = {"failures": "1"} if only_failures else {}
+    if query:
+        params["q"] = query
+    return f"{urlencode(params)}&" if params else ""
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     only_failures = _flag(request, "failures")
-    case_page = _case_page(request, run, only_failures)
+    query = request.GET.get("q", "").strip()[:200]
+    case_page = _case_page(request, run, only_failures, query)
+    remaining = case_page.paginator.count - case_page.end_index()
     return {
         "run": run,
         "tiles": _tiles(run),
         "metric_groups": selectors.run_metric_averages(run=run),
         "case_page": case_page,
+        "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": only_failures,
-        "failures_query": "failures=1&" if only_failures else "",
+        "query": query,
+        "failures_query": _case_query(only_failures, query),
+        "search_query": urlencode({"q": query}) if query else "",
         "poll_since": timezone.now().isoformat(),
         "known_cases": case_page.paginator.count,
     }
@@ -189,7 +286,15 @@ def _tiles(run: Run) -> dict[str, Any]:
     graded = run.passed_cases + run.failed_cases
     # Computed from the counters (a percentage) so a running run shows the rate so far.
     pass_rate = run.passed_cases * 100 / graded if graded else None
-    return {"pass_rate": pass_rate, "graded": graded}
+    counts = selectors.run_case_counts(run=run)
+    return {
+        "pass_rate": pass_rate,
+        "graded": graded,
+        "not_graded": counts.not_graded,
+        "cancelled": counts.cancelled,
+        # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
+        "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
+    }
 
 
 @login_required
@@ -243,7 +348,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         []
         if full_list or since is None
         else selectors.case_rows_finished_since(
-            run=run, since=since, only_failures=context["only_failures"]
+            run=run, since=since, only_failures=context["only_failures"], query=context["query"]
         )
     )
     status = 200 if run.is_active else HTMX_STOP_POLLING
@@ -291,7 +396,9 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     """The turns of one case: the fragment an expanded case row loads."""
     case = selectors.case_get(run_id=run_id, case_id=case_id)
-    return render(request, "runs/case_detail.html#case_turns", {"case": case, "run": case.run})
+    # Several cases can be expanded on one page: their turn anchors must not collide.
+    context = {"case": case, "run": case.run, "anchor_prefix": f"case-{case.pk}-"}
+    return render(request, "runs/case_detail.html#case_turns", context)
 
 
 @login_required
@@ -299,4 +406,10 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
 def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     """A stable page for one case, rendered expanded (anchors ``#turn-N`` point into it)."""
     case = selectors.case_get(run_id=run_id, case_id=case_id)
-    return render(request, "runs/case_detail.html", {"case": case, "run": case.run})
+    context = {
+        "case": case,
+        "run": case.run,
+        "anchor_prefix": "",
+        "next_failed": selectors.next_failed_case(case=case),
+    }
+    return render(request, "runs/case_detail.html", context)

@@ -453,7 +453,8 @@ class EvaluationConfig(_Strict):
     def _at_least_one(cls, value: list[Any]) -> list[Any]:
         if not value:
             raise ValueError("metrics must list at least one metric")
-        return _unique_metric_names(value)
+        _unique_metric_names(value)
+        return value
 
 
 def _unique_metric_names(metrics: list[Any] | None) -> list[Any] | None:

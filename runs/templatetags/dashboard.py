@@ -16,10 +16,16 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from runs import selectors
+
 register = template.Library()
 
 # Longer values are collapsed behind a <details> toggle.
 COLLAPSE_CHARS = 400
+# Inputs, responses and ground truths longer than this are capped in height ("show more").
+LONG_TEXT_CHARS = 1200
+# Errors longer than this are collapsed behind their first line.
+LONG_ERROR_CHARS = 300
 TREE_MAX_DEPTH = 12
 
 
@@ -133,9 +139,14 @@ def score(value: float | None) -> str:
 
 @register.filter
 def percent(value: float | None) -> str:
+    """Whole numbers as they are ("90%"), others with one decimal that never lies at the ends:
+    99.96 shows as "99.9%" (not "100%") and 0.04 as "0.1%" (not "0%")."""
     if value is None:
         return "–"
-    return f"{value:.0f}%"
+    if value == int(value):
+        return f"{value:.0f}%"
+    shown = min(max(round(value, 1), 0.1), 99.9) if 0 < value < 100 else round(value, 1)
+    return f"{shown:.1f}%"
 
 
 @register.filter
@@ -166,14 +177,121 @@ def token_total(usage: dict[str, Any] | None) -> int | None:
     return int(total) if isinstance(total, int | float) else None
 
 
+# outcome -> (css class, symbol, words for screen readers and the tooltip)
+MARKS: dict[str, tuple[str, str, str]] = {
+    "passed": ("v-ok", "✓", "passed"),
+    "failed": ("v-bad", "✗", "failed"),
+    "not-graded": ("v-warn", "?", "not graded"),
+    "cancelled": ("v-none", "–", "not run (cancelled)"),
+    "skipped": ("v-none", "–", "skipped"),
+    "none": ("v-none", "–", "no verdict yet"),
+}
+
+
+@register.simple_tag
+def mark(outcome: str) -> SafeString:
+    """The symbol of an outcome, with visually-hidden words (a bare ✓/✗ means nothing aloud)."""
+    css, symbol, words = MARKS.get(outcome, MARKS["none"])
+    return format_html(
+        '<span class="v {}" title="{}" aria-hidden="true">{}</span><span class="sr-only">{}</span>',
+        css,
+        words,
+        symbol,
+        words,
+    )
+
+
 @register.simple_tag
 def verdict(passed: bool | None) -> SafeString:
     """✓ / ✗ / – with a colour class."""
-    if passed is None:
-        return mark_safe('<span class="v v-none">–</span>')
-    if passed:
-        return mark_safe('<span class="v v-ok" title="passed">✓</span>')
-    return mark_safe('<span class="v v-bad" title="failed">✗</span>')
+    return mark("none" if passed is None else "passed" if passed else "failed")
+
+
+@register.filter
+def case_outcome(case: Any) -> str:
+    return selectors.case_outcome(case)
+
+
+@register.filter
+def turn_outcome(turn: Any) -> str:
+    return selectors.turn_outcome(turn)
+
+
+@register.filter
+def matching_calls(value: Any) -> str:
+    """``[0, 3]`` -> "2 matching calls (#0, #3)"; ``[]`` -> "no matching call"."""
+    if isinstance(value, list):
+        count, indices = len(value), value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        count, indices = value, []
+    else:
+        return ""
+    if count == 0:
+        return "no matching call"
+    label = f"{count} matching call{'s' if count != 1 else ''}"
+    if indices:
+        shown = ", ".join(f"#{index}" for index in indices[:5])
+        label += f" ({shown}{', …' if len(indices) > 5 else ''})"
+    return label
+
+
+@register.filter
+def judge_info(metric: Any) -> str:
+    """Judge model · retries · evaluation time, whichever are known."""
+    parts = [metric.model_used or ""]
+    if metric.retry_count:
+        parts.append(f"{metric.retry_count} retr{'y' if metric.retry_count == 1 else 'ies'}")
+    if metric.evaluation_time_ms is not None:
+        parts.append(duration(metric.evaluation_time_ms))
+    return " · ".join(part for part in parts if part)
+
+
+@register.filter
+def grading_ms(turn: Any) -> int | None:
+    """Time spent grading a turn: the sum of its metrics' evaluation times (None if unknown)."""
+    times = [m.evaluation_time_ms for m in turn.metrics.all() if m.evaluation_time_ms is not None]
+    return sum(times) if times else None
+
+
+@register.filter
+def passed_below_threshold(metric: Any) -> bool:
+    """An imported metric marked passed although its score is under its threshold."""
+    return bool(
+        metric.passed
+        and not metric.error
+        and metric.score is not None
+        and metric.threshold is not None
+        and metric.score < metric.threshold
+    )
+
+
+@register.filter
+def tool_names(value: Any) -> list[str]:
+    """Names of expected tools (bare strings or ``{name, args, count}``) or of tool calls."""
+    if not value:
+        return []
+    names = []
+    for item in value:
+        name = item.get("name") if isinstance(item, dict) else item
+        names.append(str(name))
+    return names
+
+
+@register.filter
+def is_long_text(text: str | None) -> bool:
+    """Long enough to be capped in height behind a "show more" toggle."""
+    return bool(text) and (len(text or "") > LONG_TEXT_CHARS or (text or "").count("\n") > 20)
+
+
+@register.filter
+def is_long_error(text: Any) -> bool:
+    value = str(text)
+    return len(value) > LONG_ERROR_CHARS or value.count("\n") > 3
+
+
+@register.filter
+def first_line(text: Any) -> str:
+    return str(text).strip().split("\n", 1)[0][:160]
 
 
 @register.filter

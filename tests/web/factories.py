@@ -151,7 +151,7 @@ def _assertion(*, passed: bool, actual: Any, expected: Any = None) -> dict[str, 
         "unmatched_reason": None if passed else "no call of orders_lookup matched every argument",
         "passed": passed,
         "count": 1,
-        "matching_calls": 1 if passed else 0,
+        "matching_calls": [0] if passed else [],
         "args": [
             {
                 "arg": "order_id",
@@ -245,3 +245,53 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
 
 def failing_case(run: Run) -> CaseResult:
     return CaseResult.objects.filter(run=run, passed=False).order_by("index").first()  # type: ignore[return-value]
+
+
+def make_not_graded(run: Run, index: int = 0) -> CaseResult:
+    """Turn the (passed) case ``index`` into one whose only failure is a judge that errored."""
+    case = CaseResult.objects.get(run=run, index=index)
+    judge_error = "judge returned invalid JSON"
+    case.passed = False
+    case.errors = []
+    case.tools_matched = True
+    case.turns_passed = case.turn_count - 1
+    case.metric_results = [
+        {"metric_name": "rouge", "kind": "standard", "score": 0.8, "passed": True},
+        {"metric_name": "politeness", "kind": "geval", "passed": False, "error": judge_error},
+    ]
+    case.save()
+    turn = case.turns.order_by("-index").first()
+    assert turn is not None
+    TurnResult.objects.filter(pk=turn.pk).update(passed=False)
+    MetricResult.objects.filter(turn=turn, metric_name="politeness").update(
+        passed=False, score=None, error=judge_error
+    )
+    Run.objects.filter(pk=run.pk).update(
+        passed_cases=run.passed_cases - 1, failed_cases=run.failed_cases + 1
+    )
+    return case
+
+
+def make_cancelled(spec: RunSpec | None = None, project: AgentProject | None = None) -> Run:
+    """A run cancelled while some cases were still pending (those are marked cancelled)."""
+    spec = spec or RunSpec(cases=4, turns=1, failing=(), done=2)
+    run = build_run(project, spec)
+    CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
+        status=CaseResult.Status.CANCELLED, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED, cases_done=spec.cases)
+    run.refresh_from_db()
+    return run
+
+
+def make_legacy_turn(run: Run, index: int = 0) -> CaseResult:
+    """Case ``index`` as an imported HoloDeck result: tool names only, no invocations or diff."""
+    case = CaseResult.objects.get(run=run, index=index)
+    TurnResult.objects.filter(case=case).update(
+        tool_invocations=[],
+        arg_match_details=None,
+        tool_calls=["search_orders"],
+        expected_tools=["search_orders", "refund"],
+        tools_matched=False,
+    )
+    return case

@@ -104,16 +104,22 @@ def test_a_reviewer_expands_a_failing_case_and_reads_its_diff_and_grader_details
 
     case = failing_case(run)
     row = expand_case(page, case.pk)
-    diff = row.locator("#turn-1 table.diff")
+    turn = f"#case-{case.pk}-turn-"  # expanded turns have anchors unique to their case
+    diff = row.locator(f"{turn}1 table.diff")
     diff_text = diff.inner_text()
     assert "order_id" in diff_text
     assert "A-123" in diff_text and "A-999" in diff_text
     assert diff.locator(".v-bad").count() == 1  # ✗
     assert "no call of orders_lookup matched every argument" in row.inner_text()
-    tree = row.locator("#turn-1 .grader > ul.tree")
+    tree = row.locator(f"{turn}1 .grader > ul.tree")
     assert "currency" in tree.inner_text() and "no amount" in tree.inner_text()
-    assert "could not grade" in row.locator("#turn-1 table.metrics").inner_text()
-    assert "skipped" in row.locator("#turn-2").inner_text()
+    assert "could not grade" in row.locator(f"{turn}1 table.metrics").inner_text()
+    assert "skipped" in row.locator(f"{turn}2").inner_text()
+    # The passing turn's grader details start collapsed; the chip strip jumps to a turn.
+    assert not row.locator(f"{turn}0 .grader > ul.tree").is_visible()
+    row.locator(f'.turn-strip a[href="{turn}1"]').click()
+    page.wait_for_url(f"**{turn}1")
+    assert row.locator(f"{turn}1:target").count() == 1
     screenshot(page, "run_detail_expanded")
 
     page.click("text=only failures")
@@ -123,6 +129,8 @@ def test_a_reviewer_expands_a_failing_case_and_reads_its_diff_and_grader_details
 
     page.goto(f"{live_server.url}{reverse('case_detail', args=[run.pk, case.pk])}#turn-1")
     assert page.locator("#turn-1").is_visible()
+    assert page.locator("#turn-1:target").count() == 1
+    assert page.locator("a.next-failed").count() == 1  # case 5 fails too
     screenshot(page, "case_page")
 
 
@@ -155,3 +163,26 @@ def test_a_running_run_fills_in_live_and_stops_polling_when_it_finishes(
     assert page.locator("#run-progress[hx-trigger]").count() == 0  # polling stopped (286)
     assert page.locator("#run-header .chip").inner_text() == "failed"
     screenshot(page, "run_finished_live")
+
+
+def test_a_failing_progress_poll_shows_a_banner_and_backs_off(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    page = browser_page
+    run = build_run(make_project(), RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
+    login(page, live_server, make_user("watcher"))
+    polls: list[str] = []
+
+    def fail(route: Any) -> None:
+        polls.append(route.request.url)
+        route.fulfill(status=500, body="boom")
+
+    page.route("**/progress/**", fail)
+    open_run(page, live_server, run)
+    banner = page.locator("#poll-banner")
+    banner.wait_for(state="visible")
+    assert "Live updates stopped (HTTP 500)" in banner.inner_text()
+    assert "reload the page" in banner.inner_text()
+    page.wait_for_timeout(2500)
+    assert len(polls) <= 3  # backing off: not one request a second
+    screenshot(page, "run_poll_error")

@@ -8,8 +8,17 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, CaseResult, Run
-from tests.web.factories import RunSpec, build_run, failing_case, make_project
+from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.templatetags.dashboard import percent
+from tests.web.factories import (
+    RunSpec,
+    build_run,
+    failing_case,
+    make_cancelled,
+    make_legacy_turn,
+    make_not_graded,
+    make_project,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -285,6 +294,7 @@ def test_a_long_case_list_is_paged_with_a_load_more_button(
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert case_rows(html) == 200
     assert "?page=2" in html
+    assert "Load 5 more (200 of 205 shown)" in html
     more = viewer_client.get(reverse("run_detail", args=[run.pk]) + "?page=2", headers=HTMX)
     assert case_rows(more.text) == 5
     assert "<html" not in more.text
@@ -300,7 +310,7 @@ def test_expanding_a_case_renders_its_turns_as_a_fragment(
     assert response.status_code == 200
     assert "<html" not in html
     assert turn_sections(html) == 3
-    assert 'id="turn-1"' in html
+    assert f'id="case-{case.pk}-turn-1"' in html  # unique when several cases are expanded
     assert "order_id" in html and "&quot;A-123&quot;" in html and "&quot;A-999&quot;" in html
     assert "no call of orders_lookup matched every argument" in html
     assert "could not grade" in html and "judge returned invalid JSON" in html
@@ -417,3 +427,329 @@ def test_a_finished_run_downloads_as_a_holodeck_result_file(
     assert all(len(result.turns or []) == 2 for result in eval_run.report.results)
     page = viewer_client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert reverse("run_export", args=[run.pk]) in page
+
+
+# --- launch form: agent preview, field errors ------------------------------------------------
+
+
+def test_the_launch_form_shows_the_agents_cases_parallelism_and_case_names(
+    staff_client: Client, tmp_path: Path
+) -> None:
+    project = agent_project(tmp_path, VALID_AGENT)
+    html = staff_client.get(reverse("project_launch", args=[project.pk])).text
+    assert "2 test cases (2 turns) · default parallelism 1" in html
+    assert "Empty: the agent&#x27;s default, 1" in html
+    assert 'list="case-names"' in html
+    assert '<datalist id="case-names"><option value="greeting"><option value="farewell">' in html
+
+
+def test_the_launch_form_shows_config_problems_on_get(staff_client: Client, tmp_path: Path) -> None:
+    project = agent_project(tmp_path, BROKEN_AGENT)
+    response = staff_client.get(reverse("project_launch", args=[project.pk]))
+    assert response.status_code == 200
+    assert "The agent.yaml has 3 problems" in response.text
+    assert "cannot be launched until they are fixed" in response.text
+    assert "turns must not be empty" in response.text
+    assert "<script>alert(1)</script>" not in response.text
+
+
+def test_help_texts_and_errors_are_the_targets_of_aria_describedby(
+    staff_client: Client, tmp_path: Path
+) -> None:
+    project = agent_project(tmp_path, VALID_AGENT)
+    html = staff_client.post(reverse("project_launch", args=[project.pk]), {"parallel": "0"}).text
+    described = re.search(r"<input[^>]*id=\"id_parallel\"[^>]*>", html)
+    assert described is not None
+    assert 'aria-invalid="true"' in described.group(0)
+    assert 'aria-describedby="id_parallel_helptext id_parallel_error"' in described.group(0)
+    assert 'id="id_parallel_helptext"' in html and 'id="id_parallel_error"' in html
+    assert 'id="id_git_ref_helptext"' in html
+
+
+def test_a_filter_matching_nothing_lists_valid_case_names(
+    staff_client: Client, tmp_path: Path
+) -> None:
+    project = agent_project(tmp_path, VALID_AGENT)
+    html = staff_client.post(
+        reverse("project_launch", args=[project.pk]), {"case_filter": "nope"}
+    ).text
+    errors = html[html.index('id="id_case_filter_error"') :]
+    assert "no test case matches the filter" in errors
+    assert "Valid case names include:" in errors
+    assert '<span class="mono">greeting</span>, <span class="mono">farewell</span>' in errors
+
+
+def test_a_bad_git_ref_is_reported_at_the_git_ref_field(
+    staff_client: Client, tmp_path: Path
+) -> None:
+    from runs.services import LaunchError
+
+    project = agent_project(tmp_path, VALID_AGENT)
+    message = "git ref 'nope' is not a commit of the project's repository"
+    with mock.patch("runs.services.run_create", side_effect=LaunchError(message)):
+        response = staff_client.post(
+            reverse("project_launch", args=[project.pk]), {"git_ref": "nope"}
+        )
+    assert response.status_code == 400
+    html = response.text
+    assert "The run was not started" not in html
+    field_error = html[html.index('id="id_git_ref_error"') :]
+    assert "git ref &#x27;nope&#x27; is not a commit" in field_error[:300]
+
+
+# --- run page: outcomes, tiles, search --------------------------------------------------------
+
+
+def test_percentages_show_one_decimal_and_never_round_to_a_whole_100_or_0() -> None:
+    assert percent(100.0) == "100%"
+    assert percent(90.0) == "90%"
+    assert percent(87.5) == "87.5%"
+    assert percent(66.6666) == "66.7%"
+    assert percent(99.96) == "99.9%"
+    assert percent(0.04) == "0.1%"
+    assert percent(None) == "–"
+
+
+def test_a_case_failed_only_by_errored_metrics_is_shown_as_not_graded(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=2, failing=(1,)))
+    case = make_not_graded(run, index=0)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    row = re.search(rf'<details class="case case-([\w-]+)" id="case-{case.pk}".*?</details>', html)
+    assert row is not None and row.group(1) == "not-graded"
+    assert '<span class="chip chip-notgraded">not graded</span>' in row.group(0)
+    assert '<span class="sr-only">not graded</span>' in row.group(0)
+    real = run.cases.get(index=1)
+    assert f'<details class="case case-failed" id="case-{real.pk}"' in html  # a real failure
+    assert "2 failed · <span" in html and "1 not graded</span>" in html
+
+    turns = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert '<section class="turn turn-not-graded"' in turns
+    assert '<section class="turn turn-passed"' in turns
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "not graded" in page.split('<div class="case-turns">')[0]  # the case header
+
+
+def test_a_turn_failed_by_its_tools_is_failed_even_when_a_judge_errored(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    case = failing_case(run)  # turn 1: tool assertion failed, and the judge errored
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert f'<section class="turn turn-failed" id="case-{case.pk}-turn-1"' in html
+    assert "turn-not-graded" not in html
+
+
+def test_cancelled_cases_get_a_grey_not_run_chip_and_the_tiles_count_them(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = make_cancelled(project=project)
+    cancelled = run.cases.get(index=3)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    row = re.search(rf'<details class="case ([\w-]+)" id="case-{cancelled.pk}".*?</details>', html)
+    assert row is not None and row.group(1) == "case-cancelled"
+    assert '<span class="chip chip-cancelled">cancelled · not run</span>' in row.group(0)
+    assert "case-failed" not in html
+    assert "· 2 cancelled" in html
+    assert 'class="progress progress-cancelled"' in html
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, cancelled.pk])).text
+    assert "Not run — the run was cancelled." in page
+    assert "No turn recorded yet" not in page
+
+
+def test_the_cancel_button_asks_for_confirmation(
+    staff_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(status=Run.Status.RUNNING, done=3))
+    html = staff_client.get(reverse("run_detail", args=[run.pk])).text
+    assert f"onsubmit=\"return confirm('Cancel run #{run.pk}?" in html
+
+
+def test_the_tokens_tile_shows_a_dash_when_no_usage_was_recorded(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1))
+    Run.objects.filter(pk=run.pk).update(total_tokens=0, prompt_tokens=0, completion_tokens=0)
+    tiles = viewer_client.get(reverse("run_detail", args=[run.pk])).context
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert not tiles["tiles"]["has_tokens"]
+    assert '<span class="tile-value" title="no token usage was recorded">–</span>' in html
+
+
+def test_the_case_search_filters_names_case_insensitively_with_only_failures(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=12, turns=1, failing=(1, 11)))
+    url = reverse("run_detail", args=[run.pk])
+
+    def indices(query: str) -> list[int]:
+        return [case.index for case in viewer_client.get(url + query).context["case_page"]]
+
+    assert indices("?q=CASE+1") == [1, 10, 11]
+    assert indices("?q=case+1&failures=1") == [1, 11]
+    assert indices("?q=FAILING") == [1, 11]
+    html = viewer_client.get(url + "?q=case+1&failures=1").text
+    assert 'value="case 1"' in html
+    assert 'href="?q=case+1"' in html  # "all" keeps the search
+    assert 'href="?q=case+1&amp;failures=1"' in html  # so does "only failures"
+    assert "No case name contains" in viewer_client.get(url + "?q=zzz").text
+
+
+def test_the_run_list_filters_by_agent_name_including_imported_runs(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    mine = build_run(project, RunSpec(cases=1, turns=1))
+    imported = build_run(None, RunSpec(cases=1, turns=1), source=Run.Source.IMPORT)
+    Run.objects.filter(pk=imported.pk).update(agent_name="legacy-agent")
+    response = viewer_client.get(reverse("run_list") + "?agent=legacy-agent")
+    assert [run.pk for run in response.context["page"]] == [imported.pk]
+    assert response.context["agents"] == ["legacy-agent", "weather-agent"]
+    assert '<option value="legacy-agent" selected>' in response.text
+    assert mine.pk in {run.pk for run in viewer_client.get(reverse("run_list")).context["page"]}
+
+
+# --- a case's turns ---------------------------------------------------------------------------
+
+
+def test_a_tool_assertion_counts_its_matching_calls(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, failing_case(run).pk])).text
+    assert "· 1 matching call (#0)" in html
+    assert "· no matching call" in html
+    assert "[0] matching" not in html
+
+
+def test_the_turn_header_splits_agent_and_grading_time(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, failing_case(run).pk])).text
+    assert "agent 1.2 s · grading 850 ms" in html
+
+
+def test_the_judge_column_has_no_leading_separator_without_a_judge_model(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    MetricResult.objects.filter(run=run).update(model_used=None, retry_count=2)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
+    assert '<td class="small">2 retries · 850 ms</td>' in html
+    assert '<td class="small"> · ' not in html
+
+
+def test_an_imported_turn_without_invocations_shows_expected_and_called_tools(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, failing=()))
+    case = make_legacy_turn(run)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert 'expected <span class="mono">[search_orders, refund]</span>' in html
+    assert 'called <span class="mono">[search_orders]</span>' in html
+    assert "not matched" in html
+
+
+def test_a_metric_passed_below_its_threshold_is_flagged(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    MetricResult.objects.filter(run=run, metric_name="rouge").update(score=0.2, threshold=0.5)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
+    assert html.count('title="passed per source file; score below threshold"') == 1
+
+
+def test_long_errors_are_collapsed_and_short_ones_kept_verbatim(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    case = failing_case(run)
+    traceback = "Traceback (most recent call last):\n" + "  frame\n" * 30 + "ValueError: bad"
+    TurnResult.objects.filter(case=case, index=1).update(errors=["short one", traceback])
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert '<pre class="err-text">short one</pre>' in html
+    assert '<details class="err-long"><summary>Traceback (most recent call last):…' in html
+
+
+def test_a_long_input_is_capped_behind_show_more(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    TurnResult.objects.filter(run=run).update(input="word " * 400)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
+    assert html.count('<div class="clamp">') == 1
+    assert '<details class="clamp-toggle">' in html
+
+
+def test_the_case_page_has_turn_chips_next_failed_link_and_collapsed_passing_details(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=6, turns=3, failing=(1, 4)))
+    first, second = run.cases.filter(passed=False).order_by("index")
+    html = viewer_client.get(reverse("case_detail", args=[run.pk, first.pk])).text
+    strip = html[html.index('<nav class="turn-strip"') :]
+    strip = strip[: strip.index("</nav>")]
+    assert 'href="#turn-0">0<span class="v v-ok"' in strip
+    assert 'href="#turn-1">1<span class="v v-bad"' in strip
+    assert "chip-skipped" in strip
+    assert f'href="{reverse("case_detail", args=[run.pk, second.pk])}"' in html
+    assert "next failed case" in html
+    # Grader details: collapsed on the passing turn 0, open on the failed turn 1.
+    assert html.count('<details class="block grader-block">') == 1
+    assert html.count('<details class="block grader-block" open>') == 1
+    last = viewer_client.get(reverse("case_detail", args=[run.pk, second.pk])).text
+    assert "next failed case" not in last
+
+
+def test_the_expanded_case_has_turn_chips_pointing_at_its_own_anchors(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    case = failing_case(run)
+    html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert f'href="#case-{case.pk}-turn-1"' in html
+
+
+def test_verdicts_carry_words_for_screen_readers(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert '<span class="v v-ok" title="passed" aria-hidden="true">✓</span>' in html
+    assert '<span class="sr-only">passed</span>' in html
+    assert '<span class="sr-only">failed</span>' in html
+
+
+# --- error pages and admin --------------------------------------------------------------------
+
+
+def test_a_missing_page_renders_the_404_template_with_links(viewer_client: Client) -> None:
+    response = viewer_client.get("/no/such/page/")
+    assert response.status_code == 404
+    assert "Not found" in response.text
+    assert f'href="{reverse("run_list")}"' in response.text
+    assert f'href="{reverse("home")}"' in response.text
+
+
+def test_the_403_page_says_why(viewer_client: Client, project: AgentProject) -> None:
+    response = viewer_client.get(reverse("project_launch", args=[project.pk]))
+    assert response.status_code == 403
+    assert "Only staff can launch or cancel runs." in response.text
+
+
+def test_the_500_page_renders_without_a_request_context(rf: object) -> None:
+    from django.views.defaults import server_error
+
+    response = server_error(rf.get("/"))  # type: ignore[attr-defined]
+    html = response.content.decode()
+    assert response.status_code == 500
+    assert "Something went wrong" in html
+    assert f'href="{reverse("run_list")}"' in html
+
+
+def test_runs_and_cases_link_to_their_pages_from_the_admin(project: AgentProject) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1))
+    case = run.cases.get(index=1)
+    assert run.get_absolute_url() == reverse("run_detail", args=[run.pk])
+    assert case.get_absolute_url() == reverse("case_detail", args=[run.pk, case.pk])

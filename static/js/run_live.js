@@ -1,0 +1,68 @@
+// Live updates of the run page: when the progress poll fails, say so and back off.
+//
+// htmx keeps firing the "every 1s" trigger of #run-progress after a failed request (nothing was
+// swapped), so failures would otherwise be silent and hammer a broken server. Each failure shows
+// a banner and skips the next polls for a growing delay; after MAX_FAILURES the page stops
+// polling and asks for a reload. A successful poll hides the banner and resets the count.
+(function () {
+  "use strict";
+  var MAX_FAILURES = 5;
+  var BASE_DELAY_MS = 2000;
+  var failures = 0;
+  var retryAt = 0;
+  var stopped = false;
+
+  function isPoll(evt) {
+    var elt = evt.detail && evt.detail.elt;
+    return Boolean(elt && elt.id === "run-progress");
+  }
+
+  function banner(text) {
+    var box = document.getElementById("poll-banner");
+    if (!box) return;
+    if (text) {
+      box.textContent = text;
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+      box.textContent = "";
+    }
+  }
+
+  function failed(evt, cause) {
+    if (!isPoll(evt)) return;
+    failures += 1;
+    var delay = BASE_DELAY_MS * Math.pow(2, failures - 1);
+    retryAt = Date.now() + delay;
+    stopped = failures >= MAX_FAILURES;
+    var head = "Live updates stopped (" + cause + ")";
+    if (stopped) {
+      banner(head + " — reload the page");
+    } else {
+      var seconds = Math.round(delay / 1000);
+      banner(head + " — retrying in " + seconds + " s (attempt " + failures + " of " +
+        MAX_FAILURES + "); reload the page if it persists");
+    }
+  }
+
+  document.addEventListener("htmx:responseError", function (evt) {
+    var xhr = evt.detail && evt.detail.xhr;
+    failed(evt, "HTTP " + (xhr ? xhr.status : "error"));
+  });
+  document.addEventListener("htmx:sendError", function (evt) {
+    failed(evt, "network error");
+  });
+  document.addEventListener("htmx:timeout", function (evt) {
+    failed(evt, "timeout");
+  });
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    if (!isPoll(evt)) return;
+    if (stopped || Date.now() < retryAt) evt.preventDefault();
+  });
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    if (!isPoll(evt) || !evt.detail.successful) return;
+    failures = 0;
+    retryAt = 0;
+    banner("");
+  });
+})();
