@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from graders.result import error_text
+
 MatcherKind = Literal["literal", "fuzzy", "regex"]
 
 # Fuzzy numbers: equal when math.isclose(a, b, rel_tol=FUZZY_REL_TOL, abs_tol=FUZZY_ABS_TOL).
@@ -146,7 +148,7 @@ def match_arg(matcher: ArgMatcher, actual: Any) -> MatchResult:
     except Exception as exc:  # a matcher must never take a turn down with it
         return MatchResult(
             passed=False,
-            reason=f"could not compare: {type(exc).__name__}: {exc}",
+            reason=f"could not compare: {error_text(exc)}",
             expected_normalized=None,
             actual_normalized=None,
         )
@@ -266,7 +268,7 @@ def json_safe(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else safe_str(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | set | frozenset):
         return [json_safe(v) for v in value]
     if isinstance(value, dict):
         return {

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 
 from graders.deterministic import passes, resolve_response, timed
-from graders.result import Grade
+from graders.result import Grade, error_text
 
 DEFAULT_NLP_THRESHOLD = 0.5
 METEOR_NO_WORDNET = (
@@ -137,9 +137,7 @@ def _grade_untimed(
         message = METEOR_NO_WORDNET if label == "METEOR" else f"{label} needs missing data: {exc}"
         return Grade.could_not_grade(message, threshold=threshold)
     except Exception as exc:
-        return Grade.could_not_grade(
-            f"{label} failed: {type(exc).__name__}: {exc}", threshold=threshold
-        )
+        return Grade.could_not_grade(f"{label} failed: {error_text(exc)}", threshold=threshold)
     # sacrebleu gives 100.00000000000004 for identical text.
     score = min(max(raw, 0.0), 1.0)
     bar = threshold if threshold is not None else DEFAULT_NLP_THRESHOLD

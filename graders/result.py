@@ -43,3 +43,9 @@ class Grade:
     @classmethod
     def could_not_grade(cls, error: str, *, threshold: float | None = None, **kw: Any) -> Grade:
         return cls(score=None, passed=False, threshold=threshold, error=error, **kw)
+
+
+def error_text(exc: BaseException) -> str:
+    """The one-line form every error is recorded in: ``ExcType: message`` (or just the type)."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -17,13 +17,14 @@ def configure(app: Celery) -> None:
     broker_url: str | None
     transport_options: dict[str, object]
     if settings.EMBEDDED_BROKER:
-        for sub in ("in", "processed"):
+        for sub in ("in", "processed", "control"):
             (settings.BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
         broker_url = "filesystem://"
         transport_options = {
             "data_folder_in": str(settings.BROKER_DIR / "in"),
             "data_folder_out": str(settings.BROKER_DIR / "in"),
             "processed_folder": str(settings.BROKER_DIR / "processed"),
+            "control_folder": str(settings.BROKER_DIR / "control"),
             "store_processed": False,
         }
     else:

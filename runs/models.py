@@ -172,6 +172,8 @@ class CaseResult(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     # Touched by every turn the running attempt writes: a stale heartbeat means a dead worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # "<host>:<pid>" of the process running the current attempt.
+    claimed_by = models.CharField(max_length=300, blank=True)
     is_multi_turn = models.BooleanField(default=False)
     turn_count = models.IntegerField(default=0)
     turns_passed = models.IntegerField(default=0)

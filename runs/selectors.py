@@ -37,6 +37,19 @@ CASE_ROW_FIELDS = (
     "metric_results",
 )
 
+# Large run columns the case pages (case_detail.html and the case turns fragment) never read.
+CASE_PAGE_UNUSED_RUN_FIELDS = (
+    "raw_yaml",
+    "config_snapshot",
+    "environment",
+    "cli_args",
+    "options",
+    "prompt_version",
+    "summary",
+    "metric_summary",
+    "error",
+)
+
 
 @dataclass(frozen=True)
 class MetricAverage:
@@ -233,14 +246,18 @@ def next_failed_case(*, case: CaseResult) -> CaseResult | None:
 
 
 def case_get(*, run_id: int, case_id: int) -> CaseResult:
-    """One case with its run, turns and each turn's metrics (three queries)."""
+    """One case with its run, turns and each turn's metrics (three queries).
+
+    The case pages read only the run's id, agent name and status, so the run's project is not
+    joined and its large text/JSON columns stay in the database.
+    """
     turns = TurnResult.objects.order_by("index").prefetch_related(
         Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
     )
     return get_object_or_404(
-        CaseResult.objects.select_related("run", "run__project").prefetch_related(
-            Prefetch("turns", queryset=turns)
-        ),
+        CaseResult.objects.select_related("run")
+        .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
+        .prefetch_related(Prefetch("turns", queryset=turns)),
         pk=case_id,
         run_id=run_id,
     )

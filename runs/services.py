@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
@@ -19,6 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from graders.result import error_text
 from runs import gitutil
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.records import case_fields, case_wire, metric_rows, metric_summary, turn_fields
@@ -245,12 +248,25 @@ def case_execute(case_id: int) -> None:
 
 
 def _case_claim(case: CaseResult) -> int | None:
-    """Take the case for a new attempt (None: another attempt took it, or it is given up)."""
+    """Take the case for a new attempt (None: another attempt has it, or it is given up).
+
+    A running case is taken over only when its attempt is dead: its process is gone (same
+    host) or its heartbeat is stale. A message redelivered while the case is still running
+    (a long case outliving the broker's visibility timeout) leaves it alone.
+    """
+    if case.status == CaseResult.Status.RUNNING and not _attempt_dead(case):
+        return None
     attempt = case.attempts + 1
     now = timezone.now()
     claimed = CaseResult.objects.filter(
         pk=case.pk, status=case.status, attempts=case.attempts
-    ).update(status=CaseResult.Status.RUNNING, attempts=attempt, started_at=now, heartbeat_at=now)
+    ).update(
+        status=CaseResult.Status.RUNNING,
+        attempts=attempt,
+        started_at=now,
+        heartbeat_at=now,
+        claimed_by=THIS_PROCESS,
+    )
     if not claimed:
         return None
     if case.status == CaseResult.Status.RUNNING:  # its worker died mid-case
@@ -265,6 +281,27 @@ def _case_claim(case: CaseResult) -> int | None:
     return attempt
 
 
+THIS_PROCESS = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _attempt_dead(case: CaseResult) -> bool:
+    cutoff = timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)
+    if case.heartbeat_at is None or case.heartbeat_at < cutoff:
+        return True
+    host, _, pid = case.claimed_by.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine: only its heartbeat can tell
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def _case_run(case: CaseResult, attempt: int) -> None:
     try:
         with run_agent_loaded(case.run) as agent:
@@ -274,7 +311,7 @@ def _case_run(case: CaseResult, attempt: int) -> None:
         return
     except Exception as exc:
         log.exception("case %s of run %s crashed", case.index, case.run_id)
-        _case_error(case, attempt, f"execution error: {type(exc).__name__}: {exc}")
+        _case_error(case, attempt, f"execution error: {error_text(exc)}")
         return
     case_record_result(case, attempt, result, turns)
 
@@ -471,6 +508,19 @@ def run_cancel(*, run: Run) -> bool:
     Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
     _case_settled(run)
     return True
+
+
+def _stale_cases(run: Run) -> Any:
+    cutoff = timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)
+    return CaseResult.objects.filter(run=run).filter(
+        Q(status=CaseResult.Status.RUNNING, heartbeat_at__lt=cutoff)
+        | Q(status=CaseResult.Status.PENDING, enqueued=True, enqueued_at__lt=cutoff)
+    )
+
+
+def run_has_stale_cases(run: Run) -> bool:
+    """One read: does the run have a case whose worker died or whose message was lost?"""
+    return run.status == Run.Status.RUNNING and _stale_cases(run).exists()
 
 
 def run_reap_stale(run: Run) -> bool:

@@ -356,9 +356,10 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 
 def _reap_stale(run: Run) -> bool:
-    from runs.services import run_reap_stale
+    """Reap only when something is stale: polling every second must not take write locks."""
+    from runs.services import run_has_stale_cases, run_reap_stale
 
-    return run_reap_stale(run)
+    return run_has_stale_cases(run) and run_reap_stale(run)
 
 
 def _parse_since(value: str) -> datetime | None:

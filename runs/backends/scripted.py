@@ -35,7 +35,7 @@ import yaml
 from graders.matchers import FuzzyMatcher, LiteralMatcher
 from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
 from runs.backends.mcp_client import McpConnection
-from runs.backends.tools import call_function_tool
+from runs.backends.tools import call_function_tool, error_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -171,7 +171,7 @@ class ScriptedSession:
                 connection = await self._connect(server)
                 result, error = await connection.call(tool_name, args)
             except Exception as exc:
-                result, error = None, f"{type(exc).__name__}: {exc}"
+                result, error = None, error_text(exc)
         else:
             return ToolCallRecord(name, args, error=f"unknown tool {name!r}")
         return ToolCallRecord(name, args, result, error, (time.perf_counter() - started) * 1000)

@@ -19,6 +19,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, Union, get_args, get_origin
 
+from graders.result import error_text
+
 _JSON_SCALARS: dict[Any, str] = {
     str: "string",
     int: "integer",
@@ -26,12 +28,6 @@ _JSON_SCALARS: dict[Any, str] = {
     bool: "boolean",
     type(None): "null",
 }
-
-
-def error_text(exc: BaseException) -> str:
-    """The one-line error form every backend records: ``ExcType: message``."""
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 async def call_function_tool(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from graders.matchers import matcher_to_config
+from graders.matchers import json_safe, matcher_to_config
+from graders.result import error_text
 from graders.tools import assert_tools, tools_matched
 from runs.backends.base import AgentBackend, AgentSession, ToolCallRecord, TurnOutput, backend_for
 from runs.engine.events import CaseEvent, EventCallback, emit
@@ -145,7 +145,7 @@ class Engine:
             except TimeoutError:
                 open_error = "session could not be opened: timed out"
             except Exception as exc:
-                open_error = f"session could not be opened: {_error_text(exc)}"
+                open_error = f"session could not be opened: {error_text(exc)}"
             for turn_index, turn in enumerate(turns):
                 if self.is_cancelled() and state.stop_reason is None:
                     state.stop_reason = "run cancelled"
@@ -186,7 +186,7 @@ class Engine:
             test_input="\n---\n".join(turn.input for turn in case.as_turns()),
             passed=False,
             execution_time_ms=0,
-            errors=[f"execution error: {_error_text(exc)}"],
+            errors=[f"execution error: {error_text(exc)}"],
             timestamp=utc_now(),
         )
 
@@ -210,7 +210,7 @@ class Engine:
             return await self._run_turn(session, case, turn, turn_index, state)
         except Exception as exc:
             state.session_error()
-            return self._failed_turn(turn, turn_index, f"engine error: {_error_text(exc)}"), []
+            return self._failed_turn(turn, turn_index, f"engine error: {error_text(exc)}"), []
 
     async def _run_turn(
         self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
@@ -271,7 +271,7 @@ class Engine:
                 None, is_error=True, error=f"Agent invocation timeout after {timeout:g}s"
             )
         except Exception as exc:  # a crashing backend is recorded on this turn; the run goes on
-            return TurnOutput(None, is_error=True, error=f"Agent error: {_error_text(exc)}")
+            return TurnOutput(None, is_error=True, error=f"Agent error: {error_text(exc)}")
 
     async def _grade(
         self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: CaseState
@@ -408,24 +408,5 @@ def is_tool_of(call_name: str, tool_name: str) -> bool:
     )
 
 
-def json_safe(value: Any) -> Any:
-    """Tool args and results as JSON values: dict keys become strings, tuples lists, and any
-    other object its text."""
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, dict):
-        return {str(key): json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(item) for item in value]
-    return str(value)
-
-
 def as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(json_safe(value))
-
-
-def _error_text(exc: BaseException) -> str:
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

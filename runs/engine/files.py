@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graders.result import error_text
 from runs.report.models import ProcessedFileInput
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class FileProcessor:
                 (f"conversion timed out after {self.execution.file_timeout:g}s"),
             )
         except Exception as exc:
-            markdown, cached, error = "", None, f"{type(exc).__name__}: {exc}"
+            markdown, cached, error = "", None, error_text(exc)
         return ProcessedFileInput(
             original=original,
             markdown_content=markdown,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from graders.result import Grade
+from graders.result import Grade, error_text
 from runs.report.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
@@ -72,9 +72,7 @@ class MetricRunner:
         try:
             grade = await self._dispatch(metric, facts)
         except Exception as exc:  # a grader bug must not take the turn down with it
-            grade = Grade.could_not_grade(
-                f"{type(exc).__name__}: {exc}", threshold=metric.threshold
-            )
+            grade = Grade.could_not_grade(error_text(exc), threshold=metric.threshold)
         elapsed = int((time.perf_counter() - started) * 1000)
         return to_metric_result(metric, grade, elapsed), grade.details
 

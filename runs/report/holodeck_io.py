@@ -64,11 +64,13 @@ def dump_eval_run(run: EvalRun) -> str:
 
 
 def slugify(name: str) -> str:
-    """HoloDeck's results-directory slug: lowercase, runs of other characters -> ``-``."""
+    """HoloDeck's results-directory slug: lowercase, runs of other characters -> ``-``.
+
+    A name with no usable character (``日本語``, ``!!!``) becomes ``agent``: a result file must
+    always have somewhere to go.
+    """
     slug = _REPEATED_DASH.sub("-", _NON_SLUG.sub("-", name.lower())).strip("-")
-    if not slug:
-        raise ValueError(f"agent name {name!r} has no characters usable in a directory name")
-    return slug
+    return slug or "agent"
 
 
 def timestamp_for_filename(when: datetime | str) -> str:

@@ -344,7 +344,4 @@ def _xml_seconds(ms: int) -> str:
 
 
 def _classname(agent_name: str) -> str:
-    try:
-        return slugify(agent_name)
-    except ValueError:
-        return "agent"
+    return slugify(agent_name)

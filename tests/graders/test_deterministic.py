@@ -247,10 +247,6 @@ def test_each_equality_and_numeric_case_grades_as_the_contract_says(
         assert grade.reason
 
 
-def test_the_table_holds_at_least_twenty_cases() -> None:
-    assert len(CASES) >= 20
-
-
 def test_a_numeric_failure_reason_shows_both_values_and_the_tolerance() -> None:
     grade = grade_numeric("0.14", "0.1414")
 
@@ -331,10 +327,12 @@ def test_response_path_errors_say_what_went_wrong(response: str, path: str, mess
 
 
 @pytest.mark.parametrize("path", ["a", "a.b", "items[0].x", "a[1][2]", "_x-y"])
-def test_valid_response_paths(path: str) -> None:
+def test_dotted_names_and_integer_indices_are_valid_response_paths(path: str) -> None:
     assert is_valid_response_path(path)
 
 
 @pytest.mark.parametrize("path", ["", ".a", "a.", "a[x]", "a..b", "[0]", "$.a"])
-def test_invalid_response_paths(path: str) -> None:
+def test_empty_parts_non_integer_indices_and_a_leading_index_or_dollar_are_rejected(
+    path: str,
+) -> None:
     assert not is_valid_response_path(path)

@@ -83,10 +83,6 @@ def test_each_matcher_case_passes_or_fails_as_the_contract_says(
     assert (result.reason is None) is passes
 
 
-def test_the_table_holds_at_least_thirty_cases() -> None:
-    assert len(MATCHER_CASES) >= 30
-
-
 def test_a_failed_fuzzy_match_explains_itself_with_both_values() -> None:
     result = match_arg(FuzzyMatcher("206588"), 205000)
 

@@ -234,7 +234,9 @@ def test_parallel_test_cases_resolves_cli_then_yaml_then_env_then_one(
     assert agent.parallel_test_cases == expected
 
 
-def test_execution_defaults(tmp_path: Path) -> None:
+def test_execution_settings_default_to_holodeck_timeouts_and_cache_without_parallelism(
+    tmp_path: Path,
+) -> None:
     execution = load_agent(make_agent_dir(tmp_path), environ={}).config.execution
     assert (execution.llm_timeout, execution.file_timeout, execution.download_timeout) == (
         60,

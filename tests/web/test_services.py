@@ -66,7 +66,9 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     services.case_execute(case.pk)  # redelivered after it finished: nothing happens
     assert TurnResult.objects.filter(case=case).count() == turns_before
     # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
-    CaseResult.objects.filter(pk=case.pk).update(status=CaseResult.Status.RUNNING)
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING, claimed_by=dead_process()
+    )
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, cases_done=0, passed_cases=0, failed_cases=0
     )
@@ -74,6 +76,42 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     run.refresh_from_db()
     assert TurnResult.objects.filter(case=case).count() == turns_before
     assert run.turns_done == turns_before and run.cases_done == 1
+
+
+def dead_process() -> str:
+    """``host:pid`` of a process of this machine that has exited."""
+    import socket
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return f"{socket.gethostname()}:{proc.pid}"
+
+
+def test_a_redelivery_leaves_a_case_alone_while_its_worker_is_alive(
+    tmp_path: Path, eager_celery: None
+) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    run = launch(example_project(tmp_path), limit=1)
+    case = run.cases.get()
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        CaseResult.objects.filter(pk=case.pk).update(
+            status=CaseResult.Status.RUNNING,
+            heartbeat_at=timezone.now(),
+            claimed_by=f"{socket.gethostname()}:{worker.pid}",
+        )
+        Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+        services.case_execute(case.pk)  # e.g. redelivered after the visibility timeout
+        case.refresh_from_db()
+        assert case.status == CaseResult.Status.RUNNING and case.attempts == 1
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 def test_cancelling_stops_the_cases_not_yet_started(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from graders.result import error_text
+
 EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
 
@@ -72,6 +74,9 @@ class Command(BaseCommand):
             for line in exc.lines():
                 self.stderr.write(line)
             return EXIT_CONFIG
+        if options["limit"] is not None and options["limit"] < 1:
+            self.stderr.write(f"--limit {options['limit']}: must be at least 1")
+            return EXIT_CONFIG
         if options["timeout"] is not None:
             if options["timeout"] <= 0:
                 self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
@@ -88,7 +93,7 @@ class Command(BaseCommand):
         try:
             eval_run = self._run(agent, indices, options)
         except Exception as exc:  # backend could not start, etc.
-            self.stderr.write(f"execution error: {type(exc).__name__}: {exc}")
+            self.stderr.write(f"execution error: {error_text(exc)}")
             return EXIT_EXECUTION
         try:
             self._write_outputs(agent, eval_run, options)
