@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from graders.judge_models import JudgeConfigError, JudgeSpec, judge_model_for, quiet_deepeval
 from graders.result import Grade, JudgeUsage
@@ -45,13 +45,7 @@ RagMetricType = Literal[
     "contextual_precision",
     "contextual_recall",
 ]
-RAG_METRICS: tuple[str, ...] = (
-    "faithfulness",
-    "answer_relevancy",
-    "contextual_relevancy",
-    "contextual_precision",
-    "contextual_recall",
-)
+RAG_METRICS: tuple[str, ...] = get_args(RagMetricType)
 # The agent.yaml names of G-Eval's evaluation_params (the values of deepeval's SingleTurnParams).
 GEVAL_PARAMS: tuple[str, ...] = (
     "input",

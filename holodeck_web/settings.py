@@ -1,15 +1,6 @@
-"""Django settings. Everything a deployment changes comes from the environment.
-
-| variable | default |
-| --- | --- |
-| DATABASE_URL | sqlite:///<repo>/.holodeck/db.sqlite3 (embedded default) |
-| REDIS_URL / CELERY_BROKER_URL | unset: an embedded file-system broker (no Redis needed) |
-| SECRET_KEY | generated once into .holodeck/secret_key |
-| DEBUG | false |
-| ALLOWED_HOSTS | 127.0.0.1,localhost |
-| HOLODECK_DATA_DIR | <repo>/.holodeck |
-| HOLODECK_CELERY_EAGER | false (true runs tasks in-process; tests only) |
-"""
+"""Django settings. Everything a deployment changes comes from the environment; the README's
+"Settings" table lists every variable with its default. A malformed value stops start-up with
+one line naming the variable (holodeck_web/env.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from holodeck_web.env import env_bool, env_int, env_list, env_url, secret_key
+from holodeck_web.env import env_bool, env_choice, env_int, env_list, env_url, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("HOLODECK_DATA_DIR", BASE_DIR / ".holodeck")).resolve()
@@ -126,16 +117,17 @@ EMBEDDED_BROKER = BROKER_URL is None
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_EAGER = env_bool("HOLODECK_CELERY_EAGER", False)
 CELERY_WORKER_CONCURRENCY = env_int("HOLODECK_WORKER_CONCURRENCY", 2, minimum=1)
-# A case task that is not finished after this long is considered lost (worker died) and its run
-# is failed by the sweeper, so no run stays "running" forever.
+# A running case with no finished turn for this long is lost (its worker died): the sweeper
+# errors it and settles the run, so no run stays "running" forever.
 HOLODECK_CASE_STALE_SECONDS = env_int("HOLODECK_CASE_STALE_SECONDS", 1800, minimum=10)
 # How often each worker looks for stale cases, lost messages and runs to settle.
 HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 60, minimum=0)  # 0: off
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", LOG_LEVELS)},
     "loggers": {"httpx": {"level": "WARNING"}, "deepeval": {"level": "WARNING"}},
 }

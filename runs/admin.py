@@ -43,7 +43,7 @@ class RunAdmin(_ReadOnlyAdmin):
     search_fields = ("agent_name", "git_commit", "git_branch")
     date_hierarchy = "created_at"
     list_select_related = ("project",)
-    # The config snapshot and raw YAML are large; shown on the detail page only.
+    # The raw YAML is large; it stays out of the admin form.
     exclude = ("raw_yaml",)
 
 

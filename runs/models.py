@@ -2,8 +2,8 @@
 TurnResult -> TurnResult, MetricResult -> MetricResult).
 
 Lists read the summary columns on ``Run``; turn details are fetched only when a case row is
-expanded. Tool invocations, arg-match details and processed files are JSON on the turn row (they
-are always read together with it, so no N+1).
+expanded. Tool invocations, arg-match details and grader details are JSON on the turn row, and
+processed files JSON on the case row (each is always read together with its row, so no N+1).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
+
+from runs.spec.models import case_label
 
 
 class AgentProject(models.Model):
@@ -150,8 +151,6 @@ class Run(models.Model):
                 setattr(self, key, value)
         return ended == 1
 
-    def count_turn_done(self) -> None:
-        Run.objects.filter(pk=self.pk).update(turns_done=F("turns_done") + 1)
 
 
 class CaseResult(models.Model):
@@ -203,14 +202,14 @@ class CaseResult(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name or f"#{self.index}"
+        return case_label(self.name, self.index)
 
     def get_absolute_url(self) -> str:
         return reverse("case_detail", kwargs={"run_id": self.run_id, "case_id": self.pk})
 
     @property
     def label(self) -> str:
-        return self.name or f"case #{self.index}"
+        return self.name or f"case #{self.index}"  # reads better in page titles
 
 
 class TurnResult(models.Model):

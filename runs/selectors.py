@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from django.db.models import Avg, Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.report.models import MetricKind
 
-METRIC_KINDS = ("standard", "rag", "geval", "code")
+METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
 
 # Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
 CASE_ROW_FIELDS = (

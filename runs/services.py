@@ -1,5 +1,6 @@
-"""Writes and orchestration: register projects, create / start / execute / finish runs, import
-and record reports. Celery tasks and views call these; they hold no business logic themselves.
+"""Writes and orchestration: register projects, create / start / execute / finish / cancel runs
+and keep them moving when workers die. Celery tasks and views call these and hold no business
+logic themselves; whole-report writes (CLI runs, imports, export) are in ``runs.records``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.records import case_fields, case_wire, metric_rows, metric_summary, turn_fields
 from runs.report import models as wire
 from runs.spec.errors import ConfigError, ConfigProblem
+from runs.spec.models import case_label
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -35,7 +37,14 @@ log = logging.getLogger(__name__)
 
 
 class LaunchError(Exception):
-    """A run cannot be launched (bad git ref, no matching case, ...); nothing was queued."""
+    """A run cannot be launched (bad git ref, no matching case, ...); nothing was queued.
+
+    ``field`` names the launch-form field at fault, if one is.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 # --- projects -------------------------------------------------------------------------------
@@ -47,7 +56,7 @@ def project_register(*, agent_path: Path, name: str | None = None) -> AgentProje
 
     agent_path = agent_path.resolve()
     if not agent_path.is_file():
-        raise LaunchError(f"{agent_path} does not exist")
+        raise FileNotFoundError(f"{agent_path} does not exist")
     description = ""
     if name is None:
         try:
@@ -76,7 +85,7 @@ def select_cases(
     indices = [
         index
         for index, case in enumerate(test_cases)
-        if not needle or needle in (case.name or f"#{index}").lower()
+        if not needle or needle in case_label(case.name, index).lower()
     ]
     return indices[:limit] if limit else indices
 
@@ -102,17 +111,19 @@ def run_create(
         try:
             commit = gitutil.resolve_commit(directory, git_ref.strip())
         except gitutil.GitError as exc:
-            raise LaunchError(str(exc)) from exc
+            raise LaunchError(str(exc), field="git_ref") from exc
     try:
         with gitutil.checkout(directory, commit or None) as agent_dir:
             agent = load_agent(agent_dir / project.agent_file, parallel_override=parallel)
     except gitutil.GitError as exc:
-        raise LaunchError(f"could not check out {git_ref}: {exc}") from exc
+        raise LaunchError(f"could not check out {git_ref}: {exc}", field="git_ref") from exc
     except FileNotFoundError as exc:
         raise ConfigError([ConfigProblem(project.agent_file, None, None, "", str(exc))]) from exc
     indices = select_cases(agent.config.test_cases, case_filter=case_filter, limit=limit)
     if not indices:
-        raise LaunchError(f"no test case matches the filter {case_filter!r}")
+        raise LaunchError(
+            f"no test case matches the filter {case_filter!r}", field="case_filter"
+        )
     info = gitutil.git_info(directory)
     run = Run.objects.create(
         project=project,
@@ -306,14 +317,14 @@ def _case_run(case: CaseResult, attempt: int) -> None:
     try:
         with run_agent_loaded(case.run) as agent:
             _case_check_unchanged(case, agent)
-            result, turns = asyncio.run(_execute(agent, case, attempt))
+            result, turns, cancelled = asyncio.run(_execute(agent, case, attempt))
     except CaseSuperseded:
         return
     except Exception as exc:
         log.exception("case %s of run %s crashed", case.index, case.run_id)
         _case_error(case, attempt, f"execution error: {error_text(exc)}")
         return
-    case_record_result(case, attempt, result, turns)
+    case_record_result(case, attempt, result, turns, cancelled=cancelled)
 
 
 def _case_check_unchanged(case: CaseResult, agent: LoadedAgent) -> None:
@@ -333,7 +344,8 @@ def _case_check_unchanged(case: CaseResult, agent: LoadedAgent) -> None:
 
 async def _execute(
     agent: LoadedAgent, case: CaseResult, attempt: int
-) -> tuple[wire.TestResult, tuple[wire.TurnResult, ...]]:
+) -> tuple[wire.TestResult, tuple[wire.TurnResult, ...], bool]:
+    """Run the case; also say whether the run was cancelled while it ran."""
     from runs.engine.events import CaseEvent
     from runs.engine.executor import Engine
 
@@ -359,7 +371,7 @@ async def _execute(
     finally:
         # The recorder's thread keeps a database connection of its own; do not leak it.
         await sync_to_async(_close_thread_connection, thread_sensitive=True)()
-    return result, finished[0].turns
+    return result, finished[0].turns, cancelled
 
 
 def _close_thread_connection() -> None:
@@ -384,10 +396,16 @@ def turn_record(case: CaseResult, attempt: int, turn: wire.TurnResult) -> TurnRe
 
 
 def case_record_result(
-    case: CaseResult, attempt: int, result: wire.TestResult, turns: tuple[wire.TurnResult, ...]
+    case: CaseResult,
+    attempt: int,
+    result: wire.TestResult,
+    turns: tuple[wire.TurnResult, ...],
+    *,
+    cancelled: bool = False,
 ) -> None:
-    """Settle the case (done, or cancelled when the run was cancelled under it)."""
-    cancelled = any(turn.skipped and turn.errors == ["skipped: run cancelled"] for turn in turns)
+    """Settle the case: done, or cancelled when the run was cancelled under it and some of its
+    turns were skipped for that."""
+    cancelled = cancelled and any(turn.skipped for turn in turns)
     usage = result.token_usage
     with transaction.atomic():
         updated = _owned(case, attempt).update(

@@ -29,6 +29,7 @@ from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
 from runs.models import AgentProject, CaseResult, Run
+from runs.spec.models import case_label
 
 RUNS_PER_PAGE = 50
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
@@ -174,7 +175,7 @@ def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str
         case_count=len(cases),
         turn_count=sum(len(case.as_turns()) for case in cases),
         parallel=agent.parallel_test_cases,
-        case_names=[case.name or f"#{index}" for index, case in enumerate(cases)],
+        case_names=[case_label(case.name, index) for index, case in enumerate(cases)],
     )
     return preview, []
 
@@ -201,21 +202,10 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     except ConfigError as exc:
         return [str(problem) for problem in exc.problems] or [str(exc)]
     except LaunchError as exc:
-        field = _launch_error_field(str(exc))
-        if field is None:
+        if exc.field is None:
             return [str(exc)]
-        form.add_error(field, str(exc))
+        form.add_error(exc.field, str(exc))
         return []
-
-
-def _launch_error_field(message: str) -> str | None:
-    """The form field a LaunchError is about (by its message), or None for the banner."""
-    lowered = message.lower()
-    if lowered.startswith(("git ref", "invalid git ref", "could not check out")):
-        return "git_ref"
-    if lowered.startswith("no test case matches"):
-        return "case_filter"
-    return None
 
 
 # --- runs ----------------------------------------------------------------------------------
@@ -283,13 +273,8 @@ def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
 
 
 def _tiles(run: Run) -> dict[str, Any]:
-    graded = run.passed_cases + run.failed_cases
-    # Computed from the counters (a percentage) so a running run shows the rate so far.
-    pass_rate = run.passed_cases * 100 / graded if graded else None
     counts = selectors.run_case_counts(run=run)
     return {
-        "pass_rate": pass_rate,
-        "graded": graded,
         "not_graded": counts.not_graded,
         "cancelled": counts.cancelled,
         # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
@@ -373,7 +358,7 @@ def _parse_since(value: str) -> datetime | None:
 
 @staff_required
 @require_POST
-def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     from runs.services import run_cancel as cancel_run
 
     run = get_object_or_404(Run, pk=run_id)
@@ -381,12 +366,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         messages.success(request, f"Run {run.pk} cancelled.")
     else:
         messages.info(request, f"Run {run.pk} had already finished.")
-    url = reverse("run_detail", kwargs={"run_id": run.pk})
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return HttpResponseRedirect(url)
+    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
 
 
 # --- cases ---------------------------------------------------------------------------------

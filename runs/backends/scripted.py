@@ -36,6 +36,7 @@ from graders.matchers import FuzzyMatcher, LiteralMatcher
 from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
 from runs.backends.mcp_client import McpConnection
 from runs.backends.tools import call_function_tool, error_text
+from runs.spec.models import case_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,7 +48,7 @@ Transcript = dict[str, list[dict[str, Any]]]
 
 
 def case_key(case: TestCase, index: int) -> str:
-    return case.name if case.name else f"#{index}"
+    return case_label(case.name, index)
 
 
 def build_transcript(test_cases: list[TestCase]) -> Transcript:
@@ -103,7 +104,7 @@ class ScriptedBackend:
         }
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ScriptedSession:
-        key = case_name if case_name else f"#{case_index}"
+        key = case_label(case_name, case_index)
         turns = self.transcript.get(key)
         if turns is None:
             turns = self.transcript.get(f"#{case_index}")

@@ -317,27 +317,10 @@ class Engine:
                 state.retrieval_context.append(as_text(call.result))
 
     def _failed_turn(self, turn: Turn, turn_index: int, error: str) -> TurnResult:
-        return TurnResult(
-            turn_index=turn_index,
-            input=turn.input,
-            ground_truth=turn.ground_truth,
-            expected_tools=serialize_expected(turn.expected_tools),
-            passed=False,
-            execution_time_ms=0,
-            errors=[error],
-        )
+        return _unsent_turn(turn, turn_index, error, skipped=False)
 
     def _skipped_turn(self, turn: Turn, turn_index: int, reason: str) -> TurnResult:
-        return TurnResult(
-            turn_index=turn_index,
-            input=turn.input,
-            ground_truth=turn.ground_truth,
-            expected_tools=serialize_expected(turn.expected_tools),
-            passed=False,
-            execution_time_ms=0,
-            errors=[f"skipped: {reason}"],
-            skipped=True,
-        )
+        return _unsent_turn(turn, turn_index, f"skipped: {reason}", skipped=True)
 
 
 async def run_agent(agent: LoadedAgent, **kwargs: Any) -> TestReport:
@@ -345,6 +328,20 @@ async def run_agent(agent: LoadedAgent, **kwargs: Any) -> TestReport:
     parallel = kwargs.pop("parallel", None)
     case_indices = kwargs.pop("case_indices", None)
     return await Engine(agent, **kwargs).run(parallel=parallel, case_indices=case_indices)
+
+
+def _unsent_turn(turn: Turn, turn_index: int, error: str, *, skipped: bool) -> TurnResult:
+    """A turn that never reached the agent: failed (error) or skipped (reason)."""
+    return TurnResult(
+        turn_index=turn_index,
+        input=turn.input,
+        ground_truth=turn.ground_truth,
+        expected_tools=serialize_expected(turn.expected_tools),
+        passed=False,
+        execution_time_ms=0,
+        errors=[error],
+        skipped=skipped,
+    )
 
 
 def compose_message(text: str, files: Sequence[ProcessedFileInput]) -> str:

@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
+from runs.spec.models import case_label
 
 
 class TerminalProgress:
@@ -21,7 +22,7 @@ class TerminalProgress:
         self.started = time.perf_counter()
 
     def __call__(self, event: CaseEvent) -> None:
-        label = event.case_name or f"#{event.case_index}"
+        label = case_label(event.case_name, event.case_index)
         if event.kind == "turn_finished" and event.turn is not None:
             self.turns_done += 1
             turn = event.turn

@@ -34,7 +34,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from graders.deterministic import is_valid_response_path
+from graders.judges import RagMetricType
 from graders.matchers import ArgMatcher, matcher_to_config, parse_arg_matcher
+from runs.report.models import MetricKind
 from runs.spec.resolve import GRADER_PATH_RE, CodeResolver, ResolveError
 
 SPEC_ERROR = "holodeck_spec"
@@ -43,13 +45,7 @@ TOOL_NAME_RE = re.compile(r"^[0-9A-Za-z_]+$")
 
 Provider = Literal["openai", "azure_openai", "anthropic", "ollama", "scripted"]
 StandardMetricName = Literal["bleu", "rouge", "meteor", "equality", "numeric"]
-RagMetricType = Literal[
-    "faithfulness",
-    "answer_relevancy",
-    "contextual_relevancy",
-    "contextual_precision",
-    "contextual_recall",
-]
+
 GEvalParam = Literal[
     "input",
     "actual_output",
@@ -60,7 +56,6 @@ GEvalParam = Literal[
     "expected_tools",
 ]
 FileType = Literal["image", "pdf", "text", "excel", "word", "powerpoint", "csv"]
-MetricKind = Literal["standard", "geval", "rag", "code"]
 
 # Tags of the discriminated unions below. Pydantic puts the tag into an error's location; the
 # loader drops these so paths read like the YAML (``evaluations[0].grader``).
@@ -671,6 +666,12 @@ class Turn(_Strict):
 
 # Fields of a single-turn case that have no meaning beside ``turns``.
 _LEGACY_TURN_FIELDS = ("input", "ground_truth", "expected_tools", "files", "retrieval_context")
+
+
+def case_label(name: str | None, index: int) -> str:
+    """How a test case is named everywhere (transcripts, progress, filters, errors): its name,
+    else ``#<index>`` (0-based)."""
+    return name or f"#{index}"
 
 
 def case_shape_problem(present: set[str]) -> tuple[str, str] | None:

@@ -32,6 +32,7 @@ def manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
         ("REDIS_URL", "http://127.0.0.1:6379", "REDIS_URL='http://127.0.0.1:6379': the scheme"),
         ("HOLODECK_WORKER_CONCURRENCY", "zero", "HOLODECK_WORKER_CONCURRENCY='zero' is not an int"),
         ("SECRET_KEY", "short", "SECRET_KEY must be at least 32 characters"),
+        ("LOG_LEVEL", "loud", "LOG_LEVEL='loud' must be one of DEBUG, INFO"),
     ],
 )
 def test_a_malformed_setting_stops_start_up_with_a_clear_message(

@@ -479,22 +479,26 @@ def test_a_filter_matching_nothing_lists_valid_case_names(
     assert '<span class="mono">greeting</span>, <span class="mono">farewell</span>' in errors
 
 
+@pytest.mark.parametrize("git_ref", ["no-such-branch", "0123456789abcdef"])
 def test_a_bad_git_ref_is_reported_at_the_git_ref_field(
-    staff_client: Client, tmp_path: Path
+    staff_client: Client, tmp_path: Path, git_ref: str
 ) -> None:
-    from runs.services import LaunchError
+    import subprocess
 
     project = agent_project(tmp_path, VALID_AGENT)
-    message = "git ref 'nope' is not a commit of the project's repository"
-    with mock.patch("runs.services.run_create", side_effect=LaunchError(message)):
-        response = staff_client.post(
-            reverse("project_launch", args=[project.pk]), {"git_ref": "nope"}
+    repo = Path(project.directory)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "agent"]):
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", *args],
+            check=True,
         )
+    response = staff_client.post(reverse("project_launch", args=[project.pk]), {"git_ref": git_ref})
     assert response.status_code == 400
     html = response.text
     assert "The run was not started" not in html
     field_error = html[html.index('id="id_git_ref_error"') :]
-    assert "git ref &#x27;nope&#x27; is not a commit" in field_error[:300]
+    assert f"git ref &#x27;{git_ref}&#x27; is not a commit" in field_error[:300]
+    assert not Run.objects.exists()
 
 
 # --- run page: outcomes, tiles, search --------------------------------------------------------

@@ -22,9 +22,10 @@ class Command(BaseCommand):
             if password_file.exists():
                 self.stdout.write(f"log in as admin (password in {password_file})")
             return
-        password = os.environ.get("HOLODECK_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        given = os.environ.get("HOLODECK_ADMIN_PASSWORD", "")
+        password = given or secrets.token_urlsafe(12)
         users.objects.create_superuser("admin", "", password)
-        if "HOLODECK_ADMIN_PASSWORD" not in os.environ:
+        if not given:
             password_file.parent.mkdir(parents=True, exist_ok=True)
             password_file.write_text(password + "\n")
             password_file.chmod(0o600)

@@ -90,13 +90,16 @@ class Command(BaseCommand):
         if not indices:
             self.stderr.write(f"no test case matches --filter {options['filter']!r}")
             return EXIT_CONFIG
+        from runs.gitutil import git_info
+
+        git = git_info(agent.base_dir)
         try:
-            eval_run = self._run(agent, indices, options)
+            eval_run = self._run(agent, indices, options, git)
         except Exception as exc:  # backend could not start, etc.
             self.stderr.write(f"execution error: {error_text(exc)}")
             return EXIT_EXECUTION
         try:
-            self._write_outputs(agent, eval_run, options)
+            self._write_outputs(agent, eval_run, options, git)
         except OSError as exc:
             self.stderr.write(f"execution error: could not write the results: {exc}")
             return EXIT_EXECUTION
@@ -107,7 +110,7 @@ class Command(BaseCommand):
         )
         return EXIT_PASSED if summary.failed == 0 else EXIT_FAILED
 
-    def _run(self, agent: Any, indices: list[int], options: dict[str, Any]) -> Any:
+    def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
         from runs.engine.executor import Engine
         from runs.engine.progress import TerminalProgress
         from runs.report.models import EvalRun, EvalRunMetadata
@@ -124,9 +127,6 @@ class Command(BaseCommand):
         finally:
             if progress is not None:
                 progress.close()
-        from runs.gitutil import git_info
-
-        info = git_info(agent.base_dir)
         return EvalRun(
             report=report,
             metadata=EvalRunMetadata(
@@ -134,11 +134,13 @@ class Command(BaseCommand):
                 prompt_version=None,
                 holodeck_version=report.holodeck_version,
                 cli_args=["manage.py", "run_agent", *sys.argv[2:]],
-                git_commit=info.commit if info else None,
+                git_commit=git.commit if git else None,
             ),
         )
 
-    def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
+    def _write_outputs(
+        self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any
+    ) -> None:
         from runs.report.holodeck_io import write_eval_run
         from runs.report.writers import to_json, to_junit_xml, to_markdown
 
@@ -157,12 +159,11 @@ class Command(BaseCommand):
             target.write_text(writers[target.suffix]())
             self.stdout.write(f"wrote {target}")
         if not options["no_store"]:
-            self._store(agent, eval_run)
+            self._store(agent, eval_run, git)
 
-    def _store(self, agent: Any, eval_run: Any) -> None:
+    def _store(self, agent: Any, eval_run: Any, git: Any) -> None:
         from django.db import DatabaseError
 
-        from runs.gitutil import git_info
         from runs.models import AgentProject, Run
         from runs.records import run_record_report
 
@@ -173,7 +174,7 @@ class Command(BaseCommand):
                 source=Run.Source.CLI,
                 project=project,
                 raw_yaml=agent.raw_yaml,
-                git=git_info(agent.base_dir),
+                git=git,
             )
         except DatabaseError as exc:
             self.stderr.write(f"warning: the run was not stored in the database: {exc}")
