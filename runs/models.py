@@ -152,7 +152,6 @@ class Run(models.Model):
         return ended == 1
 
 
-
 class CaseResult(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"

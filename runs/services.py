@@ -121,9 +121,7 @@ def run_create(
         raise ConfigError([ConfigProblem(project.agent_file, None, None, "", str(exc))]) from exc
     indices = select_cases(agent.config.test_cases, case_filter=case_filter, limit=limit)
     if not indices:
-        raise LaunchError(
-            f"no test case matches the filter {case_filter!r}", field="case_filter"
-        )
+        raise LaunchError(f"no test case matches the filter {case_filter!r}", field="case_filter")
     info = gitutil.git_info(directory)
     run = Run.objects.create(
         project=project,

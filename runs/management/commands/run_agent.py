@@ -138,9 +138,7 @@ class Command(BaseCommand):
             ),
         )
 
-    def _write_outputs(
-        self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any
-    ) -> None:
+    def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any) -> None:
         from runs.report.holodeck_io import write_eval_run
         from runs.report.writers import to_json, to_junit_xml, to_markdown
 
