@@ -45,7 +45,14 @@ def subtract(a: float, b: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 1:  # PORT: streamable HTTP on 127.0.0.1:PORT/mcp
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(sys.argv[1])
+        server.run(transport="streamable-http")
+    else:
+        server.run()
 '''
 
 
@@ -57,6 +64,7 @@ def write_agent(
     endpoint: str,
     function: str = "subtract",
     mcp: bool = False,
+    mcp_url: str | None = None,
     extra: str = "",
 ) -> LoadedAgent:
     """Write agent.yaml (one function tool named ``subtract``) and load it with the real loader."""
@@ -78,6 +86,13 @@ def write_agent(
         transport: stdio
         command: {sys.executable}
         args: [mcp_server.py]
+    """
+    if mcp_url:
+        tools = f"""
+      - type: mcp
+        name: ledger
+        transport: http
+        url: {mcp_url}
     """
     yaml = f"""
     name: calculator

@@ -183,6 +183,19 @@ def test_external_mcp_servers_pass_through_and_their_calls_are_recorded_from_the
     assert output.response == "The difference is 25587."
 
 
+def test_external_mcp_servers_over_streamable_http_pass_through_too(
+    tmp_path: Path, fake: FakeAnthropic, http_ledger: str
+) -> None:
+    agent = agent_for(tmp_path, fake, mcp_url=http_ledger)
+    ([output], _) = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert call.name == "mcp__ledger__subtract"
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == "25587"
+
+
 def test_the_claude_block_sets_max_turns_and_appends_to_the_system_prompt(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:

@@ -151,6 +151,21 @@ def test_mcp_tools_are_served_through_an_sk_mcp_plugin(tmp_path: Path, fake: Fak
     assert output.response == "The difference is 25587."
 
 
+def test_mcp_tools_over_streamable_http_are_served_through_an_sk_mcp_plugin(
+    tmp_path: Path, fake: FakeOpenAI, http_ledger: str
+) -> None:
+    agent = agent_for(tmp_path, fake, mcp_url=http_ledger)
+
+    [output] = run_bounded(converse(agent, [PROMPT]))
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert call.name == "ledger-subtract"
+    assert call.args == SUBTRACT_ARGS
+    assert call.result == "25587"
+    assert output.response == "The difference is 25587."
+
+
 def test_a_session_whose_mcp_server_cannot_start_fails_to_open(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
