@@ -166,24 +166,34 @@ class FakeOpenAI(FakeServer):
         )
 
     def reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """A user message asking to subtract "twice" gets a second tool round in the same turn
+        (subtracting 587 from the first result) before the answer."""
         last = messages[-1]
-        if last["role"] == "tool":
-            return {"role": "assistant", "content": f"The difference is {last['content']}."}
         names = [t["function"]["name"] for t in tools]
         subtract = next((n for n in names if "subtract" in n), None)
+        if last["role"] == "tool":
+            user = next(m for m in reversed(messages) if m["role"] == "user")
+            rounds = sum(1 for m in messages[messages.index(user) :] if m["role"] == "tool")
+            if subtract and "twice" in str(user.get("content")) and rounds < 2:
+                return _tool_call(subtract, {"a": float(last["content"]), "b": 587})
+            return {"role": "assistant", "content": f"The difference is {last['content']}."}
         if subtract is None or "subtract" not in str(last.get("content")):
             return {"role": "assistant", "content": f"You said: {last.get('content')}"}
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": f"call_{uuid.uuid4().hex[:8]}",
-                    "type": "function",
-                    "function": {"name": subtract, "arguments": json.dumps(SUBTRACT_ARGS)},
-                }
-            ],
-        }
+        return _tool_call(subtract, SUBTRACT_ARGS)
+
+
+def _tool_call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{uuid.uuid4().hex[:8]}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- Anthropic

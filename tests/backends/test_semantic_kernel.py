@@ -260,3 +260,22 @@ def test_azure_openai_calls_the_deployment_of_the_model_name_with_the_api_versio
     assert "api-version=" in first.path
     assert first.headers.get("api-key") == "test-key-not-secret"
     assert output.usage is not None and output.usage.prompt_tokens == 260
+
+
+def test_two_tool_rounds_in_one_turn_are_both_recorded_and_every_request_is_counted(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake)
+
+    [output] = run_bounded(converse(agent, [PROMPT + ", twice"]))
+
+    assert not output.is_error, output.error
+    first, second = output.tool_calls
+    assert (first.args, first.result) == (SUBTRACT_ARGS, 25587)
+    assert (second.args, second.result) == ({"a": 25587.0, "b": 587}, 25000.0)
+    assert output.response == "The difference is 25000.0."
+    requests = fake.requests_to("/chat/completions")
+    assert len(requests) == 3
+    assert output.usage is not None
+    assert output.usage.prompt_tokens == sum(r.usage["prompt_tokens"] for r in requests)
+    assert output.usage.completion_tokens == sum(r.usage["completion_tokens"] for r in requests)
