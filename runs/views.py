@@ -114,6 +114,7 @@ class AgentPreview:
     turn_count: int
     parallel: int
     case_names: list[str]
+    warnings: list[str]
 
 
 # Names offered in the filter's <datalist>; beyond this the list stops helping.
@@ -161,6 +162,7 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
+    from runs.engine.metrics import judge_warnings
     from runs.spec.errors import ConfigError
     from runs.spec.loader import load_agent
 
@@ -176,6 +178,7 @@ def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str
         turn_count=sum(len(case.as_turns()) for case in cases),
         parallel=agent.parallel_test_cases,
         case_names=[case_label(case.name, index) for index, case in enumerate(cases)],
+        warnings=judge_warnings(agent),
     )
     return preview, []
 

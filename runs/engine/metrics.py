@@ -152,10 +152,7 @@ class MetricRunner:
             return self.judge_override
         from graders.judges import JudgeSpec
 
-        evaluations = self.agent.config.evaluations
-        model: ModelConfig = (
-            metric.model or (evaluations.model if evaluations else None) or self.agent.config.model
-        )
+        model = judge_model(self.agent, metric)
         if model.provider not in JUDGE_PROVIDERS:
             raise JudgeUnavailable(
                 f"could not grade: provider {model.provider!r} cannot judge; set a judge "
@@ -219,6 +216,43 @@ class MetricRunner:
 
 class JudgeUnavailable(Exception):
     pass
+
+
+# Judges that cannot work without a key (ollama runs locally without one).
+KEYED_PROVIDERS = {"openai", "azure_openai", "anthropic"}
+
+
+def judge_model(agent: LoadedAgent, metric: Metric) -> ModelConfig:
+    """The judge of an LLM metric: metric.model > evaluations.model > the agent's model."""
+    evaluations = agent.config.evaluations
+    return metric.model or (evaluations.model if evaluations else None) or agent.config.model
+
+
+def judge_warnings(agent: LoadedAgent) -> list[str]:
+    """What will make LLM metrics "could not grade" before a run starts: a judge whose provider
+    cannot judge, or that needs an API key and has none. One line per judge."""
+    metrics = list(agent.config.evaluations.metrics if agent.config.evaluations else [])
+    for case in agent.config.test_cases:
+        metrics += case.evaluations or []
+        for turn in case.turns or []:
+            metrics += turn.evaluations or []
+    warnings: dict[str, str] = {}
+    for metric in metrics:
+        if metric.kind not in ("geval", "rag") or not metric.enabled:
+            continue
+        model = judge_model(agent, metric)
+        label = f"{model.provider}/{model.name}"
+        if model.provider not in JUDGE_PROVIDERS:
+            warnings[label] = (
+                f"LLM metrics judged by {label} will not be graded: provider "
+                f"{model.provider!r} cannot judge (set evaluations.model)"
+            )
+        elif model.provider in KEYED_PROVIDERS and not model.api_key:
+            warnings[label] = (
+                f"LLM metrics judged by {label} will not be graded: the judge has no api_key "
+                "(set it, e.g. api_key: ${OPENAI_API_KEY})"
+            )
+    return list(warnings.values())
 
 
 def to_metric_result(metric: Metric, grade: Grade, elapsed_ms: int) -> MetricResult:

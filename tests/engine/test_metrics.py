@@ -89,3 +89,19 @@ def test_the_judge_model_is_the_metrics_then_the_evaluations_then_the_agents(
     judge = write_agent(tmp_path, None, None)
     assert isinstance(judge, JudgeSpec)
     assert (judge.provider, judge.name, judge.api_key) == ("openai", "agent-model", "k")
+
+
+def test_judges_that_cannot_grade_are_warned_about_before_the_run(tmp_path: Path) -> None:
+    from runs.engine.metrics import judge_warnings
+
+    geval = {"type": "geval", "name": "tone", "criteria": "polite"}
+    keyless = {**geval, "name": "keyless", "model": {"provider": "openai", "name": "gpt-4o-mini"}}
+    local = {**geval, "name": "local", "model": {"provider": "ollama", "name": "llama3"}}
+    cases = [{"name": "c", "input": "q", "evaluations": [keyless, local]}]
+    agent = make_agent(tmp_path, cases, metrics=[geval, {"type": "standard", "metric": "bleu"}])
+    assert judge_warnings(agent) == [
+        "LLM metrics judged by scripted/scripted-test will not be graded: provider 'scripted' "
+        "cannot judge (set evaluations.model)",
+        "LLM metrics judged by openai/gpt-4o-mini will not be graded: the judge has no api_key "
+        "(set it, e.g. api_key: ${OPENAI_API_KEY})",
+    ]

@@ -757,3 +757,13 @@ def test_runs_and_cases_link_to_their_pages_from_the_admin(project: AgentProject
     case = run.cases.get(index=1)
     assert run.get_absolute_url() == reverse("run_detail", args=[run.pk])
     assert case.get_absolute_url() == reverse("case_detail", args=[run.pk, case.pk])
+
+
+def test_the_launch_form_warns_when_llm_metrics_cannot_be_graded(
+    staff_client: Client, tmp_path: Path
+) -> None:
+    from tests.web.services_helpers import example_project
+
+    project = example_project(tmp_path, "support-bot")
+    html = staff_client.get(reverse("project_launch", args=[project.pk])).text
+    assert "⚠ LLM metrics judged by openai/gpt-4o-mini will not be graded" in html

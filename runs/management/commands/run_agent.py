@@ -90,8 +90,11 @@ class Command(BaseCommand):
         if not indices:
             self.stderr.write(f"no test case matches --filter {options['filter']!r}")
             return EXIT_CONFIG
+        from runs.engine.metrics import judge_warnings
         from runs.gitutil import git_info
 
+        for warning in judge_warnings(agent):
+            self.stderr.write(f"warning: {warning}")
         git = git_info(agent.base_dir)
         try:
             eval_run = self._run(agent, indices, options, git)
