@@ -204,32 +204,6 @@ def test_rag_metrics_are_skipped_without_retrieval_context(tmp_path: Path) -> No
     assert [t.metric_results for t in result.turns] == [[], []]
 
 
-@pytest.fixture
-def http_archive() -> Any:
-    """The archive MCP server over streamable HTTP on a free local port."""
-    import socket
-    import subprocess
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, str(ARCHIVE), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 def test_mcp_tools_run_over_streamable_http(tmp_path: Path, http_archive: str) -> None:
     config = {
         "name": "mcp-http",

@@ -138,23 +138,14 @@ def test_a_model_http_error_is_returned_as_an_errored_turn_and_the_session_recov
     assert recovered.response == "You said: hello again"
 
 
-def test_mcp_tools_are_served_through_an_sk_mcp_plugin(tmp_path: Path, fake: FakeOpenAI) -> None:
-    agent = agent_for(tmp_path, fake, mcp=True)
-
-    [output] = run_bounded(converse(agent, [PROMPT]))
-
-    assert not output.is_error, output.error
-    [call] = output.tool_calls
-    assert call.name == "ledger-subtract"
-    assert call.args == SUBTRACT_ARGS
-    assert call.result == "25587"
-    assert output.response == "The difference is 25587."
-
-
-def test_mcp_tools_over_streamable_http_are_served_through_an_sk_mcp_plugin(
-    tmp_path: Path, fake: FakeOpenAI, http_ledger: str
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_mcp_tools_are_served_through_an_sk_mcp_plugin(
+    tmp_path: Path, fake: FakeOpenAI, transport: str, request: pytest.FixtureRequest
 ) -> None:
-    agent = agent_for(tmp_path, fake, mcp_url=http_ledger)
+    if transport == "http":
+        agent = agent_for(tmp_path, fake, mcp_url=request.getfixturevalue("http_ledger"))
+    else:
+        agent = agent_for(tmp_path, fake, mcp=True)
 
     [output] = run_bounded(converse(agent, [PROMPT]))
 
