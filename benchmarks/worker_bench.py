@@ -48,19 +48,10 @@ def main() -> None:
         sys.path.insert(0, str(REPO))
         manage = [sys.executable, "manage.py"]
         subprocess.run([*manage, "migrate", "-v", "0"], cwd=REPO, check=True)
+        from runs.management.commands.serve import worker_command
+
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "holodeck_web",
-                "worker",
-                "--loglevel",
-                "WARNING",
-                "--concurrency",
-                str(args.workers),
-            ],
+            worker_command(args.workers),
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
+from runs.management.commands.serve import worker_command
 from runs.models import Run, TurnResult
 from tests.web.services_helpers import REPO, example_project
 
@@ -55,22 +55,9 @@ def worker(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         HOLODECK_DATA_DIR=str(tmp_path / "worker-data"),
     )
     log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - closed below
+    command = worker_command(2, loglevel="INFO")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "holodeck_web",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--concurrency",
-            "2",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
+        [*command, "--without-gossip", "--without-mingle", "--without-heartbeat"],
         cwd=REPO,
         env=env,
         stdout=log,

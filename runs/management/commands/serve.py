@@ -10,6 +10,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 
+def worker_command(concurrency: int, *, loglevel: str = "WARNING") -> list[str]:
+    """The command line of a Celery worker for this project (serve, benchmarks, tests)."""
+    return [
+        sys.executable, "-m", "celery", "-A", "holodeck_web", "worker",
+        "--loglevel", loglevel, "--concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
 class Command(BaseCommand):
     help = (
         "Start the dashboard and a Celery worker together (the worker uses Redis when "
@@ -34,22 +42,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"starting a Celery worker ({broker}, {options['workers']} processes)"
             )
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "holodeck_web",
-                        "worker",
-                        "--loglevel",
-                        "WARNING",
-                        "--concurrency",
-                        str(options["workers"]),
-                    ]
-                )
-            )
+            procs.append(subprocess.Popen(worker_command(options["workers"])))
         self.stdout.write(f"serving the dashboard on http://{options['addr']}/")
         procs.append(
             subprocess.Popen(
