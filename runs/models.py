@@ -16,7 +16,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.spec.models import case_label
+from runs.spec.test_cases import case_label
 
 
 class AgentProject(models.Model):

@@ -28,7 +28,7 @@ from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.records import case_fields, case_wire, metric_rows, metric_summary, turn_fields
 from runs.report import models as wire
 from runs.spec.errors import ConfigError, ConfigProblem
-from runs.spec.models import case_label
+from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent

@@ -29,7 +29,7 @@ from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
 from runs.models import AgentProject, CaseResult, Run
-from runs.spec.models import case_label
+from runs.spec.test_cases import case_label
 
 RUNS_PER_PAGE = 50
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the

@@ -36,13 +36,14 @@ from graders.matchers import FuzzyMatcher, LiteralMatcher
 from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
 from runs.backends.mcp_client import McpConnection
 from runs.backends.tools import call_function_tool, error_text
-from runs.spec.models import case_label
+from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from runs.spec.loader import LoadedAgent
-    from runs.spec.models import McpTool, TestCase
+    from runs.spec.test_cases import TestCase
+    from runs.spec.tool_config import McpTool
 
 Transcript = dict[str, list[dict[str, Any]]]
 

@@ -42,7 +42,7 @@ from runs.report.models import (
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
-    from runs.spec.models import ExpectedTool, TestCase, Turn
+    from runs.spec.test_cases import ExpectedTool, TestCase, Turn
 
 ENGINE_VERSION = "holodeck-web 0.1.0"
 MAX_CONSECUTIVE_SESSION_ERRORS = 2

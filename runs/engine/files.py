@@ -20,7 +20,8 @@ from graders.result import error_text
 from runs.report.models import ProcessedFileInput
 
 if TYPE_CHECKING:
-    from runs.spec.models import ExecutionConfig, FileInput
+    from runs.spec.agent import ExecutionConfig
+    from runs.spec.test_cases import FileInput
 
 SUFFIXES = {
     "pdf": ".pdf",

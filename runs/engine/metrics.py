@@ -17,7 +17,8 @@ from runs.report.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
-    from runs.spec.models import CodeMetric, GEvalMetric, Metric, ModelConfig, RAGMetric
+    from runs.spec.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
+    from runs.spec.model import ModelConfig
 
 # RAG metrics whose deepeval implementation compares against the expected output.
 RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}

@@ -7,7 +7,7 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
-from runs.spec.models import case_label
+from runs.spec.test_cases import case_label
 
 
 class TerminalProgress:

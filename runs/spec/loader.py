@@ -19,16 +19,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from runs.spec.agent import AgentConfig
+from runs.spec.common import SPEC_ERROR, UNION_TAGS
 from runs.spec.errors import ConfigError, ConfigProblem
-from runs.spec.models import (
-    SPEC_ERROR,
-    UNION_TAGS,
-    AgentConfig,
-    TestCase,
-    case_shape_problem,
-    duplicate_tool_names,
-)
 from runs.spec.resolve import CodeResolver
+from runs.spec.test_cases import TestCase, case_shape_problem
+from runs.spec.tool_config import duplicate_tool_names
 
 PARALLEL_ENV = "HOLODECK_PARALLEL_TEST_CASES"
 SECRET_KEY_RE = re.compile(

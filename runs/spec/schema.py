@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runs.spec.models import AgentConfig
+from runs.spec.agent import AgentConfig
 
 SCHEMA_ID = "https://holodeck-web.local/schemas/agent.schema.json"
 

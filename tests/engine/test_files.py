@@ -11,7 +11,8 @@ import pytest
 
 from runs.engine.executor import Engine
 from runs.engine.files import FileProcessor
-from runs.spec.models import ExecutionConfig, FileInput
+from runs.spec.agent import ExecutionConfig
+from runs.spec.test_cases import FileInput
 from tests.engine.agents import make_agent
 from tests.engine.documents import write_docx, write_pdf, write_pptx, write_xlsx
 

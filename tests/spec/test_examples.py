@@ -12,7 +12,7 @@ from graders.code import GraderContext, GraderResult
 from graders.matchers import RegexMatcher
 from graders.tools import ToolCall, assert_tools, tools_matched
 from runs.spec.loader import LoadedAgent, load_agent
-from runs.spec.models import CodeMetric
+from runs.spec.metrics import CodeMetric
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*/agent.yaml"))
 

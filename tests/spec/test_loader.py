@@ -11,7 +11,7 @@ import yaml
 
 from graders.matchers import FuzzyMatcher, LiteralMatcher, RegexMatcher
 from runs.spec.loader import PARALLEL_ENV, load_agent
-from runs.spec.models import CodeMetric, GEvalMetric, RAGMetric, StandardMetric
+from runs.spec.metrics import CodeMetric, GEvalMetric, RAGMetric, StandardMetric
 from tests.spec.agent_dirs import base_agent, make_agent_dir
 
 
