@@ -70,7 +70,8 @@ def measure(agent: Path, parallel: int, latency_ms: float) -> str:
     django.setup()
     from django.db import connection, transaction
 
-    from runs.services import project_register, run_create
+    from runs.services.launch import run_create
+    from runs.services.projects import project_register
 
     project = project_register(agent_path=agent)
     with transaction.atomic():

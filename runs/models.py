@@ -69,6 +69,8 @@ class Run(models.Model):
     prompt_version = models.JSONField(null=True, blank=True)
     config_snapshot = models.JSONField(default=dict, blank=True)
     raw_yaml = models.TextField(blank=True)
+    # The content snapshot a dashboard run is pinned to: raw_yaml plus {file it read: sha256}.
+    agent_sources = models.JSONField(default=dict, blank=True)
     options = models.JSONField(default=dict, blank=True)
     holodeck_version = models.CharField(max_length=64, blank=True)
     environment = models.JSONField(default=dict, blank=True)
@@ -168,14 +170,17 @@ class CaseResult(models.Model):
     # Set once when the case task is put on the queue (parallelism is bounded per run).
     enqueued = models.BooleanField(default=False)
     enqueued_at = models.DateTimeField(null=True, blank=True)
-    # Touched by every turn the running attempt writes: a stale heartbeat means a dead worker.
+    # Stamped while the running attempt works: a stale heartbeat means a dead worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # "<host>:<pid>" of the process running the current attempt.
+    # "<host>:<pid>:<start>" of the process running the current attempt (runs.owner).
     claimed_by = models.CharField(max_length=300, blank=True)
     is_multi_turn = models.BooleanField(default=False)
     turn_count = models.IntegerField(default=0)
     turns_passed = models.IntegerField(default=0)
     passed = models.BooleanField(null=True)
+    # The stored verdict (runs.report.outcomes): passed | failed | not_graded | cancelled, error
+    # (its execution failed: no result), or "" while it has none (pending, running).
+    outcome = models.CharField(max_length=16, blank=True)
     test_input = models.TextField(blank=True)
     agent_response = models.TextField(null=True, blank=True)
     ground_truth = models.TextField(null=True, blank=True)
@@ -197,6 +202,7 @@ class CaseResult(models.Model):
         indexes = [
             models.Index(fields=["run", "passed"]),
             models.Index(fields=["run", "status"]),
+            models.Index(fields=["run", "outcome"]),
             models.Index(fields=["run", "finished_at"]),  # the live poll's "finished since"
         ]
 
@@ -225,6 +231,8 @@ class TurnResult(models.Model):
     arg_match_details = models.JSONField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     skipped = models.BooleanField(default=False)
+    # passed | failed | not_graded | skipped (runs.report.outcomes), decided when written.
+    outcome = models.CharField(max_length=16, default="failed")
     execution_time_ms = models.IntegerField(default=0)
     token_usage = models.JSONField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)
@@ -246,6 +254,8 @@ class MetricResult(models.Model):
     score = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(default=False)
+    # passed | failed | error | not_graded | skipped (runs.report.outcomes), decided when written.
+    outcome = models.CharField(max_length=16, default="failed")
     scale = models.CharField(max_length=32, blank=True)
     error = models.TextField(null=True, blank=True)
     retry_count = models.IntegerField(null=True, blank=True)

@@ -6,7 +6,6 @@ size of the run: lists read the summary columns, turn details are fetched only f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, get_args
@@ -14,7 +13,9 @@ from typing import Any, get_args
 from django.db.models import Avg, Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
+from runs.mapping import case_to_wire
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.report import models as wire
 from runs.report.models import MetricKind
 
 METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
@@ -32,10 +33,7 @@ CASE_ROW_FIELDS = (
     "passed",
     "execution_time_ms",
     "finished_at",
-    # What tells "could not grade" apart from a real failure (see ``case_outcome``).
-    "errors",
-    "tools_matched",
-    "metric_results",
+    "outcome",
 )
 
 # Large run columns the case pages (case_detail.html and the case turns fragment) never read.
@@ -84,72 +82,33 @@ class CaseCounts:
 
 
 # --- outcomes ------------------------------------------------------------------------------
-# A failure whose only cause is metrics that could not be graded (the judge or grader errored)
-# is "not graded": the stored verdict stays failed, but the pages show it apart from real
-# failures, because the agent may well have been right.
-
-
-def metrics_not_graded(failed_metric_errors: Iterable[Any]) -> bool:
-    """True when there is at least one failed metric and every one of them has an error."""
-    errors = list(failed_metric_errors)
-    return bool(errors) and all(errors)
-
-
-def case_fields_not_graded(
-    errors: Any, tools_matched: bool | None, metric_results: Iterable[Mapping[str, Any]] | None
-) -> bool:
-    if errors or tools_matched is False:
-        return False
-    failed = [m for m in metric_results or [] if isinstance(m, Mapping) and not m.get("passed")]
-    return metrics_not_graded(m.get("error") for m in failed)
+# Verdicts are stored when a result is written (runs.report.outcomes); these only name them
+# the way the pages do ("not-graded" as a CSS-friendly word, "none" for no verdict yet).
 
 
 def case_outcome(case: CaseResult) -> str:
-    """passed | failed | not-graded | cancelled | none (pending, running, no verdict)."""
-    if case.status == CaseResult.Status.CANCELLED and case.passed is None:
-        return "cancelled"
-    if case.passed is None:
-        return "none"
-    if case.passed:
-        return "passed"
-    if case_fields_not_graded(case.errors, case.tools_matched, case.metric_results):
-        return "not-graded"
-    return "failed"
+    """passed | failed | not-graded | cancelled | none (pending, running: no verdict yet)."""
+    if case.status == CaseResult.Status.ERROR:
+        return "failed"
+    return _shown(case.outcome) if case.outcome else "none"
 
 
 def turn_outcome(turn: TurnResult) -> str:
-    """passed | failed | not-graded | skipped (reads the turn's prefetched metrics)."""
-    if turn.skipped:
-        return "skipped"
-    if turn.passed:
-        return "passed"
-    if turn.errors or turn.tools_matched is False:
-        return "failed"
-    failed = [metric for metric in turn.metrics.all() if not metric.passed]
-    return "not-graded" if metrics_not_graded(m.error for m in failed) else "failed"
+    """passed | failed | not-graded | skipped."""
+    return _shown(turn.outcome)
+
+
+def _shown(outcome: str) -> str:
+    return "not-graded" if outcome == "not_graded" else outcome
 
 
 def run_case_counts(*, run: Run) -> CaseCounts:
-    """Not-graded and cancelled cases of the whole run, in one query.
-
-    Only failed cases that could be "not graded" and cancelled cases are read, with the three
-    small columns the verdict needs.
-    """
-    rows = (
-        CaseResult.objects.filter(run=run)
-        .filter(
-            (Q(passed=False) & ~Q(tools_matched=False))
-            | Q(status=CaseResult.Status.CANCELLED, passed__isnull=True)
-        )
-        .values_list("passed", "errors", "tools_matched", "metric_results")
+    """Not-graded and cancelled cases of the whole run, in one query."""
+    counts = CaseResult.objects.filter(run=run).aggregate(
+        not_graded=Count("id", filter=Q(outcome="not_graded")),
+        cancelled=Count("id", filter=Q(outcome="cancelled")),
     )
-    not_graded = cancelled = 0
-    for passed, errors, tools_matched, metric_results in rows:
-        if passed is None:
-            cancelled += 1
-        elif case_fields_not_graded(errors, tools_matched, metric_results):
-            not_graded += 1
-    return CaseCounts(not_graded=not_graded, cancelled=cancelled)
+    return CaseCounts(not_graded=counts["not_graded"], cancelled=counts["cancelled"])
 
 
 # --- lists ---------------------------------------------------------------------------------
@@ -262,3 +221,57 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
         pk=case_id,
         run_id=run_id,
     )
+
+
+# --- export ----------------------------------------------------------------------------------
+
+
+def run_eval_run(*, run: Run) -> wire.EvalRun:
+    """The run as a HoloDeck-compatible EvalRun (``{report, metadata}``), rebuilt from its rows.
+
+    Three queries whatever the run's size: cases, turns, metrics. An imported run keeps the
+    summary it was imported with; others are summarised from their cases.
+    """
+    from runs.report.build import summarize
+
+    cases = list(
+        CaseResult.objects.filter(
+            run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
+        ).order_by("index")
+    )
+    turns_by_case: dict[int, list[TurnResult]] = {}
+    metrics_by_turn: dict[int, list[MetricResult]] = {}
+    for metric in MetricResult.objects.filter(run=run).order_by("turn_id", "position"):
+        metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
+    for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
+        turns_by_case.setdefault(turn.case_id, []).append(turn)
+    results = [
+        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases
+    ]
+    summary = summarize(results, run.duration_ms or 0)
+    if run.source == Run.Source.IMPORT:
+        summary = wire.ReportSummary(
+            total_tests=run.total_cases,
+            passed=run.passed_cases,
+            failed=run.failed_cases,
+            pass_rate=run.pass_rate or 0.0,
+            total_duration_ms=run.duration_ms or 0,
+            **run.summary,
+        )
+    report = wire.TestReport(
+        agent_name=run.agent_name,
+        agent_config_path=run.agent_config_path,
+        results=results,
+        summary=summary,
+        timestamp=run.report_timestamp or run.created_at.isoformat(),
+        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
+        environment=run.environment,
+    )
+    metadata = wire.EvalRunMetadata(
+        agent_config=run.config_snapshot,
+        prompt_version=run.prompt_version,
+        holodeck_version=report.holodeck_version,
+        cli_args=run.cli_args,
+        git_commit=run.git_commit or None,
+    )
+    return wire.EvalRun(report=report, metadata=metadata)

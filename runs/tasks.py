@@ -1,4 +1,7 @@
-"""Thin Celery tasks: take an id, call a service. Only ids travel through the broker."""
+"""Thin Celery tasks: take an id, call a service. Only ids travel through the broker.
+
+Nothing imports this module but the Celery app (services enqueue by task name).
+"""
 
 from __future__ import annotations
 
@@ -8,23 +11,23 @@ import time
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import close_old_connections
 
-from runs import services
+from runs.services import execution, recovery
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def start_run(run_id: int) -> None:
-    services.run_start(run_id)
+    execution.run_start(run_id=run_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def execute_case(case_id: int) -> None:
-    services.case_execute(case_id)
+    execution.case_execute(case_id=case_id)
 
 
 @worker_ready.connect
@@ -36,10 +39,15 @@ def start_sweeper(**_: Any) -> None:
     threading.Thread(target=_sweep_forever, name="holodeck-sweeper", daemon=True).start()
 
 
+@worker_process_shutdown.connect
+def forget_agents(**_: Any) -> None:
+    execution.run_agents_forget()  # removes the git worktrees of kept agents
+
+
 def _sweep_forever() -> None:
     while True:
         try:
-            services.runs_reap_stale()
+            recovery.runs_recover()
         except Exception:  # a database hiccup must not end the sweeper
             log.exception("sweeping stale runs failed")
         finally:

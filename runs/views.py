@@ -189,7 +189,7 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     A bad git ref or a filter matching nothing is reported at its field instead.
     """
     # Imported here: services pull in the spec loader, which web pages otherwise never need.
-    from runs.services import LaunchError, run_create
+    from runs.services.launch import LaunchError, run_create
     from runs.spec.errors import ConfigError
 
     data = form.cleaned_data
@@ -302,11 +302,11 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run as a HoloDeck-compatible result file (an EvalRun), for download."""
-    from runs.records import run_eval_run
     from runs.report.holodeck_io import dump_eval_run, slugify
 
     run = selectors.run_get(run_id=run_id)
-    response = HttpResponse(dump_eval_run(run_eval_run(run)), content_type="application/json")
+    eval_run = selectors.run_eval_run(run=run)
+    response = HttpResponse(dump_eval_run(eval_run), content_type="application/json")
     filename = f"{slugify(run.agent_name)}-run-{run.pk}.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
@@ -323,9 +323,6 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     no longer active the final state is rendered and status 286 stops the polling.
     """
     run = selectors.run_get(run_id=run_id)
-    # A worker that died mid-case must not leave the run "running" forever.
-    if run.status == Run.Status.RUNNING and _reap_stale(run):
-        run = selectors.run_get(run_id=run_id)
     context = _run_context(request, run)
     since = _parse_since(request.GET.get("since", ""))
     known = _int_param(request, "known")
@@ -343,13 +340,6 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
 
 
-def _reap_stale(run: Run) -> bool:
-    """Reap only when something is stale: polling every second must not take write locks."""
-    from runs.services import run_has_stale_cases, run_reap_stale
-
-    return run_has_stale_cases(run) and run_reap_stale(run)
-
-
 def _parse_since(value: str) -> datetime | None:
     try:
         parsed = parse_datetime(value)
@@ -362,7 +352,7 @@ def _parse_since(value: str) -> datetime | None:
 @staff_required
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
-    from runs.services import run_cancel as cancel_run
+    from runs.services.launch import run_cancel as cancel_run
 
     run = get_object_or_404(Run, pk=run_id)
     if cancel_run(run=run):

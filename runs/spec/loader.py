@@ -8,11 +8,12 @@ test case separately, so one broken case does not hide the problems of the other
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,10 @@ class LoadedAgent:
     instructions: str
     raw_yaml: str
     parallel_test_cases: int
+    # Every file the load read besides agent.yaml (test cases, instructions, transcript, tool
+    # and grader modules, turn files) -> sha256: with ``raw_yaml`` the content snapshot a
+    # dashboard run is pinned to (``sources_changed`` tells what moved since).
+    sources: dict[str, str] = field(default_factory=dict)
 
     def redacted_snapshot(self) -> dict[str, Any]:
         """The config as JSON-safe data, with api keys, tokens and secrets replaced by ``***``."""
@@ -60,18 +65,23 @@ def load_agent(
     *,
     environ: Mapping[str, str] | None = None,
     parallel_override: int | None = None,
+    text: str | None = None,
 ) -> LoadedAgent:
     """Load and validate ``path`` (an agent.yaml, or a directory holding one).
 
     ``environ`` replaces ``os.environ`` for ``${VAR}`` and ``HOLODECK_PARALLEL_TEST_CASES``;
-    ``parallel_override`` is the command-line value, which wins over everything else.
+    ``parallel_override`` is the command-line value, which wins over everything else; ``text``
+    is the agent.yaml's content as it was when a run was launched (the file is not read then).
     """
     env = os.environ if environ is None else environ
     agent_path = Path(path)
     if agent_path.is_dir():
         agent_path = agent_path / "agent.yaml"
     label = agent_path.name
-    raw_yaml, data = _read_yaml(agent_path, label, env)
+    if text is None:
+        raw_yaml, data = _read_yaml(agent_path, label, env)
+    else:
+        raw_yaml, data = text, _parse_text(text, label, env, json_only=False)
     if not isinstance(data, dict):
         raise ConfigError(
             [_problem(label, "", f"must be a mapping of agent fields, got {_kind(data)}")]
@@ -95,7 +105,67 @@ def load_agent(
         instructions=config.instructions.text,
         raw_yaml=raw_yaml,
         parallel_test_cases=parallel,
+        sources=source_hashes(base_dir, _source_paths(config, data, base_dir, context)),
     )
+
+
+# --- the content snapshot ----------------------------------------------------------------------
+
+
+def _source_paths(
+    config: AgentConfig, data: dict[str, Any], base_dir: Path, context: dict[str, Any]
+) -> list[Path]:
+    """The files a load read besides agent.yaml itself."""
+    named = [
+        data.get("test_cases_file") if isinstance(data.get("test_cases_file"), str) else None,
+        config.instructions.file,
+        config.model.transcript,
+        *(
+            file.path
+            for case in config.test_cases
+            for turn in case.as_turns()
+            for file in turn.files or []
+            if file.path
+        ),
+    ]
+    paths = [_under(base_dir, name) for name in named if name]
+    resolver: CodeResolver = context["resolver"]
+    return paths + resolver.module_files()
+
+
+def _under(base_dir: Path, name: str) -> Path:
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else base_dir / path
+
+
+def source_hashes(base_dir: Path, paths: Iterable[Path]) -> dict[str, str]:
+    """``{path: sha256}``; a path under ``base_dir`` is relative to it, others absolute."""
+    hashes: dict[str, str] = {}
+    for path in paths:
+        key = _source_key(base_dir, path)
+        if key not in hashes:
+            hashes[key] = _file_hash(_under(base_dir, key))
+    return dict(sorted(hashes.items()))
+
+
+def sources_changed(base_dir: Path, sources: Mapping[str, str]) -> list[str]:
+    """The files of a snapshot whose content differs now (or that are gone)."""
+    return [key for key, digest in sources.items() if _file_hash(_under(base_dir, key)) != digest]
+
+
+def _source_key(base_dir: Path, path: Path) -> str:
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(base_dir.resolve()).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+def _file_hash(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -109,10 +179,14 @@ def _read_yaml(path: Path, label: str, env: Mapping[str, str]) -> tuple[str, Any
         raise ConfigError([_problem(label, "", f"file not found: {path}")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([_problem(label, "", f"cannot read {path}: {exc}")]) from None
+    return raw, _parse_text(raw, label, env, json_only=path.suffix == ".json")
+
+
+def _parse_text(raw: str, label: str, env: Mapping[str, str], *, json_only: bool) -> Any:
     text, problems = substitute_env(raw, env, label)
     if problems:
         raise ConfigError(problems)
-    return raw, _parse(text, label, json_only=path.suffix == ".json")
+    return _parse(text, label, json_only=json_only)
 
 
 def substitute_env(

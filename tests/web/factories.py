@@ -63,6 +63,7 @@ def build_run(
         turns_done=done * spec.turns,
         passed_cases=len([i for i in range(done) if i not in failing]),
         failed_cases=len([i for i in range(done) if i in failing]),
+        pass_rate=_rate(done, failing),
         duration_ms=61_500,
         prompt_tokens=done * spec.turns * 100,
         completion_tokens=done * spec.turns * 20,
@@ -88,6 +89,11 @@ def build_run(
     return run
 
 
+def _rate(done: int, failing: set[int]) -> float | None:
+    passed = len([i for i in range(done) if i not in failing])
+    return round(passed * 100 / done, 2) if done else None
+
+
 def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: Any) -> CaseResult:
     turns_passed = spec.turns - (2 if failing and spec.turns > 1 else 1) if failing else spec.turns
     return CaseResult(
@@ -99,6 +105,7 @@ def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: A
         turn_count=spec.turns,
         turns_passed=turns_passed if done else 0,
         passed=(not failing) if done else None,
+        outcome=("failed" if failing else "passed") if done else "",
         test_input="\n---\n".join(f"question {t}" for t in range(spec.turns)),
         agent_response=f"answer {spec.turns - 1}",
         execution_time_ms=1200 * spec.turns if done else 0,
@@ -131,6 +138,7 @@ def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[Tur
             tools_matched=True,
             arg_match_details=[_assertion(passed=True, actual=f"{case.index}-{index}")],
             passed=True,
+            outcome="passed",
             execution_time_ms=1200,
             token_usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             grader_details={"refund_grader": {"parsed": 42.0, "matched": True}},
@@ -172,10 +180,12 @@ def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
     """Turn 0 passes, turn 1 fails its tool assertion and code grader, the last is skipped."""
     if len(turns) < 2:
         turns[0].passed = False
+        turns[0].outcome = "failed"
         turns[0].errors = ["TimeoutError: the model did not answer within 60 s"]
         return
     failed = turns[1]
     failed.passed = False
+    failed.outcome = "failed"
     failed.tools_matched = False
     failed.response = spec.texts.get("response", failed.response)
     failed.tool_invocations[0]["args"] = {"order_id": "A-999"}
@@ -192,6 +202,7 @@ def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
     if len(turns) > 2:
         skipped = turns[-1]
         skipped.passed = False
+        skipped.outcome = "skipped"
         skipped.skipped = True
         skipped.response = None
         skipped.tool_invocations = []
@@ -213,6 +224,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
             score=0.31 if failed else 0.82,
             threshold=0.5,
             passed=not failed,
+            outcome="failed" if failed else "passed",
             position=0,
         ),
         MetricResult(
@@ -223,6 +235,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
             score=0.0 if failed else 1.0,
             threshold=0.5,
             passed=not failed,
+            outcome="failed" if failed else "passed",
             reasoning="amount matches" if not failed else "no amount in the response",
             position=1,
         ),
@@ -234,6 +247,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
             score=None if failed else 0.9,
             threshold=0.7,
             passed=not failed,
+            outcome="not_graded" if failed else "passed",
             error="judge returned invalid JSON" if failed else None,
             reasoning=None if failed else "Polite and precise.",
             model_used="gpt-4o-mini",
@@ -252,6 +266,7 @@ def make_not_graded(run: Run, index: int = 0) -> CaseResult:
     case = CaseResult.objects.get(run=run, index=index)
     judge_error = "judge returned invalid JSON"
     case.passed = False
+    case.outcome = "not_graded"
     case.errors = []
     case.tools_matched = True
     case.turns_passed = case.turn_count - 1
@@ -262,12 +277,13 @@ def make_not_graded(run: Run, index: int = 0) -> CaseResult:
     case.save()
     turn = case.turns.order_by("-index").first()
     assert turn is not None
-    TurnResult.objects.filter(pk=turn.pk).update(passed=False)
+    TurnResult.objects.filter(pk=turn.pk).update(passed=False, outcome="not_graded")
     MetricResult.objects.filter(turn=turn, metric_name="politeness").update(
-        passed=False, score=None, error=judge_error
+        passed=False, outcome="not_graded", score=None, error=judge_error
     )
+    passed, failed = run.passed_cases - 1, run.failed_cases + 1
     Run.objects.filter(pk=run.pk).update(
-        passed_cases=run.passed_cases - 1, failed_cases=run.failed_cases + 1
+        passed_cases=passed, failed_cases=failed, pass_rate=round(passed * 100 / (passed + failed), 2)
     )
     return case
 
@@ -277,7 +293,7 @@ def make_cancelled(spec: RunSpec | None = None, project: AgentProject | None = N
     spec = spec or RunSpec(cases=4, turns=1, failing=(), done=2)
     run = build_run(project, spec)
     CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
-        status=CaseResult.Status.CANCELLED, finished_at=timezone.now()
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED, cases_done=spec.cases)
     run.refresh_from_db()

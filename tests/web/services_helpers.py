@@ -10,7 +10,7 @@ import pytest
 
 from holodeck_web.celery import app as celery_app
 from runs.models import AgentProject
-from runs.services import project_register
+from runs.services.projects import project_register
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runs import records, services
+from runs import selectors
+from runs.services import history, launch
 from runs.models import MetricResult, Run, TurnResult
 from tests.web.services_helpers import example_project
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_holodeck_history_imports_as_runs(shared_dir: Path) -> None:
-    runs = records.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"]).imported
+    runs = history.runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"]).imported
     assert len(runs) == 24
     first = Run.objects.get(pk=runs[0].pk)
     assert first.source == Run.Source.IMPORT
@@ -51,8 +52,8 @@ def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
 
     path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
     (original,) = load_eval_runs(json.loads(path.read_text())[:1])
-    (run,) = records.runs_import([path]).imported[:1]
-    exported = records.run_eval_run(run)
+    (run,) = history.runs_import([path]).imported[:1]
+    exported = selectors.run_eval_run(run=run)
     assert exported.report.results == original.report.results
     assert exported.metadata == original.metadata
 
@@ -60,8 +61,8 @@ def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
 def test_a_dashboard_run_exports_its_turns(tmp_path: Path, eager_celery: None) -> None:
     from runs.report.holodeck_io import dump_eval_run, load_eval_runs
 
-    run = services.run_create(project=example_project(tmp_path))
-    exported = records.run_eval_run(Run.objects.get(pk=run.pk))
+    run = launch.run_create(project=example_project(tmp_path))
+    exported = selectors.run_eval_run(run=Run.objects.get(pk=run.pk))
     (again,) = load_eval_runs(json.loads(dump_eval_run(exported)))
     assert again.report.summary.total_tests == 3 and again.report.summary.failed == 1
     turns = [turn for result in again.report.results for turn in result.turns or []]

@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs import services
+from runs import recorder
+from runs.services import execution, launch, recovery
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.spec.errors import ConfigError
 from tests.web.services_helpers import example_project
@@ -15,15 +16,15 @@ from tests.web.services_helpers import example_project
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def launch(project: Any, **kwargs: Any) -> Run:
-    return services.run_create(project=project, user=None, **kwargs)
+def launch_run(project: Any, **kwargs: Any) -> Run:
+    return launch.run_create(project=project, user=None, **kwargs)
 
 
 def test_a_launched_run_executes_every_case_turn_by_turn(
     tmp_path: Path, eager_celery: None
 ) -> None:
     project = example_project(tmp_path)
-    run = launch(project)
+    run = launch_run(project)
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED  # the example has a deliberately failing case
     assert (run.total_cases, run.cases_done) == (3, 3)
@@ -41,29 +42,29 @@ def test_an_invalid_agent_yaml_queues_nothing(tmp_path: Path, eager_celery: None
     project = example_project(tmp_path)
     project.agent_path.write_text(project.agent_path.read_text() + "\nbogus_field: 1\n")
     with pytest.raises(ConfigError) as caught:
-        launch(project)
+        launch_run(project)
     assert any("bogus_field" in line for line in caught.value.lines())
     assert not Run.objects.exists()
 
 
 def test_a_case_filter_and_a_limit_select_the_cases(tmp_path: Path, eager_celery: None) -> None:
     project = example_project(tmp_path)
-    run = launch(project, case_filter="capex")
+    run = launch_run(project, case_filter="capex")
     assert list(run.cases.values_list("name", flat=True)) == ["northwind_capex_decline"]
-    run = launch(project, limit=2)
+    run = launch_run(project, limit=2)
     assert run.cases.count() == 2
-    with pytest.raises(services.LaunchError):
-        launch(project, case_filter="no such case")
+    with pytest.raises(launch.LaunchError):
+        launch_run(project, case_filter="no such case")
 
 
 def test_a_redelivered_case_task_writes_no_duplicate_rows(
     tmp_path: Path, eager_celery: None
 ) -> None:
     project = example_project(tmp_path)
-    run = launch(project, limit=1)
+    run = launch_run(project, limit=1)
     case = run.cases.get()
     turns_before = TurnResult.objects.filter(case=case).count()
-    services.case_execute(case.pk)  # redelivered after it finished: nothing happens
+    execution.case_execute(case_id=case.pk)  # redelivered after it finished: nothing happens
     assert TurnResult.objects.filter(case=case).count() == turns_before
     # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
     CaseResult.objects.filter(pk=case.pk).update(
@@ -72,7 +73,7 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, cases_done=0, passed_cases=0, failed_cases=0
     )
-    services.case_execute(case.pk)
+    execution.case_execute(case_id=case.pk)
     run.refresh_from_db()
     assert TurnResult.objects.filter(case=case).count() == turns_before
     assert run.turns_done == turns_before and run.cases_done == 1
@@ -96,7 +97,7 @@ def test_a_redelivery_leaves_a_case_alone_while_its_worker_is_alive(
     import subprocess
     import sys
 
-    run = launch(example_project(tmp_path), limit=1)
+    run = launch_run(example_project(tmp_path), limit=1)
     case = run.cases.get()
     worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -106,7 +107,7 @@ def test_a_redelivery_leaves_a_case_alone_while_its_worker_is_alive(
             claimed_by=f"{socket.gethostname()}:{worker.pid}",
         )
         Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
-        services.case_execute(case.pk)  # e.g. redelivered after the visibility timeout
+        execution.case_execute(case_id=case.pk)  # e.g. redelivered after the visibility timeout
         case.refresh_from_db()
         assert case.status == CaseResult.Status.RUNNING and case.attempts == 1
     finally:
@@ -116,32 +117,56 @@ def test_a_redelivery_leaves_a_case_alone_while_its_worker_is_alive(
 
 def test_cancelling_stops_the_cases_not_yet_started(tmp_path: Path) -> None:
     project = example_project(tmp_path)
-    run = launch(project)  # not eager: nothing runs
-    services.run_start(run.pk)
+    run = launch_run(project)  # not eager: nothing runs
+    execution.run_start(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING
-    assert services.run_cancel(run=run)
+    assert launch.run_cancel(run=run)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED
     assert set(run.cases.values_list("status", flat=True)) == {CaseResult.Status.CANCELLED}
-    assert not services.run_cancel(run=run)  # once only
+    assert not launch.run_cancel(run=run)  # once only
 
 
-def test_a_run_whose_worker_died_does_not_stay_running(tmp_path: Path, settings: Any) -> None:
+def test_a_case_whose_worker_went_silent_runs_again(
+    tmp_path: Path, settings: Any, eager_celery: None
+) -> None:
     project = example_project(tmp_path)
-    run = launch(project, limit=1)
-    services.run_start(run.pk)
-    long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
-    run.cases.update(status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago)
+    run = launch_run(project, limit=1)  # eager: it ran
+    case = run.cases.get()
+    # Make it look like a worker on another machine took it and went silent mid-case.
+    long_ago = stale(settings)
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING,
+        started_at=long_ago,
+        heartbeat_at=long_ago,
+        enqueued_at=long_ago,
+        claimed_by="elsewhere:1:1",
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=0)
+    assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
     run.refresh_from_db()
-    assert services.run_reap_stale(run)
-    run.refresh_from_db()
-    assert run.status == Run.Status.ERROR
-    assert "stopped responding" in run.cases.get().errors[0]
+    case.refresh_from_db()
+    assert run.status in (Run.Status.PASSED, Run.Status.FAILED)
+    assert case.status == CaseResult.Status.DONE and case.attempts == 2
+    assert TurnResult.objects.filter(case=case).count() == case.turn_count
+    assert run.turns_done == case.turn_count and run.cases_done == 1
+
+
+def test_a_case_with_a_live_worker_is_not_queued_again(tmp_path: Path, settings: Any) -> None:
+    from unittest import mock
+
+    run = launch_run(example_project(tmp_path), limit=1)
+    execution.run_start(run_id=run.pk)
+    case = run.cases.get()
+    assert recorder.case_claim(case) == 1  # this process, alive, heartbeat fresh
+    with mock.patch("runs.services.recovery.task_enqueue") as enqueue:
+        recovery.run_recover(run=Run.objects.get(pk=run.pk))
+    enqueue.assert_not_called()
 
 
 def test_runs_can_be_claimed_only_once(tmp_path: Path) -> None:
-    run = launch(example_project(tmp_path), limit=1)
+    run = launch_run(example_project(tmp_path), limit=1)
     assert run.mark_running()
     assert not Run.objects.get(pk=run.pk).mark_running()
 
@@ -194,16 +219,16 @@ def test_a_run_of_an_older_commit_uses_that_commits_agent_yaml(
     project.agent_path.write_text(text.replace("name: convfinqa-analyst", "name: renamed", 1))
     git(repo, "commit", "-qam", "rename the agent")
 
-    current = launch(project, limit=1)
+    current = launch_run(project, limit=1)
     assert current.agent_name == "renamed"
     assert current.git_commit == git(repo, "rev-parse", "HEAD") and not current.git_dirty
-    past = launch(project, git_ref=old[:10], limit=1)
+    past = launch_run(project, git_ref=old[:10], limit=1)
     past.refresh_from_db()
     assert past.agent_name == "convfinqa-analyst" and past.git_commit == old
     assert past.status in (Run.Status.PASSED, Run.Status.FAILED) and past.turns_done == 3
     assert git(repo, "worktree", "list").count("\n") == 0  # temporary worktrees are removed
-    with pytest.raises(services.LaunchError, match="not a commit"):
-        launch(project, git_ref="no-such-branch")
+    with pytest.raises(launch.LaunchError, match="not a commit"):
+        launch_run(project, git_ref="no-such-branch")
 
 
 def stale(settings: Any) -> Any:
@@ -213,23 +238,23 @@ def stale(settings: Any) -> Any:
 def test_a_case_redelivered_after_it_finished_still_queues_the_next_case(
     tmp_path: Path, settings: Any
 ) -> None:
-    run = launch(example_project(tmp_path), parallel=1)
-    services.run_start(run.pk)
+    run = launch_run(example_project(tmp_path), parallel=1)
+    execution.run_start(run_id=run.pk)
     first, second, third = run.cases.order_by("index")
     assert [c.enqueued for c in (first, second, third)] == [True, False, False]
     # The worker recorded the case, then died before queueing the next one.
     CaseResult.objects.filter(pk=first.pk).update(status=CaseResult.Status.DONE, passed=True)
-    services.case_execute(first.pk)  # the redelivery
+    execution.case_execute(case_id=first.pk)  # the redelivery
     assert CaseResult.objects.get(pk=second.pk).enqueued
     assert not CaseResult.objects.get(pk=third.pk).enqueued  # still bounded by parallel=1
 
 
 def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path) -> None:
-    run = launch(example_project(tmp_path), limit=1)
-    services.run_start(run.pk)
+    run = launch_run(example_project(tmp_path), limit=1)
+    execution.run_start(run_id=run.pk)
     case = run.cases.get()
-    services.run_cancel(run=Run.objects.get(pk=run.pk))
-    services.case_execute(case.pk)
+    launch.run_cancel(run=Run.objects.get(pk=run.pk))
+    execution.case_execute(case_id=case.pk)
     case.refresh_from_db()
     run.refresh_from_db()
     assert case.status == CaseResult.Status.CANCELLED and case.attempts == 0
@@ -238,72 +263,89 @@ def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path)
 
 
 def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> None:
-    run = launch(example_project(tmp_path), limit=1)
-    services.run_start(run.pk)
+    run = launch_run(example_project(tmp_path), limit=1)
+    execution.run_start(run_id=run.pk)
     case = run.cases.get()
-    attempt = services._case_claim(case)
+    attempt = recorder.case_claim(case)
     assert attempt == 1
     CaseResult.objects.filter(pk=case.pk).update(attempts=2)  # a redelivery took it over
     from runs.report.models import TurnResult as WireTurn
 
     turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
-    with pytest.raises(services.CaseSuperseded):
-        services.turn_record(case, attempt, turn)
+    with pytest.raises(recorder.CaseSuperseded):
+        recorder.turns_write(case, attempt, [turn])
     assert not TurnResult.objects.filter(case=case).exists()
 
 
 def test_a_case_that_keeps_killing_its_worker_is_given_up(tmp_path: Path) -> None:
-    run = launch(example_project(tmp_path), limit=1)
-    services.run_start(run.pk)
+    run = launch_run(example_project(tmp_path), limit=1)
+    execution.run_start(run_id=run.pk)
     case = run.cases.get()
     CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, attempts=services.MAX_CASE_ATTEMPTS
+        status=CaseResult.Status.RUNNING, attempts=recorder.MAX_CASE_ATTEMPTS
     )
-    services.case_execute(case.pk)
+    execution.case_execute(case_id=case.pk)
     case.refresh_from_db()
     assert case.status == CaseResult.Status.ERROR and "gave up after 3 attempts" in case.errors[0]
     assert Run.objects.get(pk=run.pk).status == Run.Status.ERROR
 
 
-def test_a_case_whose_agent_yaml_changed_since_launch_is_an_error(tmp_path: Path) -> None:
+def test_an_agent_yaml_edited_mid_run_does_not_leak_into_the_run(tmp_path: Path) -> None:
     project = example_project(tmp_path)
-    run = launch(project, limit=1)  # not eager: validated and queued, nothing ran yet
+    run = launch_run(project, parallel=1)  # not eager: validated and queued, nothing ran yet
+    execution.run_start(run_id=run.pk)
+    first, *rest = run.cases.order_by("index")
+    execution.case_execute(case_id=first.pk)
+    # Mid-run: rename a case, break the YAML's metrics; the run goes on as launched.
     text = project.agent_path.read_text()
-    project.agent_path.write_text(text.replace("northwind_operating_cash", "renamed_case", 1))
-    services.run_start(run.pk)
-    services.case_execute(run.cases.get().pk)
+    edited = text.replace("northwind_capex_decline", "renamed_case", 1)
+    project.agent_path.write_text(edited + "\nbogus_field: 1\n")
+    for case in rest:
+        execution.case_execute(case_id=case.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED  # as launched: one deliberately failing case
+    assert (run.passed_cases, run.failed_cases, run.turns_done) == (2, 1, 10)
+    assert not CaseResult.objects.filter(run=run, status=CaseResult.Status.ERROR).exists()
+
+
+def test_a_tool_file_edited_after_launch_stops_the_case_with_its_name(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    run = launch_run(project, limit=1)
+    tool = Path(project.directory) / "tools" / "finance.py"
+    tool.write_text(tool.read_text() + "\n# edited\n")
+    execution.run_start(run_id=run.pk)
+    execution.case_execute(case_id=run.cases.get().pk)
     case = run.cases.get()
     assert case.status == CaseResult.Status.ERROR
-    assert "agent.yaml changed since the run was launched" in case.errors[0]
-    assert Run.objects.get(pk=run.pk).status == Run.Status.ERROR
+    assert "tools/finance.py changed on disk since the run was launched" in case.errors[0]
 
 
 def test_a_lost_case_message_is_sent_again(tmp_path: Path, settings: Any) -> None:
     from unittest import mock
 
-    run = launch(example_project(tmp_path), limit=1)
-    services.run_start(run.pk)
+    run = launch_run(example_project(tmp_path), limit=1)
+    execution.run_start(run_id=run.pk)
     case = run.cases.get()
     CaseResult.objects.filter(pk=case.pk).update(enqueued_at=stale(settings))
     with mock.patch("runs.tasks.execute_case.delay") as delay:
-        assert services.run_reap_stale(Run.objects.get(pk=run.pk))
+        assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
     delay.assert_called_once_with(case.pk)
 
 
 def test_a_run_whose_start_message_was_lost_is_started_again(tmp_path: Path, settings: Any) -> None:
     from unittest import mock
 
-    run = launch(example_project(tmp_path), limit=1)
+    run = launch_run(example_project(tmp_path), limit=1)
     Run.objects.filter(pk=run.pk).update(created_at=stale(settings))
     with mock.patch("runs.tasks.start_run.delay") as delay:
-        services.runs_reap_stale()
+        recovery.runs_recover()
     delay.assert_called_once_with(run.pk)
 
 
 def test_cancelling_a_run_with_nothing_running_stores_its_roll_up(tmp_path: Path) -> None:
-    run = launch(example_project(tmp_path))
-    services.run_start(run.pk)
-    services.run_cancel(run=Run.objects.get(pk=run.pk))
+    run = launch_run(example_project(tmp_path))
+    execution.run_start(run_id=run.pk)
+    launch.run_cancel(run=Run.objects.get(pk=run.pk))
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED
     assert run.duration_ms is not None and run.report_timestamp

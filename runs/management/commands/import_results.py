@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.models import AgentProject
-from runs.records import runs_import
+from runs.services.history import runs_import
 from runs.report.holodeck_io import ReportFormatError
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.services import project_register
+from runs.services.projects import project_register
 
 
 class Command(BaseCommand):

@@ -4,11 +4,13 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from graders.result import error_text
+from runs.engine.events import emit
 
 EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
@@ -57,6 +59,8 @@ class Command(BaseCommand):
         )
         parser.add_argument("--quiet", action="store_true", help="no per-turn progress")
 
+    store: RunStore | None = None
+
     def handle(self, *args: Any, **options: Any) -> None:
         sys.exit(self.execute_run(options))
 
@@ -82,9 +86,9 @@ class Command(BaseCommand):
                 self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
                 return EXIT_CONFIG
             agent.config.execution.llm_timeout = options["timeout"]
-        from runs.services import select_cases
+        from runs.services.launch import cases_select
 
-        indices = select_cases(
+        indices = cases_select(
             agent.config.test_cases, case_filter=options["filter"], limit=options["limit"]
         )
         if not indices:
@@ -124,21 +128,49 @@ class Command(BaseCommand):
             progress = TerminalProgress(
                 sum(len(cases[i].as_turns()) for i in indices), len(indices), stream=sys.stderr
             )
-        engine = Engine(agent, on_event=progress)
+        cli_args = ["manage.py", "run_agent", *sys.argv[2:]]
+        store = None if options["no_store"] else self._open_store(agent, indices, options, git)
+        self.store = store
+        listeners = [listener for listener in (progress, store) if listener is not None]
+
+        async def on_event(event: Any) -> None:
+            for listener in listeners:
+                await emit(listener, event)
+
+        engine = Engine(agent, on_event=on_event)
         try:
             report = asyncio.run(engine.run(case_indices=indices))
+        except Exception as exc:
+            if store is not None:
+                store.fail(f"execution error: {error_text(exc)}")
+            raise
         finally:
             if progress is not None:
                 progress.close()
+        if store is not None:
+            store.close(report)
         return EvalRun(
             report=report,
             metadata=EvalRunMetadata(
                 agent_config=agent.redacted_snapshot(),
                 prompt_version=None,
                 holodeck_version=report.holodeck_version,
-                cli_args=["manage.py", "run_agent", *sys.argv[2:]],
+                cli_args=cli_args,
                 git_commit=git.commit if git else None,
             ),
+        )
+
+    def _open_store(
+        self, agent: Any, indices: list[int], options: dict[str, Any], git: Any
+    ) -> Any:
+        """The run's rows, written as cases finish through the same recorder as the workers'."""
+        return RunStore.open(
+            agent,
+            indices,
+            options,
+            git,
+            cli_args=["manage.py", "run_agent", *sys.argv[2:]],
+            warn=lambda line: self.stderr.write(line),
         )
 
     def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any) -> None:
@@ -159,25 +191,96 @@ class Command(BaseCommand):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(writers[target.suffix]())
             self.stdout.write(f"wrote {target}")
-        if not options["no_store"]:
-            self._store(agent, eval_run, git)
+        if self.store is not None and self.store.run is not None:
+            self.stdout.write(f"stored as run {self.store.run.pk}")
 
-    def _store(self, agent: Any, eval_run: Any, git: Any) -> None:
+
+class RunStore:
+    """Stores a CLI run as it goes, through ``runs.recorder`` (the write path of the workers).
+
+    Storing is best effort: a database that is missing, unmigrated or failing never changes the
+    run's outcome or its result file; it is said once on stderr and storing stops.
+    """
+
+    def __init__(self, run: Any, recorder: Any, warn: Callable[[str], None]) -> None:
+        self.run = run
+        self.recorder = recorder
+        self.warn = warn
+
+    @classmethod
+    def open(
+        cls,
+        agent: Any,
+        indices: list[int],
+        options: dict[str, Any],
+        git: Any,
+        *,
+        cli_args: list[str],
+        warn: Callable[[str], None],
+    ) -> RunStore | None:
         from django.db import DatabaseError
 
         from runs.models import AgentProject, Run
-        from runs.records import run_record_report
+        from runs.recorder import CaseRecorder, run_open, run_options
 
         try:
             project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
-            run = run_record_report(
-                eval_run,
+            run = run_open(
+                agent=agent,
+                options=run_options(
+                    agent=agent,
+                    indices=indices,
+                    limit=options["limit"],
+                    case_filter=options["filter"],
+                ),
                 source=Run.Source.CLI,
                 project=project,
-                raw_yaml=agent.raw_yaml,
                 git=git,
+                cli_args=cli_args,
             )
         except DatabaseError as exc:
-            self.stderr.write(f"warning: the run was not stored in the database: {exc}")
+            warn(f"warning: the run is not stored in the database: {exc}")
+            return None
+        return cls(run, CaseRecorder(per_turn=False, claim_in=run), warn)
+
+    async def __call__(self, event: Any) -> None:
+        from django.db import DatabaseError
+
+        if self.run is None:
             return
-        self.stdout.write(f"stored as run {run.pk}")
+        try:
+            await self.recorder(event)
+        except DatabaseError as exc:
+            self.warn(f"warning: storing the run in the database failed: {exc}")
+            self.run = None
+
+    def fail(self, error: str) -> None:
+        from django.db import DatabaseError
+
+        from runs.recorder import run_counters
+
+        if self.run is None:
+            return
+        try:
+            self.run.fail(error, **run_counters(self.run))
+        except DatabaseError:
+            pass
+
+    def close(self, report: Any) -> None:
+        """Settle what the engine never finished and end the run from its rows."""
+        from django.db import DatabaseError
+
+        from runs.recorder import case_fail, run_finish
+
+        if self.run is None:
+            return
+        by_name = {r.test_name: r for r in report.results}
+        try:
+            for case, attempt in self.recorder.unsettled():
+                result = by_name.get(case.name or None)
+                error = result.errors[0] if result and result.errors else "execution error"
+                case_fail(case, attempt, error)
+            run_finish(self.run.pk)
+        except DatabaseError as exc:
+            self.warn(f"warning: storing the run in the database failed: {exc}")
+            self.run = None

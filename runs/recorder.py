@@ -1,0 +1,454 @@
+"""The one write path of a run: engine events -> rows.
+
+Both ways of running an agent write through here, so a run stored by ``manage.py run_agent``
+and the same run executed by the dashboard's workers give the same rows:
+
+- ``run_open`` creates the Run and its case rows (queued for the dashboard, running for the CLI);
+- ``case_claim`` takes a case for one attempt of one process (``runs.owner``);
+- ``CaseRecorder`` turns the engine's events into writes: each finished turn at once (a Celery
+  task), or each case's turns together when it finishes (the CLI batches);
+- ``case_fail`` / ``case_cancel`` settle a case that produced no result;
+- ``run_finish`` computes the roll-up from the rows and ends the run.
+
+Every write of an attempt is conditional on the attempt still owning its case, so a redelivered
+message and a dead worker's late write never interleave rows. Wire -> rows is ``runs.mapping``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import connection, transaction
+from django.db.models import Case, Count, F, FloatField, Q, QuerySet, Value, When
+from django.db.models.functions import Round
+from django.utils import timezone
+
+from runs import gitutil
+from runs.mapping import case_to_wire, case_values, turn_rows
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.owner import process_identity
+from runs.report import models as wire
+
+log = logging.getLogger(__name__)
+
+MAX_CASE_ATTEMPTS = 3
+
+
+class CaseSuperseded(Exception):
+    """Another attempt owns the case now (a redelivery); this one stops writing."""
+
+
+# --- opening a run --------------------------------------------------------------------------
+
+
+def run_options(
+    *,
+    agent: Any,
+    indices: Sequence[int],
+    limit: int | None = None,
+    case_filter: str = "",
+    checkout_commit: str = "",
+) -> dict[str, Any]:
+    """What a run was asked to do; ``cases`` lets it start without reading the agent again."""
+    cases = agent.config.test_cases
+    return {
+        "parallel": agent.parallel_test_cases,
+        "limit": limit,
+        "case_filter": case_filter,
+        "case_indices": list(indices),
+        # [index, name, multi-turn?, turns] of each selected case.
+        "cases": [
+            [i, cases[i].name or "", cases[i].is_multi_turn, len(cases[i].as_turns())]
+            for i in indices
+        ],
+        "checkout_commit": checkout_commit,
+    }
+
+
+def run_open(
+    *,
+    agent: Any,
+    options: dict[str, Any],
+    source: str,
+    project: Any = None,
+    user: Any = None,
+    git: gitutil.GitInfo | None = None,
+    git_ref: str = "",
+    commit: str = "",
+    cli_args: Sequence[str] = (),
+) -> Run:
+    """Create the Run and one pending row per selected case, in one transaction.
+
+    A dashboard run starts queued (a worker starts it); a CLI run starts running, owned by the
+    command's process.
+    """
+    cases = options["cases"]
+    status = Run.Status.QUEUED if source == Run.Source.DASHBOARD else Run.Status.RUNNING
+    with transaction.atomic():
+        run = Run.objects.create(
+            project=project,
+            source=source,
+            status=status,
+            started_at=None if status == Run.Status.QUEUED else timezone.now(),
+            agent_name=agent.config.name,
+            agent_config_path=str(agent.path),
+            git_ref=git_ref,
+            git_commit=commit or (git.commit if git else ""),
+            git_branch=(git.branch if git and not commit else ""),
+            git_dirty=bool(git and git.dirty and not commit),
+            config_snapshot=agent.redacted_snapshot(),
+            raw_yaml=agent.raw_yaml,
+            agent_sources=agent.sources,
+            options=options if source == Run.Source.DASHBOARD else {**options, "owner": _me()},
+            cli_args=list(cli_args),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            total_cases=len(cases),
+            total_turns=sum(turns for *_, turns in cases),
+        )
+        CaseResult.objects.bulk_create(
+            [
+                CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
+                for index, name, multi, turns in cases
+            ]
+        )
+    return run
+
+
+# --- one attempt at a case --------------------------------------------------------------------
+
+
+def case_claim(case: CaseResult, *, take_over: bool = False) -> int | None:
+    """Take the case for a new attempt by this process; None when it is not to run (another
+    attempt has it, or it was given up after MAX_CASE_ATTEMPTS).
+
+    A running case is taken only with ``take_over`` (its owner is dead: the caller checked);
+    its partial turn rows are removed, and it runs again from its first turn.
+    """
+    if case.status == CaseResult.Status.RUNNING and not take_over:
+        return None
+    attempt = case.attempts + 1
+    now = timezone.now()
+    claimed = CaseResult.objects.filter(
+        pk=case.pk, status=case.status, attempts=case.attempts
+    ).update(
+        status=CaseResult.Status.RUNNING,
+        attempts=attempt,
+        started_at=now,
+        heartbeat_at=now,
+        claimed_by=_me(),
+    )
+    if not claimed:
+        return None
+    if case.status == CaseResult.Status.RUNNING:  # its worker died mid-case
+        _case_reset(case)
+    if attempt > MAX_CASE_ATTEMPTS:
+        case_fail(
+            case,
+            attempt,
+            f"gave up after {MAX_CASE_ATTEMPTS} attempts (the worker running it stopped each time)",
+        )
+        return None
+    return attempt
+
+
+def case_owned(case: CaseResult, attempt: int) -> QuerySet[CaseResult]:
+    return CaseResult.objects.filter(pk=case.pk, attempts=attempt, status=CaseResult.Status.RUNNING)
+
+
+def case_heartbeat(case: CaseResult, attempt: int) -> bool:
+    """Stamp the attempt's heartbeat; False when it does not own the case any more."""
+    return bool(case_owned(case, attempt).update(heartbeat_at=timezone.now()))
+
+
+def turns_write(case: CaseResult, attempt: int, turns: Sequence[wire.TurnResult]) -> None:
+    """Write finished turns and their metric rows, if this attempt still owns the case."""
+    with transaction.atomic():
+        if not case_heartbeat(case, attempt):
+            raise CaseSuperseded
+        indices = [turn.turn_index for turn in turns]
+        replaced, _ = TurnResult.objects.filter(case=case, index__in=indices).delete()
+        turn_rows_insert(turn_rows(run_id=case.run_id, case=case, turns=turns))
+        added = len(turns) - _count(replaced, TurnResult)
+        if added:
+            Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + added)
+
+
+def case_finish(
+    case: CaseResult,
+    attempt: int,
+    result: wire.TestResult,
+    turns: Sequence[wire.TurnResult],
+    *,
+    cancelled: bool = False,
+) -> bool:
+    """Settle the case with its result: done, or cancelled when the run was cancelled under it
+    and some of its turns were skipped for that. False when the attempt lost the case."""
+    cancelled = cancelled and any(turn.skipped for turn in turns)
+    usage = result.token_usage
+    values = case_values(result, turns)
+    with transaction.atomic():
+        updated = case_owned(case, attempt).update(
+            status=CaseResult.Status.CANCELLED if cancelled else CaseResult.Status.DONE,
+            finished_at=timezone.now(),
+            **values,
+        )
+        if not updated:
+            return False
+        Run.objects.filter(pk=case.run_id).update(
+            cases_done=F("cases_done") + 1,
+            passed_cases=F("passed_cases") + (1 if result.passed and not cancelled else 0),
+            failed_cases=F("failed_cases") + (0 if result.passed or cancelled else 1),
+            prompt_tokens=F("prompt_tokens") + (usage.prompt_tokens if usage else 0),
+            completion_tokens=F("completion_tokens") + (usage.completion_tokens if usage else 0),
+            total_tokens=F("total_tokens") + (usage.total_tokens if usage else 0),
+        )
+        _pass_rate_update(case.run_id)
+    return True
+
+
+def case_fail(case: CaseResult, attempt: int, error: str) -> None:
+    """The attempt produced no result (it crashed, or was given up): an errored case."""
+    with transaction.atomic():
+        if case_owned(case, attempt).update(
+            status=CaseResult.Status.ERROR,
+            passed=False,
+            outcome="error",
+            errors=[error],
+            finished_at=timezone.now(),
+        ):
+            Run.objects.filter(pk=case.run_id).update(
+                cases_done=F("cases_done") + 1, failed_cases=F("failed_cases") + 1
+            )
+            _pass_rate_update(case.run_id)
+
+
+def _pass_rate_update(run_id: int) -> None:
+    """The live pass rate: passed over settled cases, as a percentage (two decimals)."""
+    settled = F("passed_cases") + F("failed_cases")
+    Run.objects.filter(pk=run_id).update(
+        pass_rate=Case(
+            When(passed_cases=0, then=Value(0.0)),
+            default=Round(F("passed_cases") * 100.0 / settled, 2),
+            output_field=FloatField(),
+        )
+    )
+
+
+def case_cancel(case: CaseResult) -> None:
+    """A case of a cancelled run that never started."""
+    if CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.PENDING).update(
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
+    ):
+        Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
+
+
+def cases_cancel_pending(run: Run) -> int:
+    pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
+    count = pending.update(
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
+    return count
+
+
+def _case_reset(case: CaseResult) -> None:
+    """Remove a dead attempt's partial turn rows (and their metrics) before running again."""
+    with transaction.atomic():
+        _, removed = TurnResult.objects.filter(case=case).delete()
+        Run.objects.filter(pk=case.run_id).update(
+            turns_done=F("turns_done") - _count(removed, TurnResult)
+        )
+
+
+def turn_rows_insert(pairs: Sequence[tuple[TurnResult, list[MetricResult]]]) -> None:
+    """Insert turn rows and their metric rows (bulk: a fixed number of queries)."""
+    rows = TurnResult.objects.bulk_create([row for row, _ in pairs], batch_size=500)
+    if not all(row.pk for row in rows):  # a backend without RETURNING on bulk insert
+        saved = TurnResult.objects.filter(case_id__in={row.case_id for row in rows})
+        by_key = {(t.case_id, t.index): t for t in saved}
+        rows = [by_key[(row.case_id, row.index)] for row in rows]
+    metrics = []
+    for row, (_, unsaved) in zip(rows, pairs, strict=True):
+        for metric in unsaved:
+            metric.turn = row
+            metrics.append(metric)
+    MetricResult.objects.bulk_create(metrics, batch_size=1000)
+
+
+def _count(removed: dict[str, int] | int, model: type[TurnResult]) -> int:
+    if isinstance(removed, int):
+        return removed
+    return removed.get(model._meta.label, 0)
+
+
+def _me() -> str:
+    return process_identity()
+
+
+# --- engine events -> writes ------------------------------------------------------------------
+
+
+class CaseRecorder:
+    """The engine's event callback for cases this process runs.
+
+    ``per_turn``: each finished turn is written at once, then ``is_cancelled`` is asked again
+    (the dashboard's task); otherwise a case's turns are written together when it finishes (the
+    CLI). Either way the writes are ``turns_write`` and ``case_finish``.
+    """
+
+    def __init__(
+        self, *, per_turn: bool, watch_cancel: bool = False, claim_in: Run | None = None
+    ) -> None:
+        self.per_turn = per_turn
+        self.claim_in = claim_in  # claim each case of this run as the engine starts it (CLI)
+        self.watch_cancel = watch_cancel
+        self.cancelled = False
+        self.attempts: dict[int, tuple[CaseResult, int]] = {}  # case index -> (row, attempt)
+        self.finished: dict[int, bool] = {}  # case index -> settled by this attempt
+
+    def track(self, case: CaseResult, attempt: int) -> None:
+        self.attempts[case.index] = (case, attempt)
+
+    async def __call__(self, event: Any) -> None:
+        if event.kind == "case_started" and self.claim_in is not None:
+            await _async(self._claim)(event.case_index)
+        owned = self.attempts.get(event.case_index)
+        if owned is None:
+            return
+        case, attempt = owned
+        if event.kind == "turn_finished" and event.turn is not None and self.per_turn:
+            await _async(turns_write)(case, attempt, [event.turn])
+            if self.watch_cancel:
+                self.cancelled = await _async(_run_cancelled)(case.run_id)
+        elif event.kind == "case_finished" and event.result is not None:
+            if not self.per_turn:
+                await _async(turns_write)(case, attempt, event.turns)
+            self.finished[event.case_index] = await _async(case_finish)(
+                case, attempt, event.result, event.turns, cancelled=self.cancelled
+            )
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled
+
+    def unsettled(self) -> list[tuple[CaseResult, int]]:
+        """Cases claimed here that the engine never finished (it crashed on them)."""
+        return [owned for index, owned in self.attempts.items() if index not in self.finished]
+
+    def _claim(self, case_index: int) -> None:
+        assert self.claim_in is not None
+        case = CaseResult.objects.get(run=self.claim_in, index=case_index)
+        attempt = case_claim(case)
+        if attempt is not None:
+            self.track(case, attempt)
+
+
+def _run_cancelled(run_id: int) -> bool:
+    return Run.objects.filter(pk=run_id, status=Run.Status.CANCELLED).exists()
+
+
+def _async(fn: Any) -> Any:
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+def close_thread_connection() -> None:
+    """Close the database connection of the thread this runs in (the recorder's thread keeps
+    one of its own; a long-lived worker must not leak it)."""
+    connection.close()
+
+
+# --- the end of a run -------------------------------------------------------------------------
+
+
+def run_settle(run: Run) -> bool:
+    """Finish the run once no case is pending or running (True when it did)."""
+    open_cases = CaseResult.objects.filter(
+        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).exists()
+    if open_cases:
+        return False
+    run_finish(run.pk)
+    return True
+
+
+def run_finish(run_id: int) -> None:
+    """Compute the roll-up from the case rows and end the run (once: a conditional UPDATE).
+
+    The live counters are recomputed from the rows here, so they end exact whatever happened
+    on the way (redeliveries, recovered cases, cancellation).
+    """
+    from runs.report.build import summarize
+
+    run = Run.objects.get(pk=run_id)
+    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
+    graded = [c for c in cases if c.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)]
+    results = [case_to_wire(case) for case in graded]
+    duration = int((timezone.now() - (run.started_at or run.created_at)).total_seconds() * 1000)
+    summary = summarize(results, duration)
+    fields = {
+        **run_counters(run),
+        "pass_rate": summary.pass_rate,
+        "duration_ms": duration,
+        "summary": summary.model_dump(include={"metrics_evaluated", "average_scores"}),
+        "metric_summary": metric_summary(results),
+        "report_timestamp": timezone.now().isoformat(),
+    }
+    errored = any(case.status == CaseResult.Status.ERROR for case in cases)
+    if errored and not any(case.status == CaseResult.Status.DONE for case in cases):
+        ended = run.fail("every test case failed to execute", **fields)
+    else:
+        ended = run.finish(passed=summary.failed == 0 and not errored and bool(graded), **fields)
+    if not ended:
+        # Cancelled (or already finished): keep the status but store the roll-up.
+        Run.objects.filter(pk=run.pk).update(**fields)
+
+
+def run_counters(run: Run) -> dict[str, int]:
+    """The summary counters, counted from the rows (two queries)."""
+    settled = [CaseResult.Status.DONE, CaseResult.Status.ERROR, CaseResult.Status.CANCELLED]
+    counts = CaseResult.objects.filter(run=run).aggregate(
+        n_done=Count("pk", filter=Q(status__in=settled)),
+        n_passed=Count("pk", filter=Q(status=CaseResult.Status.DONE, passed=True)),
+        n_failed=Count(
+            "pk",
+            filter=Q(status=CaseResult.Status.ERROR)
+            | Q(status=CaseResult.Status.DONE, passed=False),
+        ),
+    )
+    return {
+        "cases_done": counts["n_done"],
+        "passed_cases": counts["n_passed"],
+        "failed_cases": counts["n_failed"],
+        "turns_done": TurnResult.objects.filter(run=run).count(),
+    }
+
+
+def metric_summary(results: Sequence[wire.TestResult]) -> list[dict[str, Any]]:
+    """Per metric (over case roll-ups): kind, average score, count, passed count, errors."""
+    table: dict[str, dict[str, Any]] = {}
+    for result in results:
+        for metric in result.metric_results:
+            row = table.setdefault(
+                metric.metric_name,
+                {
+                    "name": metric.metric_name,
+                    "kind": metric.kind,
+                    "scores": [],
+                    "count": 0,
+                    "passed": 0,
+                    "errors": 0,
+                },
+            )
+            row["count"] += 1
+            row["passed"] += int(metric.passed)
+            row["errors"] += int(metric.error is not None)
+            if metric.score is not None:
+                row["scores"].append(metric.score)
+    out = []
+    for row in table.values():
+        scores = row.pop("scores")
+        row["average"] = round(sum(scores) / len(scores), 4) if scores else None
+        out.append(row)
+    return sorted(out, key=lambda row: (row["kind"], row["name"]))

@@ -1,0 +1,229 @@
+"""Execute a run in the workers: start it, then run each case as a real agent session.
+
+One Celery task per case, at most ``parallel`` cases of a run in flight (``case_pump``). Each
+case is run by the process that claims it (``runs.recorder.case_claim``) and written through the
+recorder as its turns finish. The agent is loaded once per worker process per run, from the
+content the run was pinned to at launch (its agent.yaml text; every other file it read must
+still hash the same), so an edit on disk after the launch cannot leak into a running run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from graders.result import error_text
+from runs import gitutil
+from runs.models import CaseResult, Run
+from runs.owner import owner_dead
+from runs.recorder import (
+    CaseRecorder,
+    CaseSuperseded,
+    case_cancel,
+    case_claim,
+    case_fail,
+    close_thread_connection,
+    run_settle,
+)
+from runs.services.launch import LaunchError
+from runs.services.queue import EXECUTE_CASE, task_enqueue
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
+
+log = logging.getLogger(__name__)
+
+
+def run_start(*, run_id: int) -> None:
+    """Claim the queued run and queue its first cases, in one transaction.
+
+    Redelivery-safe: a run already running is resumed (missing case rows created, free slots
+    filled); any failure rolls the claim back, so the task can be delivered again.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status == Run.Status.QUEUED:
+            run.mark_running()
+        elif run.status != Run.Status.RUNNING:
+            return
+        CaseResult.objects.bulk_create(  # runs queued before case rows were made at launch
+            [
+                CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
+                for index, name, multi, turns in run.options.get("cases") or []
+            ],
+            ignore_conflicts=True,
+        )
+        case_pump(run=run)
+        run_settle(run)  # a run with no case left to run finishes here
+
+
+def case_pump(*, run: Run) -> int:
+    """Queue not-yet-queued cases until ``parallel`` cases of the run are in flight.
+
+    Each case is queued once (an atomic flag), so concurrent pumps never double-queue.
+    """
+    in_flight = CaseResult.objects.filter(
+        run=run, enqueued=True, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).count()
+    slots = max(1, int(run.options.get("parallel") or 1)) - in_flight
+    queued = 0
+    while queued < slots:
+        case_id = (
+            CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
+            .order_by("index")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if case_id is None:
+            break
+        if CaseResult.objects.filter(pk=case_id, enqueued=False).update(
+            enqueued=True, enqueued_at=timezone.now()
+        ):
+            task_enqueue(EXECUTE_CASE, case_id)
+            queued += 1
+    return queued
+
+
+def case_execute(*, case_id: int) -> None:
+    """Run one test case as a real agent session, writing each turn as soon as it finishes.
+
+    Redelivery-safe: a settled case only pumps and settles its run; a running case is taken
+    over only when its attempt is dead (its process is gone, or its heartbeat is stale), and
+    then runs again from its first turn.
+    """
+    case = CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
+    run = case.run
+    if run.status == Run.Status.RUNNING and case.status in (
+        CaseResult.Status.PENDING,
+        CaseResult.Status.RUNNING,
+    ):
+        attempt = case_claim(case, take_over=case_attempt_dead(case))
+        if attempt is not None:
+            _case_run(case, attempt)
+    elif run.status == Run.Status.CANCELLED:
+        case_cancel(case)
+    case_pump(run=run)
+    if run_settle(run):
+        run_agent_forget(run.pk)
+
+
+def case_attempt_dead(case: CaseResult) -> bool:
+    if case.status != CaseResult.Status.RUNNING:
+        return False
+    age = (timezone.now() - case.heartbeat_at).total_seconds() if case.heartbeat_at else None
+    return owner_dead(case.claimed_by, age, settings.HOLODECK_CASE_STALE_SECONDS)
+
+
+def _case_run(case: CaseResult, attempt: int) -> None:
+    try:
+        agent = run_agent(case.run)
+        asyncio.run(_execute(agent, case, attempt))
+    except CaseSuperseded:
+        return
+    except Exception as exc:
+        log.exception("case %s of run %s crashed", case.index, case.run_id)
+        case_fail(case, attempt, f"execution error: {error_text(exc)}")
+
+
+async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:
+    from runs.engine.executor import Engine
+
+    recorder = CaseRecorder(per_turn=True, watch_cancel=True)
+    recorder.track(case, attempt)
+    engine = Engine(agent, on_event=recorder, is_cancelled=recorder.is_cancelled)
+    try:
+        await engine.run_case(case.index)
+    finally:
+        await sync_to_async(close_thread_connection, thread_sensitive=True)()
+
+
+# --- the agent of a run, loaded once per process ---------------------------------------------
+
+_AGENTS: OrderedDict[int, tuple[LoadedAgent, contextlib.ExitStack]] = OrderedDict()
+_AGENTS_KEPT = 4
+_AGENTS_LOCK = threading.Lock()
+
+
+def run_agent(run: Run) -> LoadedAgent:
+    """The run's agent as launched, loaded on this process's first case of the run and kept for
+    the others (the last few runs are kept; an older one's checkout is removed)."""
+    with _AGENTS_LOCK:
+        cached = _AGENTS.get(run.pk)
+        if cached is not None:
+            _AGENTS.move_to_end(run.pk)
+            return cached[0]
+        _forget_ended_runs()
+        stack = contextlib.ExitStack()
+        try:
+            agent = _agent_load(run, stack)
+        except BaseException:
+            stack.close()
+            raise
+        _AGENTS[run.pk] = (agent, stack)
+        while len(_AGENTS) > _AGENTS_KEPT:
+            _, (_, old_stack) = _AGENTS.popitem(last=False)
+            old_stack.close()
+        return agent
+
+
+def run_agent_forget(run_id: int) -> None:
+    """Drop a run's kept agent (its run ended) and remove its checkout."""
+    with _AGENTS_LOCK:
+        kept = _AGENTS.pop(run_id, None)
+    if kept is not None:
+        kept[1].close()
+
+
+def _forget_ended_runs() -> None:
+    """Drop the agents of runs that ended since (called with the lock held)."""
+    if not _AGENTS:
+        return
+    active = set(
+        Run.objects.filter(pk__in=list(_AGENTS), status__in=Run.ACTIVE).values_list("pk", flat=True)
+    )
+    for run_id in [run_id for run_id in _AGENTS if run_id not in active]:
+        _AGENTS.pop(run_id)[1].close()
+
+
+def run_agents_forget() -> None:
+    """Drop every kept agent and remove their checkouts (worker shutdown, tests)."""
+    with _AGENTS_LOCK:
+        while _AGENTS:
+            _, (_, stack) = _AGENTS.popitem()
+            stack.close()
+
+
+def _agent_load(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
+    from runs.spec.loader import load_agent
+
+    project = run.project
+    if project is None:
+        raise LaunchError("the run's project was deleted")
+    commit = run.options.get("checkout_commit") or None
+    agent_dir = stack.enter_context(gitutil.checkout(Path(project.directory), commit))
+    agent = load_agent(
+        agent_dir / project.agent_file,
+        text=run.raw_yaml or None,
+        parallel_override=run.options.get("parallel"),
+    )
+    changed = sorted(
+        key
+        for key in set(agent.sources) | set(run.agent_sources)
+        if run.agent_sources and agent.sources.get(key) != run.agent_sources.get(key)
+    )
+    if changed:
+        raise LaunchError(
+            f"{', '.join(changed)} changed on disk since the run was launched; the run is "
+            "pinned to the files it was launched with (launch a new run, or run a git ref)"
+        )
+    return agent

@@ -1,0 +1,91 @@
+"""Keep runs moving when workers die or messages are lost.
+
+Called by every worker's sweeper (at start, then every HOLODECK_SWEEP_SECONDS) and by
+``manage.py recover``; never by a view (GET requests do not write). Every step is idempotent,
+so several workers may sweep at once.
+
+- a running case whose attempt is dead (its process is gone, or no heartbeat for
+  HOLODECK_CASE_STALE_SECONDS) is queued again: the task takes it over, removes its partial
+  turn rows and runs it again from its first turn (up to MAX_CASE_ATTEMPTS attempts, then it
+  is an error naming the crash);
+- a case queued that long ago but never started (its message was lost) is queued again;
+- a run queued that long ago but never started is started again;
+- a CLI run whose command's process is gone is ended as an error;
+- free slots are filled and a run with nothing left to run is finished.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.models import CaseResult, Run
+from runs.owner import owner_alive
+from runs.recorder import run_counters, run_settle
+from runs.services.execution import case_attempt_dead, case_pump
+from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
+
+
+def runs_recover() -> int:
+    """Recover every run that needs it; the number of runs something was done for."""
+    cutoff = _cutoff()
+    for run_id in Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff).values_list(
+        "pk", flat=True
+    ):
+        task_enqueue(START_RUN, run_id)
+    acted = 0
+    for run in Run.objects.filter(status=Run.Status.RUNNING):
+        if run.source == Run.Source.CLI:
+            acted += cli_run_recover(run=run)
+        else:
+            acted += run_recover(run=run)
+    return acted
+
+
+def run_recover(*, run: Run) -> bool:
+    """Queue again the cases of a dashboard run whose worker died or whose message was lost."""
+    if run.status != Run.Status.RUNNING or run.source == Run.Source.CLI:
+        return False
+    cutoff = _cutoff()
+    candidates = CaseResult.objects.filter(run=run).filter(
+        Q(status=CaseResult.Status.RUNNING)
+        | Q(status=CaseResult.Status.PENDING, enqueued=True, enqueued_at__lt=cutoff)
+    )
+    requeued = 0
+    for case in candidates.only("id", "status", "claimed_by", "heartbeat_at", "enqueued_at"):
+        if case.status == CaseResult.Status.RUNNING and (
+            not case_attempt_dead(case) or (case.enqueued_at and case.enqueued_at > cutoff)
+        ):
+            continue  # alive, or queued again lately (its task has not run yet)
+        # Stamp the time first, so the next sweep does not queue the same case again at once.
+        CaseResult.objects.filter(pk=case.pk).update(enqueued_at=timezone.now())
+        task_enqueue(EXECUTE_CASE, case.pk)
+        requeued += 1
+    with transaction.atomic():
+        pumped = case_pump(run=run)
+    settled = run_settle(run)
+    return bool(requeued or pumped or settled)
+
+
+def cli_run_recover(*, run: Run) -> bool:
+    """A CLI run whose command died (same host) is ended as an error; its finished cases stay."""
+    owner = str(run.options.get("owner") or "")
+    if not owner or owner_alive(owner) is not False:
+        return False
+    CaseResult.objects.filter(
+        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).update(
+        status=CaseResult.Status.ERROR,
+        passed=False,
+        errors=["execution error: the run_agent command running this case stopped"],
+        finished_at=timezone.now(),
+    )
+    return run.fail("the run_agent command running this run stopped", **run_counters(run))
+
+
+def _cutoff() -> timezone.datetime:
+    return timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)

@@ -1,0 +1,67 @@
+"""GET requests never write: recovery belongs to the workers' sweeper, not to a page view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import get_resolver, reverse
+from django.utils import timezone
+
+from runs.models import AgentProject, CaseResult, Run
+from tests.web.factories import RunSpec, build_run, failing_case
+from tests.web.services_helpers import example_project
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def writes_of(client: Client, url: str) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        params = {"since": timezone.now().isoformat(), "known": 1} if "progress" in url else {}
+        response = client.get(url, params)
+    assert response.status_code in (200, 286), (url, response.status_code)
+    return [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)]
+
+
+@pytest.mark.django_db
+def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_path: Path) -> None:
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("root", password="a-long-password"))
+    project: AgentProject = example_project(tmp_path)
+    # A running run whose worker died long ago: the old progress poll would have reaped it.
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
+    long_ago = timezone.now() - timezone.timedelta(days=1)
+    CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
+        status=CaseResult.Status.RUNNING, heartbeat_at=long_ago, enqueued=True, enqueued_at=long_ago
+    )
+    case = failing_case(run)
+    urls = [
+        reverse("home"),
+        reverse("project_launch", args=[project.pk]),
+        reverse("run_list"),
+        reverse("run_detail", args=[run.pk]),
+        reverse("run_progress", args=[run.pk]),
+        reverse("run_export", args=[run.pk]),
+        reverse("case_detail", args=[run.pk, case.pk]),
+        reverse("case_turns", args=[run.pk, case.pk]),
+        reverse("admin:index"),
+        reverse("admin:runs_run_changelist"),
+        reverse("admin:runs_run_change", args=[run.pk]),
+    ]
+    # Every named dashboard page with a GET handler is in the list above.
+    names = {p.name for p in get_resolver().url_patterns[-1].url_patterns}  # runs.urls
+    assert names - {"run_cancel"} <= {url_name(url) for url in urls}
+    for url in urls:
+        assert writes_of(client, url) == [], url
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING
+
+
+def url_name(url: str) -> str | None:
+    from django.urls import resolve
+
+    return resolve(url).url_name
