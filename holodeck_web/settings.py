@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from holodeck_web.env import env_bool, env_choice, env_int, env_list, env_url, secret_key
 
@@ -33,6 +34,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -77,7 +79,12 @@ def _database() -> dict[str, object]:
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         # Workers and the web process write concurrently: wait for locks, take them early.
         config["CONN_MAX_AGE"] = 0
-        config["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+        # WAL: readers (the pages) never wait for a writer (a run); writers wait their turn.
+        config["OPTIONS"] = {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     return config
 
 
@@ -107,6 +114,37 @@ CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
+# Served over HTTPS (directly or behind a proxy that terminates TLS): one switch turns on the
+# redirect, HSTS and Secure cookies. HTTPS_PROXY_HEADER=true trusts X-Forwarded-Proto from the
+# proxy (which must set it and strip any the client sent).
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+if env_bool("HTTPS_PROXY_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content Security Policy on every page: the pages load scripts only from this site, and no
+# inline script (htmx and run_live.js are static files). Styles may be inline (the progress
+# bar's width, htmx's indicator style).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+
+# Login throttling: this many failed logins per address and user name (four times as many per
+# address) within the window are allowed; further attempts get 429 until it passes.
+HOLODECK_LOGIN_ATTEMPTS = env_int("HOLODECK_LOGIN_ATTEMPTS", 5, minimum=1)
+HOLODECK_LOGIN_WINDOW_SECONDS = env_int("HOLODECK_LOGIN_WINDOW_SECONDS", 900, minimum=1)
+
 # --- Celery -------------------------------------------------------------------------------
 # Redis in production; without REDIS_URL/CELERY_BROKER_URL an embedded file-system broker lets a
 # real Celery worker run on a laptop with nothing else installed.
@@ -117,11 +155,25 @@ EMBEDDED_BROKER = BROKER_URL is None
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_EAGER = env_bool("HOLODECK_CELERY_EAGER", False)
 CELERY_WORKER_CONCURRENCY = env_int("HOLODECK_WORKER_CONCURRENCY", 2, minimum=1)
-# A running case with no finished turn for this long is lost (its worker died): the sweeper
-# errors it and settles the run, so no run stays "running" forever.
-HOLODECK_CASE_STALE_SECONDS = env_int("HOLODECK_CASE_STALE_SECONDS", 1800, minimum=10)
+# A running case whose heartbeat is this old is taken back and runs again (its worker died).
+# Attempts stamp their heartbeat every HOLODECK_HEARTBEAT_SECONDS while they run.
+HOLODECK_CASE_STALE_SECONDS = env_int("HOLODECK_CASE_STALE_SECONDS", 60, minimum=10)
+HOLODECK_HEARTBEAT_SECONDS = env_int("HOLODECK_HEARTBEAT_SECONDS", 5, minimum=1)
+if HOLODECK_HEARTBEAT_SECONDS * 3 > HOLODECK_CASE_STALE_SECONDS:
+    raise ImproperlyConfigured(
+        f"HOLODECK_HEARTBEAT_SECONDS={HOLODECK_HEARTBEAT_SECONDS} must be at most a third of "
+        f"HOLODECK_CASE_STALE_SECONDS={HOLODECK_CASE_STALE_SECONDS}"
+    )
 # How often each worker looks for stale cases, lost messages and runs to settle.
-HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 60, minimum=0)  # 0: off
+HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 15, minimum=0)  # 0: off
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BROKER_URL}
+        if BROKER_URL and BROKER_URL.startswith(("redis://", "rediss://"))
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOGGING = {

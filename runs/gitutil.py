@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+
+# Temporary worktrees are named after the process that made them, so a later process can tell
+# the leftovers of a killed one from the checkouts of a live one.
+WORKTREE_PREFIX = "holodeck-worktree-"
 
 
 class GitError(Exception):
@@ -71,7 +77,7 @@ def checkout(directory: Path, commit: str | None) -> Iterator[Path]:
         return
     root = Path(_git(directory, "rev-parse", "--show-toplevel"))
     relative = directory.resolve().relative_to(root.resolve())
-    tmp = Path(tempfile.mkdtemp(prefix="holodeck-worktree-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{WORKTREE_PREFIX}{os.getpid()}-"))
     worktree = tmp / "tree"
     _git(root, "worktree", "add", "--detach", "--quiet", str(worktree), commit)
     try:
@@ -80,3 +86,46 @@ def checkout(directory: Path, commit: str | None) -> Iterator[Path]:
         with contextlib.suppress(GitError):
             _git(root, "worktree", "remove", "--force", str(worktree))
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def worktrees_prune(directory: Path) -> int:
+    """Remove the temporary worktrees that killed processes left in ``directory``'s repository
+    (and git's records of vanished ones); the number removed."""
+    try:
+        listing = _git(directory, "worktree", "list", "--porcelain")
+    except GitError:
+        return 0
+    removed = 0
+    for line in listing.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        path = Path(line.removeprefix("worktree "))
+        owner = _worktree_owner(path)
+        if owner is None or _process_alive(owner):
+            continue
+        with contextlib.suppress(GitError):
+            _git(directory, "worktree", "remove", "--force", str(path))
+        shutil.rmtree(path.parent, ignore_errors=True)
+        removed += 1
+    with contextlib.suppress(GitError):
+        _git(directory, "worktree", "prune")
+    return removed
+
+
+def _worktree_owner(path: Path) -> int | None:
+    """The pid in ``<tmp>/holodeck-worktree-<pid>-<random>/tree``, if it is one of ours."""
+    name = path.parent.name
+    if path.name != "tree" or not name.startswith(WORKTREE_PREFIX):
+        return None
+    pid = name.removeprefix(WORKTREE_PREFIX).split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -34,6 +34,12 @@ def execute_case(case_id: int) -> None:
 def start_sweeper(**_: Any) -> None:
     """Every worker keeps runs moving when workers or messages are lost: it sweeps at start and
     then every HOLODECK_SWEEP_SECONDS (the sweeps are idempotent, several workers may run them)."""
+    try:
+        recovery.worktrees_prune()
+    except Exception:
+        log.exception("pruning leftover git worktrees failed")
+    finally:
+        close_old_connections()
     if not settings.HOLODECK_SWEEP_SECONDS:
         return
     threading.Thread(target=_sweep_forever, name="holodeck-sweeper", daemon=True).start()

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from runs.recorder import (
     case_cancel,
     case_claim,
     case_fail,
+    case_heartbeat,
     close_thread_connection,
     run_settle,
 )
@@ -126,13 +128,40 @@ def case_attempt_dead(case: CaseResult) -> bool:
 
 def _case_run(case: CaseResult, attempt: int) -> None:
     try:
-        agent = run_agent(case.run)
-        asyncio.run(_execute(agent, case, attempt))
+        with _heartbeat(case, attempt):
+            agent = run_agent(case.run)
+            asyncio.run(_execute(agent, case, attempt))
     except CaseSuperseded:
         return
     except Exception as exc:
         log.exception("case %s of run %s crashed", case.index, case.run_id)
         case_fail(case, attempt, f"execution error: {error_text(exc)}")
+
+
+@contextlib.contextmanager
+def _heartbeat(case: CaseResult, attempt: int) -> Iterator[None]:
+    """Stamp the attempt's heartbeat every HOLODECK_HEARTBEAT_SECONDS while the case runs, so a
+    long turn is not taken for a dead worker."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.HOLODECK_HEARTBEAT_SECONDS):
+                try:
+                    if not case_heartbeat(case, attempt):
+                        return  # the case is not ours any more
+                except Exception:  # a database hiccup: the next beat tries again
+                    log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
+        finally:
+            close_thread_connection()
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-case-{case.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:

@@ -11,7 +11,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -38,13 +38,24 @@ def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -
     for path in paths:
         for eval_run in load_eval_runs(path):
             digest = eval_run_hash(eval_run)
-            existing = Run.objects.filter(source_hash=digest).first()
-            if existing is not None:
-                outcome.already_imported.append(existing)
-                continue
-            run = run_import(eval_run=eval_run, project=project, source_hash=digest)
-            outcome.imported.append(run)
+            existing = _imported(digest)
+            if existing is None:
+                try:
+                    run = run_import(eval_run=eval_run, project=project, source_hash=digest)
+                except IntegrityError:  # a concurrent import of the same file won the race
+                    existing = _imported(digest)
+                    if existing is None:
+                        raise
+                else:
+                    outcome.imported.append(run)
+                    continue
+            outcome.already_imported.append(existing)
     return outcome
+
+
+def _imported(digest: str) -> Run | None:
+    """The run already holding this result (imported, or stored by run_agent as it wrote it)."""
+    return Run.objects.filter(source_hash=digest).order_by("pk").first()
 
 
 def eval_run_hash(eval_run: wire.EvalRun) -> str:

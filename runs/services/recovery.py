@@ -87,5 +87,17 @@ def cli_run_recover(*, run: Run) -> bool:
     return run.fail("the run_agent command running this run stopped", **run_counters(run))
 
 
+def worktrees_prune() -> int:
+    """Remove git worktrees left by killed workers in every project's repository (at worker
+    start); the number removed."""
+    from pathlib import Path
+
+    from runs import gitutil
+    from runs.models import AgentProject
+
+    directories = {Path(d) for d in AgentProject.objects.values_list("directory", flat=True)}
+    return sum(gitutil.worktrees_prune(d) for d in directories if d.is_dir())
+
+
 def _cutoff() -> timezone.datetime:
     return timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)

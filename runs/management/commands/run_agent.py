@@ -192,6 +192,7 @@ class Command(BaseCommand):
             target.write_text(writers[target.suffix]())
             self.stdout.write(f"wrote {target}")
         if self.store is not None and self.store.run is not None:
+            self.store.mark_written(eval_run)
             self.stdout.write(f"stored as run {self.store.run.pk}")
 
 
@@ -253,6 +254,20 @@ class RunStore:
         except DatabaseError as exc:
             self.warn(f"warning: storing the run in the database failed: {exc}")
             self.run = None
+
+    def mark_written(self, eval_run: Any) -> None:
+        """Remember the result file's hash: importing that file later finds this run."""
+        from django.db import DatabaseError
+
+        from runs.models import Run
+        from runs.services.history import eval_run_hash
+
+        if self.run is None:
+            return
+        try:
+            Run.objects.filter(pk=self.run.pk).update(source_hash=eval_run_hash(eval_run))
+        except DatabaseError as exc:
+            self.warn(f"warning: storing the run in the database failed: {exc}")
 
     def fail(self, error: str) -> None:
         from django.db import DatabaseError

@@ -1,0 +1,97 @@
+"""Query-string parameters, validated: a bad value is a 400 with a message naming it, never a
+500 from deep in the database (an integer beyond 64 bits, a NUL byte, a date out of range)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.core.exceptions import BadRequest
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+# Database ids and counts fit in a signed 64-bit integer everywhere.
+MAX_INT = 2**63 - 1
+MAX_TEXT = 200
+TRUE_WORDS = {"1", "true", "on", "yes"}
+FALSE_WORDS = {"", "0", "false", "off", "no"}
+
+
+def text_param(request: HttpRequest, name: str, *, max_length: int = MAX_TEXT) -> str:
+    value = request.GET.get(name, "").strip()
+    if "\x00" in value:
+        raise BadRequest(f"?{name}= must not contain a NUL character")
+    if len(value) > max_length:
+        raise BadRequest(f"?{name}= is longer than {max_length} characters")
+    return value
+
+
+def int_param(
+    request: HttpRequest, name: str, *, minimum: int = 0, maximum: int = MAX_INT
+) -> int | None:
+    raw = text_param(request, name)
+    if raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"?{name}={raw[:40]!r} is not a whole number") from None
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"?{name}= must be between {minimum} and {maximum}")
+    return value
+
+
+def float_param(
+    request: HttpRequest, name: str, *, minimum: float, maximum: float
+) -> float | None:
+    raw = text_param(request, name)
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"?{name}={raw[:40]!r} is not a number") from None
+    if not minimum <= value <= maximum:  # NaN fails this too
+        raise BadRequest(f"?{name}= must be between {minimum:g} and {maximum:g}")
+    return value
+
+
+def flag_param(request: HttpRequest, name: str) -> bool:
+    raw = text_param(request, name).lower()
+    if raw in TRUE_WORDS:
+        return True
+    if raw in FALSE_WORDS:
+        return False
+    raise BadRequest(f"?{name}= must be 1 or 0")
+
+
+def choice_param(request: HttpRequest, name: str, choices: Iterable[str]) -> str:
+    allowed = set(choices)
+    raw = text_param(request, name)
+    if raw and raw not in allowed:
+        raise BadRequest(f"?{name}= must be one of {', '.join(sorted(allowed))}")
+    return raw
+
+
+def datetime_param(request: HttpRequest, name: str, *, margin: timedelta = timedelta(0)) -> (
+    datetime | None
+):
+    """An ISO datetime (a bare date means its midnight, UTC); ``margin`` is subtracted."""
+    raw = text_param(request, name)
+    if raw == "":
+        return None
+    try:
+        parsed = parse_datetime(raw)
+        if parsed is None and (day := parse_date(raw)) is not None:
+            parsed = datetime(day.year, day.month, day.day)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise BadRequest(f"?{name}={raw[:40]!r} is not a date or an ISO date and time")
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, timezone.UTC)
+    try:
+        return parsed - margin
+    except OverflowError:
+        raise BadRequest(f"?{name}= is out of range") from None
