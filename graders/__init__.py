@@ -3,7 +3,7 @@
 Modules (import what you need; nothing heavy is imported here):
 
 - ``graders.matchers``: tool-argument matchers (literal, fuzzy, regex) and their parser;
-- ``graders.tools``: tool assertions over one turn's calls (``assert_tools``);
+- ``graders.tool_calls``: assertions on the tool calls of one turn (``assert_tools``);
 - ``graders.deterministic``: ``grade_equality``, ``grade_numeric``, ``response_path``;
 - ``graders.code``: the code-grader harness (``GraderContext``, ``GraderResult``,
   ``run_code_grader``);

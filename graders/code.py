@@ -13,8 +13,8 @@ Return values (DESIGN.md §6, seed 001):
 
 Anything else -- another type, a score outside 0..1 or NaN, details that are not JSON, an
 exception (``ExcType: message``), a timeout -- is "could not grade" (``Grade.error``), never a
-low score. With ``fail_on_error`` such a Grade also carries ``fail_case=True``: the engine fails
-the whole test case and skips its remaining turns.
+low score. (With ``fail_on_error`` the engine then fails the whole test case and skips its
+remaining turns.)
 
 Each call runs in its own daemon thread so a slow grader cannot block the event loop. A thread
 cannot be killed: on timeout the engine moves on and the thread finishes (or hangs) in the
@@ -101,7 +101,6 @@ async def run_code_grader(
     name: str,
     threshold: float | None = None,
     timeout_s: float | None = None,
-    fail_on_error: bool = False,
 ) -> Grade:
     """Run one (sync or async) grader on one turn. Never raises for the grader's faults."""
     start = time.perf_counter()
@@ -110,9 +109,7 @@ async def run_code_grader(
         return round((time.perf_counter() - start) * 1000)
 
     def error(message: str) -> Grade:
-        return Grade.could_not_grade(
-            message, threshold=threshold, fail_case=fail_on_error, evaluation_time_ms=elapsed_ms()
-        )
+        return Grade.could_not_grade(message, threshold=threshold, evaluation_time_ms=elapsed_ms())
 
     try:
         raw = await _call_in_thread(fn, ctx, name=name, timeout_s=timeout_s)

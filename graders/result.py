@@ -7,7 +7,7 @@ None, so a broken judge never looks like a low score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -32,9 +32,6 @@ class Grade:
     retry_count: int = 0
     evaluation_time_ms: int = 0
     judge_usage: JudgeUsage | None = None
-    # Set by code graders with fail_on_error: the engine fails the case and skips its rest.
-    fail_case: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def errored(self) -> bool:

@@ -15,7 +15,7 @@ draws the arg-match diff from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from graders.matchers import (
@@ -29,14 +29,6 @@ from graders.matchers import (
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """One tool call the agent made in this turn."""
-
-    name: str
-    args: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class ToolExpectation:
     """One expected tool call: a name, optional arg matchers, a minimum count."""
 
@@ -46,7 +38,8 @@ class ToolExpectation:
 
 
 class CallLike(Protocol):
-    """Anything with a name and args (ToolCall, the backends' ToolCallRecord)."""
+    """One tool call the agent made in this turn: anything with a name and args (the engine
+    passes the report's ``ToolInvocation``; graders cannot import it)."""
 
     @property
     def name(self) -> str: ...
@@ -255,7 +248,6 @@ __all__ = [
     "CallLike",
     "ExpectationLike",
     "ToolAssertionVerdict",
-    "ToolCall",
     "ToolExpectation",
     "assert_tools",
     "tools_matched",

@@ -9,49 +9,49 @@ semantic_kernel or claude_agent_sdk imports.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from graders.matchers import json_safe
+from runs.report.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
 
 
 @dataclass
-class ToolCallRecord:
-    """One tool call the agent made during a turn, as the backend observed it."""
-
-    name: str
-    args: dict[str, Any]
-    result: Any = None
-    error: str | None = None
-    duration_ms: float = 0.0
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cache_read_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cache_creation_tokens + other.cache_creation_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-        )
-
-
-@dataclass
 class TurnOutput:
-    """What one ``send`` produced. ``is_error`` marks a session-level failure of this turn."""
+    """What one ``send`` produced. ``is_error`` marks a session-level failure of this turn.
+
+    Tool calls and usage are already the report's types: a backend records a call with
+    :func:`captured_call` and its usage with ``TokenUsage.counted``.
+    """
 
     response: str | None
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    usage: Usage | None = None
+    tool_calls: list[ToolInvocation] = field(default_factory=list)
+    usage: TokenUsage | None = None
     is_error: bool = False
     error: str | None = None
+
+
+def captured_call(
+    name: str,
+    args: Mapping[str, Any],
+    *,
+    result: Any = None,
+    error: str | None = None,
+    duration_ms: float = 0.0,
+) -> ToolInvocation:
+    """One tool call as the backend observed it. Args and result are made JSON-safe here, where
+    they are captured, so assertions, graders and the stored report all see the same values."""
+    return ToolInvocation(
+        name=name,
+        args=json_safe(dict(args)),
+        result=json_safe(result),
+        error=error,
+        duration_ms=round(duration_ms, 3),
+    )
 
 
 class AgentSession(Protocol):

@@ -46,14 +46,15 @@ from claude_agent_sdk import (
     create_sdk_mcp_server,
 )
 
-from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
-from runs.backends.tools import (
+from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.function_tools import (
     call_function_tool,
     error_text,
     function_description,
     function_group_name,
     function_tool_schema,
 )
+from runs.report.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -106,8 +107,9 @@ class ClaudeAgentSession:
         self._agent = agent
         self._config_dir = Path(tempfile.mkdtemp(prefix="holodeck-claude-"))
         self._stderr: deque[str] = deque(maxlen=20)
-        self._calls: list[ToolCallRecord] = []
-        self._external: dict[str, tuple[ToolCallRecord, float]] = {}
+        self._calls: list[ToolInvocation] = []
+        # tool_use id -> (index in _calls, start time) of an MCP call awaiting its result
+        self._external: dict[str, tuple[int, float]] = {}
         self._abandoned = False
         self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
         try:
@@ -174,9 +176,8 @@ class ClaudeAgentSession:
             if isinstance(block, TextBlock):
                 texts.append(block.text)
             elif isinstance(block, ToolUseBlock) and not self._is_function_tool(block.name):
-                record = ToolCallRecord(name=block.name, args=dict(block.input or {}))
-                self._calls.append(record)
-                self._external[block.id] = (record, time.perf_counter())
+                self._external[block.id] = (len(self._calls), time.perf_counter())
+                self._calls.append(captured_call(block.name, block.input or {}))
         return texts
 
     def _read_tool_results(self, msg: UserMessage) -> None:
@@ -184,13 +185,16 @@ class ClaudeAgentSession:
             return
         for block in msg.content:
             if isinstance(block, ToolResultBlock) and block.tool_use_id in self._external:
-                record, started = self._external.pop(block.tool_use_id)
-                record.duration_ms = (time.perf_counter() - started) * 1000
+                slot, started = self._external.pop(block.tool_use_id)
                 text = tool_result_text(block.content)
-                if block.is_error:
-                    record.error = text
-                else:
-                    record.result = text
+                call = self._calls[slot]
+                self._calls[slot] = captured_call(
+                    call.name,
+                    call.args,
+                    result=None if block.is_error else text,
+                    error=text if block.is_error else None,
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
 
     def _result_output(self, msg: ResultMessage, texts: list[str], errors: list[str]) -> TurnOutput:
         usage = claude_usage(msg.usage) if msg.usage else None
@@ -204,7 +208,7 @@ class ClaudeAgentSession:
         return self._output(response, usage)
 
     def _output(
-        self, response: str | None, usage: Usage | None, *, error: str | None = None
+        self, response: str | None, usage: TokenUsage | None, *, error: str | None = None
     ) -> TurnOutput:
         return TurnOutput(
             response=response,
@@ -299,15 +303,18 @@ class ClaudeAgentSession:
         name = f"mcp__{self._server}__{tool.name}"
 
         async def handler(args: dict[str, Any]) -> dict[str, Any]:
-            record = ToolCallRecord(name=name, args=dict(args))
-            self._calls.append(record)
+            # Recorded when it starts, replaced by its outcome: the list keeps call order (and a
+            # later turn's list is a new one).
+            calls, slot = self._calls, len(self._calls)
+            calls.append(captured_call(name, args))
             started = time.perf_counter()
             result, error = await call_function_tool(fn, dict(args))
-            record.duration_ms = (time.perf_counter() - started) * 1000
+            duration_ms = (time.perf_counter() - started) * 1000
+            calls[slot] = captured_call(
+                name, args, result=result, error=error, duration_ms=duration_ms
+            )
             if error is not None:
-                record.error = error
                 return {"content": [{"type": "text", "text": error}], "is_error": True}
-            record.result = json_safe(result)
             return {"content": [{"type": "text", "text": result_text(result)}]}
 
         return SdkMcpTool(
@@ -331,10 +338,10 @@ def external_server(tool: Any) -> dict[str, Any]:
     return server
 
 
-def claude_usage(usage: dict[str, Any]) -> Usage:
-    return Usage(
-        prompt_tokens=int(usage.get("input_tokens") or 0),
-        completion_tokens=int(usage.get("output_tokens") or 0),
+def claude_usage(usage: dict[str, Any]) -> TokenUsage:
+    return TokenUsage.counted(
+        int(usage.get("input_tokens") or 0),
+        int(usage.get("output_tokens") or 0),
         cache_creation_tokens=int(usage.get("cache_creation_input_tokens") or 0),
         cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
     )
@@ -356,11 +363,3 @@ def result_text(result: Any) -> str:
         return json.dumps(result)
     except (TypeError, ValueError):
         return str(result)
-
-
-def json_safe(value: Any) -> Any:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from graders.matchers import FuzzyMatcher, LiteralMatcher
-from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
+from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.function_tools import call_function_tool, error_text
 from runs.backends.mcp_client import McpConnection
-from runs.backends.tools import call_function_tool, error_text
+from runs.report.models import TokenUsage, ToolInvocation
 from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
@@ -149,9 +150,7 @@ class ScriptedSession:
             return TurnOutput(None, records, is_error=True, error=str(step["error"]))
         response = step.get("response")
         text = response if isinstance(response, str) or response is None else json.dumps(response)
-        usage = Usage(
-            prompt_tokens=max(1, len(message) // 4), completion_tokens=len(text or "") // 4
-        )
+        usage = TokenUsage.counted(max(1, len(message) // 4), len(text or "") // 4)
         return TurnOutput(text, records, usage)
 
     async def _model_call(self, delay_ms: float | None = None) -> None:
@@ -159,7 +158,7 @@ class ScriptedSession:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def _call_tool(self, call: dict[str, Any]) -> ToolCallRecord:
+    async def _call_tool(self, call: dict[str, Any]) -> ToolInvocation:
         name = str(call.get("name", ""))
         args = dict(call.get("args") or {})
         started = time.perf_counter()
@@ -175,8 +174,9 @@ class ScriptedSession:
             except Exception as exc:
                 result, error = None, error_text(exc)
         else:
-            return ToolCallRecord(name, args, error=f"unknown tool {name!r}")
-        return ToolCallRecord(name, args, result, error, (time.perf_counter() - started) * 1000)
+            return captured_call(name, args, error=f"unknown tool {name!r}")
+        duration_ms = (time.perf_counter() - started) * 1000
+        return captured_call(name, args, result=result, error=error, duration_ms=duration_ms)
 
     def _mcp_target(self, name: str) -> tuple[str, str] | None:
         """``mcp__server__tool`` or ``server.tool`` names a tool of a configured MCP server."""

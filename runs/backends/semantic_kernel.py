@@ -38,14 +38,15 @@ from semantic_kernel.filters import AutoFunctionInvocationContext, FilterTypes
 from semantic_kernel.functions import KernelFunctionFromMethod, KernelParameterMetadata
 from semantic_kernel.functions.kernel_function_decorator import kernel_function
 
-from runs.backends.base import BackendError, ToolCallRecord, TurnOutput, Usage
-from runs.backends.tools import (
+from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.function_tools import (
     call_function_tool,
     error_text,
     function_description,
     function_group_name,
     function_tool_schema,
 )
+from runs.report.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.mcp import MCPPluginBase
@@ -58,10 +59,10 @@ HTTP_MAX_RETRIES = 2
 # SK reports a swallowed function exception to the model with this prefix (kernel.py).
 _SK_FUNCTION_ERROR = "An error occurred while invoking the function "
 
-# The record of the tool call in progress in this asyncio task (SK runs parallel calls as
-# separate tasks), so a failing python tool can attach its error to it.
-_CURRENT_CALL: contextvars.ContextVar[ToolCallRecord | None] = contextvars.ContextVar(
-    "holodeck_current_tool_call", default=None
+# Where a failing python tool puts its error for the tool call in progress in this asyncio task
+# (SK runs parallel calls as separate tasks; it would otherwise only tell the model).
+_TOOL_ERRORS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "holodeck_tool_errors", default=None
 )
 
 
@@ -127,7 +128,7 @@ class SemanticKernelSession:
         self._model = agent.config.model
         self._settings = execution_settings(self._service, self._model, self._kernel)
         self._history = ChatHistory(system_message=agent.instructions or None)
-        self._calls: list[ToolCallRecord] = []
+        self._calls: list[ToolInvocation] = []
 
     @property
     def history(self) -> ChatHistory:
@@ -188,35 +189,42 @@ class SemanticKernelSession:
     ) -> None:
         call = context.function_call_content
         args = dict(call.parse_arguments() or {}) if call is not None else {}
-        record = ToolCallRecord(name=context.function.fully_qualified_name, args=args)
-        self._calls.append(record)  # in call order, even when SK runs calls in parallel
-        token = _CURRENT_CALL.set(record)
+        name = context.function.fully_qualified_name
+        # Recorded when it starts, replaced by its outcome below: the list keeps call order even
+        # when SK runs calls in parallel (and a later turn's list is a new one).
+        calls, slot = self._calls, len(self._calls)
+        calls.append(captured_call(name, args))
+        errors: list[str] = []
+        token = _TOOL_ERRORS.set(errors)
         started = time.perf_counter()
         try:
             await next(context)
         finally:
-            record.duration_ms = (time.perf_counter() - started) * 1000
-            _CURRENT_CALL.reset(token)
+            duration_ms = (time.perf_counter() - started) * 1000
+            _TOOL_ERRORS.reset(token)
         result = context.function_result
         value = result.value if result else None
-        if record.error is None and isinstance(value, str) and value.startswith(_SK_FUNCTION_ERROR):
-            record.error = value.split(": ", 1)[-1]
-        if record.error is None:
-            record.result = result_value(value)
+        error = errors[0] if errors else None
+        if error is None and isinstance(value, str) and value.startswith(_SK_FUNCTION_ERROR):
+            error = value.split(": ", 1)[-1]
+        output = None
+        if error is None:
+            output = result_value(value)
             if result is not None and _is_content_list(value):
                 # SK would show the model the repr of MCP content objects; give it the text.
-                result.value = record.result
+                result.value = output
+        calls[slot] = captured_call(name, args, result=output, error=error, duration_ms=duration_ms)
 
 
 class UsageMeter:
     """Sums the ``usage`` of every chat-completion HTTP response seen by one httpx client."""
 
     def __init__(self) -> None:
-        self.usage = Usage()
+        self.usage = TokenUsage.zero()
         self.requests = 0
 
     def reset(self) -> None:
-        self.usage = Usage()
+        self.usage = TokenUsage.zero()
         self.requests = 0
 
     async def on_response(self, response: httpx.Response) -> None:
@@ -234,12 +242,13 @@ class UsageMeter:
             self.usage = self.usage + openai_usage(usage)
 
 
-def openai_usage(usage: dict[str, Any]) -> Usage:
-    """OpenAI ``usage`` -> Usage; ``cached_tokens`` (part of prompt_tokens) are cache reads."""
+def openai_usage(usage: dict[str, Any]) -> TokenUsage:
+    """OpenAI ``usage`` -> TokenUsage; ``cached_tokens`` (part of prompt_tokens) are cache
+    reads."""
     details = usage.get("prompt_tokens_details") or {}
-    return Usage(
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+    return TokenUsage.counted(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
         cache_read_tokens=int(details.get("cached_tokens") or 0),
     )
 
@@ -304,9 +313,9 @@ def python_kernel_function(tool: Any, plugin: str) -> KernelFunctionFromMethod:
     async def invoke(**kwargs: Any) -> Any:
         result, error = await call_function_tool(fn, kwargs)
         if error is not None:
-            record = _CURRENT_CALL.get()
-            if record is not None:
-                record.error = error
+            errors = _TOOL_ERRORS.get()
+            if errors is not None:
+                errors.append(error)
             raise ToolFailedError(error)
         return result
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from graders.matchers import json_safe, matcher_to_config
 from graders.result import error_text
-from graders.tools import assert_tools, tools_matched
-from runs.backends.base import AgentBackend, AgentSession, ToolCallRecord, TurnOutput, backend_for
+from graders.tool_calls import assert_tools, tools_matched
+from runs.backends.base import AgentBackend, AgentSession, TurnOutput, backend_for
 from runs.engine.events import CaseEvent, EventCallback, emit
 from runs.engine.files import FileProcessor
 from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for, skip_reason
@@ -35,7 +35,6 @@ from runs.report.models import (
     ProcessedFileInput,
     TestReport,
     TestResult,
-    TokenUsage,
     ToolInvocation,
     TurnResult,
 )
@@ -250,13 +249,13 @@ class Engine:
             ground_truth=turn.ground_truth,
             expected_tools=serialize_expected(turn.expected_tools),
             tool_calls=[call.name for call in output.tool_calls],
-            tool_invocations=[to_invocation(call) for call in output.tool_calls],
+            tool_invocations=list(output.tool_calls),
             tools_matched=tools_matched(verdicts),
             arg_match_details=[verdict.to_wire() for verdict in verdicts] or None,
             metric_results=metric_results,
             passed=passed,
             execution_time_ms=elapsed_ms,
-            token_usage=to_token_usage(output),
+            token_usage=output.usage,
             errors=errors,
             grader_details=grader_details or None,
         )
@@ -289,7 +288,7 @@ class Engine:
             response=output.response or "",
             ground_truth=turn.ground_truth,
             retrieval_context=turn.retrieval_context or (list(state.retrieval_context) or None),
-            tool_invocations=[to_invocation(call).model_dump() for call in output.tool_calls],
+            tool_invocations=[call.model_dump() for call in output.tool_calls],
             turn_config=turn.turn_config,
         )
         results: list[MetricResult] = []
@@ -307,7 +306,7 @@ class Engine:
                 )
         return results, details
 
-    def _collect_retrieval(self, calls: list[ToolCallRecord], state: CaseState) -> None:
+    def _collect_retrieval(self, calls: list[ToolInvocation], state: CaseState) -> None:
         if not self.retrieval_tools:
             return
         for call in calls:
@@ -321,13 +320,6 @@ class Engine:
 
     def _skipped_turn(self, turn: Turn, turn_index: int, reason: str) -> TurnResult:
         return _unsent_turn(turn, turn_index, f"skipped: {reason}", skipped=True)
-
-
-async def run_agent(agent: LoadedAgent, **kwargs: Any) -> TestReport:
-    """Convenience: run every case of an agent with its default backend."""
-    parallel = kwargs.pop("parallel", None)
-    case_indices = kwargs.pop("case_indices", None)
-    return await Engine(agent, **kwargs).run(parallel=parallel, case_indices=case_indices)
 
 
 def _unsent_turn(turn: Turn, turn_index: int, error: str, *, skipped: bool) -> TurnResult:
@@ -370,29 +362,6 @@ def serialize_expected(
             entry["args"] = {key: matcher_to_config(value) for key, value in item.args.items()}
         out.append(entry)
     return out
-
-
-def to_invocation(call: ToolCallRecord) -> ToolInvocation:
-    return ToolInvocation(
-        name=call.name,
-        args=json_safe(call.args),
-        result=json_safe(call.result),
-        duration_ms=round(call.duration_ms, 3),
-        error=call.error,
-    )
-
-
-def to_token_usage(output: TurnOutput) -> TokenUsage | None:
-    usage = output.usage
-    if usage is None:
-        return None
-    return TokenUsage(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.prompt_tokens + usage.completion_tokens,
-        cache_creation_tokens=usage.cache_creation_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-    )
 
 
 def is_tool_of(call_name: str, tool_name: str) -> bool:

@@ -144,7 +144,6 @@ class MetricRunner:
             name=metric.metric_name,
             threshold=metric.threshold,
             timeout_s=timeout,
-            fail_on_error=metric.fail_on_error,
         )
 
     def _judge(self, metric: Metric) -> Any:
@@ -257,14 +256,11 @@ def judge_warnings(agent: LoadedAgent) -> list[str]:
 
 
 def to_metric_result(metric: Metric, grade: Grade, elapsed_ms: int) -> MetricResult:
+    """The one place a grader's ``Grade`` becomes the report's ``MetricResult``."""
     usage = grade.judge_usage
     judge_usage = None
     if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
-        judge_usage = TokenUsage(
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.prompt_tokens + usage.completion_tokens,
-        )
+        judge_usage = TokenUsage.counted(usage.prompt_tokens, usage.completion_tokens)
     return MetricResult(
         metric_name=metric.metric_name,
         kind=metric.kind,

@@ -115,6 +115,24 @@ class TokenUsage(_Wire):
     def zero(cls) -> TokenUsage:
         return cls(prompt_tokens=0, completion_tokens=0, total_tokens=0)
 
+    @classmethod
+    def counted(
+        cls,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        cache_creation_tokens: int = 0,
+        cache_read_tokens: int = 0,
+    ) -> TokenUsage:
+        """Usage from a provider's counts; the total is prompt + completion."""
+        return cls(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+            cache_creation_tokens=cache_creation_tokens,
+            cache_read_tokens=cache_read_tokens,
+        )
+
 
 class ToolInvocation(_Wire):
     """One tool call with its arguments and outcome (HoloDeck feature 031's record).

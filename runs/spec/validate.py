@@ -1,4 +1,4 @@
-"""Command-line helpers behind ``manage.py validate_agent`` (Django-free, so tests need no DB)."""
+"""What ``manage.py validate_agent`` reports for an agent.yaml (Django-free, no DB needed)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from runs.backends.base import BackendError, TurnOutput, Usage, backend_for
+from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession, bundled_cli_path
+from runs.report.models import TokenUsage
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, Exchange, FakeAnthropic
 
@@ -49,11 +50,11 @@ def model_requests(fake: FakeAnthropic) -> list[Exchange]:
     ]
 
 
-def summed(exchanges: list[Exchange]) -> Usage:
+def summed(exchanges: list[Exchange]) -> TokenUsage:
     usages = [e.usage for e in exchanges if e.usage]
-    return Usage(
-        prompt_tokens=sum(u["input_tokens"] for u in usages),
-        completion_tokens=sum(u["output_tokens"] for u in usages),
+    return TokenUsage.counted(
+        sum(u["input_tokens"] for u in usages),
+        sum(u["output_tokens"] for u in usages),
         cache_creation_tokens=sum(u["cache_creation_input_tokens"] for u in usages),
         cache_read_tokens=sum(u["cache_read_input_tokens"] for u in usages),
     )

@@ -6,7 +6,11 @@ import asyncio
 import threading
 from typing import Annotated, Any, Literal
 
-from runs.backends.tools import call_function_tool, function_description, function_tool_schema
+from runs.backends.function_tools import (
+    call_function_tool,
+    function_description,
+    function_tool_schema,
+)
 
 
 def run(fn: Any, args: dict[str, Any]) -> tuple[Any, str | None]:

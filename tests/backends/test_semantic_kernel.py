@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runs.backends.base import BackendError, TurnOutput, Usage, backend_for
+from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.semantic_kernel import SemanticKernelBackend, SemanticKernelSession
+from runs.report.models import TokenUsage
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
 
@@ -83,9 +84,8 @@ def test_usage_is_summed_over_every_request_of_the_turn(tmp_path: Path, fake: Fa
     requests = fake.requests_to("/chat/completions")
     assert len(requests) == 2  # the tool call, then the answer after the tool result
     sent = [r.usage for r in requests if r.usage]
-    assert output.usage == Usage(
-        prompt_tokens=sum(u["prompt_tokens"] for u in sent),
-        completion_tokens=sum(u["completion_tokens"] for u in sent),
+    assert output.usage == TokenUsage.counted(
+        sum(u["prompt_tokens"] for u in sent), sum(u["completion_tokens"] for u in sent)
     )
     assert output.usage.prompt_tokens == 120 + 140  # not just the last request's 140
 
@@ -103,7 +103,7 @@ def test_the_history_of_earlier_turns_is_sent_with_the_next_turn(
     assert last[3]["content"] == "25587"
     assert last[4]["content"] == first.response
     # Turn 2 is one request, and its usage is its own, not accumulated over the session.
-    assert second.usage == Usage(prompt_tokens=160, completion_tokens=11)
+    assert second.usage == TokenUsage(prompt_tokens=160, completion_tokens=11, total_tokens=171)
 
 
 def test_a_failing_tool_is_recorded_with_its_error_and_the_turn_goes_on(

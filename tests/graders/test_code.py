@@ -184,21 +184,6 @@ def test_an_exception_is_an_error_named_by_its_type() -> None:
     assert result.error == "KeyError: 'program'"
     assert result.score is None
     assert result.passed is False
-    assert result.fail_case is False
-
-
-def test_fail_on_error_marks_the_case_failed() -> None:
-    def grader(ctx: GraderContext) -> float:
-        raise ValueError("bad program")
-
-    result = grade(grader, fail_on_error=True)
-
-    assert result.error == "ValueError: bad program"
-    assert result.fail_case is True
-
-
-def test_fail_on_error_does_nothing_when_the_grader_works() -> None:
-    assert grade(lambda ctx: False, fail_on_error=True).fail_case is False
 
 
 def test_a_grader_that_calls_sys_exit_does_not_stop_the_run() -> None:

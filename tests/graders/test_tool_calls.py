@@ -1,18 +1,26 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from graders.matchers import ArgMatcher, parse_arg_matcher
-from graders.tools import (
+from graders.tool_calls import (
     ToolAssertionVerdict,
-    ToolCall,
     ToolExpectation,
     assert_tools,
     tools_matched,
 )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call as the engine passes it (anything with a name and args)."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 def expect(name: str, args: dict[str, Any] | None = None, count: int = 1) -> ToolExpectation:

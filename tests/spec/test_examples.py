@@ -10,7 +10,8 @@ import yaml
 
 from graders.code import GraderContext, GraderResult
 from graders.matchers import RegexMatcher
-from graders.tools import ToolCall, assert_tools, tools_matched
+from graders.tool_calls import assert_tools, tools_matched
+from runs.report.models import ToolInvocation
 from runs.spec.loader import LoadedAgent, load_agent
 from runs.spec.metrics import CodeMetric
 
@@ -108,7 +109,9 @@ def test_convfinqa_tool_assertions_fail_only_on_the_planted_turn(convfinqa: Load
         for index, (turn, step) in enumerate(
             zip(case.as_turns(), transcript[case.name], strict=True)
         ):
-            calls = [ToolCall(c["name"], c["args"]) for c in step.get("tool_calls", [])]
+            calls = [
+                ToolInvocation(name=c["name"], args=c["args"]) for c in step.get("tool_calls", [])
+            ]
             for call in calls:
                 tools[call.name](**call.args)  # every scripted call is valid for the real tool
             if tools_matched(assert_tools(turn.tool_expectations(), calls)) is False:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from runs.spec.cli import validate_agent_file
+from runs.spec.validate import validate_agent_file
 from tests.spec.agent_dirs import base_agent, make_agent_dir
 
 
