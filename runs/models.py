@@ -82,7 +82,8 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     report_timestamp = models.CharField(max_length=64, blank=True)
-    # sha256 of an imported result (its canonical JSON): importing the same file twice is a no-op.
+    # sha256 of the result file a run was imported from or written to (its canonical JSON):
+    # importing the same file twice, or the file of a stored CLI run, adds nothing.
     source_hash = models.CharField(max_length=64, blank=True, db_index=True)
     error = models.TextField(blank=True)
     # Summary counters (the run list and the tiles read only these).
@@ -104,6 +105,19 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["project", "status", "-created_at"])]
+        # One run per result file and project: concurrent imports of one file add it once.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "source_hash"],
+                condition=~models.Q(source_hash="") & models.Q(project__isnull=False),
+                name="run_unique_source_per_project",
+            ),
+            models.UniqueConstraint(
+                fields=["source_hash"],
+                condition=~models.Q(source_hash="") & models.Q(project__isnull=True),
+                name="run_unique_source_without_project",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.pk} of {self.agent_name} ({self.status})"

@@ -8,26 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import wraps
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.params import choice_param, datetime_param, flag_param, int_param, text_param
 from runs.models import AgentProject, CaseResult, Run
 from runs.spec.test_cases import case_label
 
@@ -58,17 +58,6 @@ def staff_required(view: View) -> View:
         return view(request, *args, **kwargs)
 
     return wrapped
-
-
-def _flag(request: HttpRequest, name: str) -> bool:
-    return request.GET.get(name, "") in {"1", "true", "on", "yes"}
-
-
-def _int_param(request: HttpRequest, name: str) -> int | None:
-    try:
-        return int(request.GET.get(name, ""))
-    except ValueError:
-        return None
 
 
 # --- projects ------------------------------------------------------------------------------
@@ -217,12 +206,10 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    project_id = _int_param(request, "project")
-    status = request.GET.get("status", "")
-    if status not in Run.Status.values:
-        status = ""
-    commit = request.GET.get("commit", "").strip()
-    agent = request.GET.get("agent", "").strip()
+    project_id = int_param(request, "project")
+    status = choice_param(request, "status", Run.Status.values)
+    commit = text_param(request, "commit", max_length=64)
+    agent = text_param(request, "agent")
     runs = selectors.run_list(project_id=project_id, status=status, commit=commit, agent=agent)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     filters = request.GET.copy()
@@ -256,8 +243,8 @@ def _case_query(only_failures: bool, query: str) -> str:
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
-    only_failures = _flag(request, "failures")
-    query = request.GET.get("q", "").strip()[:200]
+    only_failures = flag_param(request, "failures")
+    query = text_param(request, "q")
     case_page = _case_page(request, run, only_failures, query)
     remaining = case_page.paginator.count - case_page.end_index()
     return {
@@ -324,8 +311,9 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """
     run = selectors.run_get(run_id=run_id)
     context = _run_context(request, run)
-    since = _parse_since(request.GET.get("since", ""))
-    known = _int_param(request, "known")
+    # A small overlap: a case finishing during the previous render is swapped twice, not never.
+    since = datetime_param(request, "since", margin=timedelta(seconds=2))
+    known = int_param(request, "known")
     full_list = known != context["known_cases"] or since is None or not run.is_active
     context["oob"] = True
     context["full_list"] = full_list
@@ -338,15 +326,6 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     )
     status = 200 if run.is_active else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
-
-
-def _parse_since(value: str) -> datetime | None:
-    try:
-        parsed = parse_datetime(value)
-    except ValueError:
-        return None
-    # A small overlap: a case finishing during the previous render is swapped twice, not never.
-    return parsed - timedelta(seconds=2) if parsed else None
 
 
 @staff_required
@@ -387,3 +366,14 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
         "next_failed": selectors.next_failed_case(case=case),
     }
     return render(request, "runs/case_detail.html", context)
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """400 with the reason (a query parameter that failed validation says which and why)."""
+    message = str(exception) if isinstance(exception, BadRequest) else ""
+    if getattr(request, "htmx", False):
+        return HttpResponse(message or "Bad request", status=400, content_type="text/plain")
+    return render(request, "400.html", {"message": message}, status=400)
