@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
 
 app = Celery("holodeck_web")
+
+# The embedded broker: kombu's file-system transport with atomic writes and claims
+# (holodeck_web/broker.py).
+TRANSPORT_ALIASES["holodeckfs"] = "holodeck_web.broker:Transport"
 
 
 def configure(app: Celery) -> None:
@@ -17,14 +22,15 @@ def configure(app: Celery) -> None:
     broker_url: str | None
     transport_options: dict[str, object]
     if settings.EMBEDDED_BROKER:
-        for sub in ("in", "processed", "control"):
+        for sub in ("in", "processed", "control", "quarantine"):
             (settings.BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-        broker_url = "filesystem://"
+        broker_url = "holodeckfs://"
         transport_options = {
             "data_folder_in": str(settings.BROKER_DIR / "in"),
             "data_folder_out": str(settings.BROKER_DIR / "in"),
             "processed_folder": str(settings.BROKER_DIR / "processed"),
             "control_folder": str(settings.BROKER_DIR / "control"),
+            "quarantine_folder": str(settings.BROKER_DIR / "quarantine"),
             # The folder is polled; kombu's default (1 s) would idle a worker between cases.
             "polling_interval": 0.05,
             "store_processed": False,
