@@ -24,6 +24,7 @@ ORCHESTRATION = {
     "case",
     "turn",
     "source",
+    "source_hash",
     "created_at",
     "started_at",
     "finished_at",

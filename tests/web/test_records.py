@@ -83,3 +83,69 @@ def test_importing_the_same_results_twice_adds_nothing(
     assert out[0].startswith("imported 24 run(s)")
     assert out[1] == "imported 0 run(s) with 0 test case(s); 24 already imported, skipped"
     assert Run.objects.count() == 24
+
+
+def test_an_exported_imported_run_imports_again_as_the_same_run(
+    tmp_path: Path, shared_dir: Path
+) -> None:
+    from runs.report.holodeck_io import dump_eval_run
+
+    path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
+    imported = history.runs_import([path]).imported
+    for run in imported:
+        file = tmp_path / f"run-{run.pk}.json"
+        file.write_text(dump_eval_run(selectors.run_eval_run(run=run)))
+        outcome = history.runs_import([file])
+        assert outcome.imported == [] and [r.pk for r in outcome.already_imported] == [run.pk]
+    assert Run.objects.count() == 24
+
+
+def test_importing_the_result_file_of_a_cli_run_finds_that_run(tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    project = example_project(tmp_path)
+    with pytest.raises(SystemExit):
+        call_command("run_agent", str(project.agent_path), "--quiet")
+    (result_file,) = (project.agent_path.parent / "results").glob("*/*.json")
+    outcome = history.runs_import([result_file])
+    assert outcome.imported == []
+    assert [r.source for r in outcome.already_imported] == [Run.Source.CLI]
+    assert Run.objects.count() == 1
+
+
+def test_three_concurrent_imports_of_the_same_history_add_each_run_once(
+    tmp_path: Path, shared_dir: Path
+) -> None:
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    from django.db import connection
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env["HOLODECK_DATA_DIR"] = str(tmp_path / "data")
+    if connection.vendor == "postgresql":
+        db = connection.settings_dict
+        env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    else:  # the test database is in memory: use a file the three processes share
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=repo, env=env, check=True
+        )
+    path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
+    command = [sys.executable, "manage.py", "import_results", str(path)]
+    procs = [
+        subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), outputs
+    if connection.vendor == "postgresql":
+        count = Run.objects.filter(source=Run.Source.IMPORT).count()
+    else:
+        with sqlite3.connect(tmp_path / "data" / "db.sqlite3") as db_file:
+            (count,) = db_file.execute("select count(*) from runs_run").fetchone()
+    assert count == 24
+    imported = sum(int(out.split()[1]) for out in outputs)
+    assert imported == 24, outputs

@@ -240,7 +240,7 @@ class RunStore:
                 cli_args=cli_args,
             )
         except DatabaseError as exc:
-            warn(f"warning: the run is not stored in the database: {exc}")
+            warn(f"warning: the run was not stored in the database: {exc}")
             return None
         return cls(run, CaseRecorder(per_turn=False, claim_in=run), warn)
 
