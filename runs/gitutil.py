@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-
 # Temporary worktrees are named after the process that made them, so a later process can tell
 # the leftovers of a killed one from the checkouts of a live one.
 WORKTREE_PREFIX = "holodeck-worktree-"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest
@@ -42,9 +42,7 @@ def int_param(
     return value
 
 
-def float_param(
-    request: HttpRequest, name: str, *, minimum: float, maximum: float
-) -> float | None:
+def float_param(request: HttpRequest, name: str, *, minimum: float, maximum: float) -> float | None:
     raw = text_param(request, name)
     if raw == "":
         return None
@@ -74,9 +72,9 @@ def choice_param(request: HttpRequest, name: str, choices: Iterable[str]) -> str
     return raw
 
 
-def datetime_param(request: HttpRequest, name: str, *, margin: timedelta = timedelta(0)) -> (
-    datetime | None
-):
+def datetime_param(
+    request: HttpRequest, name: str, *, margin: timedelta = timedelta(0)
+) -> datetime | None:
     """An ISO datetime (a bare date means its midnight, UTC); ``margin`` is subtracted."""
     raw = text_param(request, name)
     if raw == "":
@@ -90,7 +88,7 @@ def datetime_param(request: HttpRequest, name: str, *, margin: timedelta = timed
     if parsed is None:
         raise BadRequest(f"?{name}={raw[:40]!r} is not a date or an ISO date and time")
     if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.UTC)
+        parsed = timezone.make_aware(parsed, UTC)
     try:
         return parsed - margin
     except OverflowError:

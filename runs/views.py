@@ -27,8 +27,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
-from runs.params import choice_param, datetime_param, flag_param, int_param, text_param
 from runs.models import AgentProject, CaseResult, Run
+from runs.params import choice_param, datetime_param, flag_param, int_param, text_param
 from runs.spec.test_cases import case_label
 
 RUNS_PER_PAGE = 50

@@ -57,35 +57,34 @@ def fill_outcomes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0001_initial'),
+        ("runs", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='caseresult',
-            name='outcome',
+            model_name="caseresult",
+            name="outcome",
             field=models.CharField(blank=True, max_length=16),
         ),
         migrations.AddField(
-            model_name='metricresult',
-            name='outcome',
-            field=models.CharField(default='failed', max_length=16),
+            model_name="metricresult",
+            name="outcome",
+            field=models.CharField(default="failed", max_length=16),
         ),
         migrations.AddField(
-            model_name='run',
-            name='agent_sources',
+            model_name="run",
+            name="agent_sources",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='turnresult',
-            name='outcome',
-            field=models.CharField(default='failed', max_length=16),
+            model_name="turnresult",
+            name="outcome",
+            field=models.CharField(default="failed", max_length=16),
         ),
         migrations.AddIndex(
-            model_name='caseresult',
-            index=models.Index(fields=['run', 'outcome'], name='runs_casere_run_id_d8d761_idx'),
+            model_name="caseresult",
+            index=models.Index(fields=["run", "outcome"], name="runs_casere_run_id_d8d761_idx"),
         ),
         migrations.RunPython(fill_outcomes, migrations.RunPython.noop),
     ]

@@ -9,8 +9,10 @@ def forget_duplicate_hashes(apps, schema_editor):
     their rows but no longer claim the file."""
     run_model = apps.get_model("runs", "Run")
     seen = set()
-    for run in run_model.objects.exclude(source_hash="").order_by("pk").only(
-        "id", "project_id", "source_hash"
+    for run in (
+        run_model.objects.exclude(source_hash="")
+        .order_by("pk")
+        .only("id", "project_id", "source_hash")
     ):
         key = (run.project_id, run.source_hash)
         if key in seen:
@@ -19,20 +21,31 @@ def forget_duplicate_hashes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0002_stored_verdicts_and_snapshot'),
+        ("runs", "0002_stored_verdicts_and_snapshot"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(forget_duplicate_hashes, migrations.RunPython.noop),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(condition=models.Q(models.Q(('source_hash', ''), _negated=True), ('project__isnull', False)), fields=('project', 'source_hash'), name='run_unique_source_per_project'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(
+                    models.Q(("source_hash", ""), _negated=True), ("project__isnull", False)
+                ),
+                fields=("project", "source_hash"),
+                name="run_unique_source_per_project",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(condition=models.Q(models.Q(('source_hash', ''), _negated=True), ('project__isnull', True)), fields=('source_hash',), name='run_unique_source_without_project'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(
+                    models.Q(("source_hash", ""), _negated=True), ("project__isnull", True)
+                ),
+                fields=("source_hash",),
+                name="run_unique_source_without_project",
+            ),
         ),
     ]

@@ -16,7 +16,7 @@ so several workers may sweep at once.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -99,5 +99,5 @@ def worktrees_prune() -> int:
     return sum(gitutil.worktrees_prune(d) for d in directories if d.is_dir())
 
 
-def _cutoff() -> timezone.datetime:
+def _cutoff() -> datetime:
     return timezone.now() - timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS)

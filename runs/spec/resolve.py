@@ -89,7 +89,7 @@ class CodeResolver:
         return _callable_attr(module, function, f"file {file!r}")
 
     def module_files(self) -> list[Path]:
-        """The files of the agent's own modules this resolver imported (the snapshot hashes them)."""
+        """The files of the agent modules this resolver imported (the snapshot hashes them)."""
         files = [getattr(module, "__file__", None) for module in self._modules.values()]
         return [Path(f) for f in files if f]
 

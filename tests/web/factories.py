@@ -283,7 +283,9 @@ def make_not_graded(run: Run, index: int = 0) -> CaseResult:
     )
     passed, failed = run.passed_cases - 1, run.failed_cases + 1
     Run.objects.filter(pk=run.pk).update(
-        passed_cases=passed, failed_cases=failed, pass_rate=round(passed * 100 / (passed + failed), 2)
+        passed_cases=passed,
+        failed_cases=failed,
+        pass_rate=round(passed * 100 / (passed + failed), 2),
     )
     return case
 

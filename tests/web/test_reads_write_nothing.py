@@ -23,7 +23,9 @@ def writes_of(client: Client, url: str) -> list[str]:
         params = {"since": timezone.now().isoformat(), "known": 1} if "progress" in url else {}
         response = client.get(url, params)
     assert response.status_code in (200, 286), (url, response.status_code)
-    return [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)]
+    return [
+        q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)
+    ]
 
 
 @pytest.mark.django_db

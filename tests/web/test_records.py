@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from runs import selectors
-from runs.services import history, launch
 from runs.models import MetricResult, Run, TurnResult
+from runs.services import history, launch
 from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,8 +8,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from runs import recorder
-from runs.services import execution, launch, recovery
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.services import execution, launch, recovery
 from runs.spec.errors import ConfigError
 from tests.web.services_helpers import example_project
 

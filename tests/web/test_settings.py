@@ -12,9 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def manage_check(
-    tmp_path: Path, *args: str, **env: str
-) -> subprocess.CompletedProcess[str]:
+def manage_check(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     return subprocess.run(
         [sys.executable, "manage.py", "check", *args],

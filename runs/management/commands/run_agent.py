@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -160,9 +161,7 @@ class Command(BaseCommand):
             ),
         )
 
-    def _open_store(
-        self, agent: Any, indices: list[int], options: dict[str, Any], git: Any
-    ) -> Any:
+    def _open_store(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
         """The run's rows, written as cases finish through the same recorder as the workers'."""
         return RunStore.open(
             agent,
@@ -276,10 +275,8 @@ class RunStore:
 
         if self.run is None:
             return
-        try:
+        with contextlib.suppress(DatabaseError):
             self.run.fail(error, **run_counters(self.run))
-        except DatabaseError:
-            pass
 
     def close(self, report: Any) -> None:
         """Settle what the engine never finished and end the run from its rows."""
