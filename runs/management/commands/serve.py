@@ -1,13 +1,34 @@
+"""``manage.py serve``: the dashboard and a Celery worker, supervised together.
+
+A worker that dies is started again (after 1 s, 2 s, 4 s ... up to 30 s while it keeps dying
+soon after each start); the web server keeps serving meanwhile. If the web server dies, serve
+stops the worker and exits non-zero. The children die with serve even when serve is killed with
+SIGKILL (Linux: the kernel sends them SIGTERM), so a new serve finds its port free.
+"""
+
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+FIRST_RESTART_DELAY = 1.0
+MAX_RESTART_DELAY = 30.0
+# A worker that ran this long before dying was healthy: its next restart waits FIRST_... again.
+HEALTHY_UPTIME = 60.0
+POLL_SECONDS = 0.2
+STOP_TIMEOUT = 20.0
 
 
 def worker_command(concurrency: int, *, loglevel: str = "WARNING") -> list[str]:
@@ -18,11 +39,87 @@ def worker_command(concurrency: int, *, loglevel: str = "WARNING") -> list[str]:
     ]  # fmt: skip
 
 
+def web_command(addr: str) -> list[str]:
+    return [sys.executable, "manage.py", "runserver", addr, "--noreload"]
+
+
+def die_with_this_process() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when this process dies, however it dies
+    (``prctl(PR_SET_PDEATHSIG)``; Linux only, else None)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
+def restart_delay(quick_deaths: int) -> float:
+    """Seconds to wait before restarting a worker that died ``quick_deaths`` times in a row
+    soon after starting: 1, 2, 4, ... capped at 30."""
+    return min(MAX_RESTART_DELAY, FIRST_RESTART_DELAY * 2 ** max(0, quick_deaths - 1))
+
+
+@dataclass
+class Child:
+    """One supervised process. Children stay in serve's process group, so Ctrl-C reaches them
+    too, and die with serve (see die_with_this_process)."""
+
+    name: str
+    command: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    quick_deaths: int = 0
+    restart_at: float | None = field(default=None)
+
+    def start(self) -> int:
+        self.proc = subprocess.Popen(
+            self.command, cwd=settings.BASE_DIR, preexec_fn=die_with_this_process()
+        )
+        self.started_at = time.monotonic()
+        self.restart_at = None
+        return self.proc.pid
+
+    def exited(self) -> int | None:
+        """The return code once the process has ended (None while it runs or before a start)."""
+        return None if self.proc is None else self.proc.poll()
+
+    def schedule_restart(self) -> float:
+        """Count the death and pick when to restart; returns the delay in seconds."""
+        uptime = time.monotonic() - self.started_at
+        self.quick_deaths = 1 if uptime >= HEALTHY_UPTIME else self.quick_deaths + 1
+        delay = restart_delay(self.quick_deaths)
+        self.restart_at = time.monotonic() + delay
+        return delay
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class Command(BaseCommand):
     help = (
         "Start the dashboard and a Celery worker together (the worker uses Redis when "
         "REDIS_URL/CELERY_BROKER_URL is set, else an embedded file-system broker). "
-        "Ctrl-C stops both."
+        "A worker that dies is restarted; Ctrl-C stops both."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,42 +132,55 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-worker", action="store_true", help="serve pages only")
 
+    def say(self, line: str) -> None:
+        self.stdout.write(f"serve: {line}")
+        self.stdout.flush()
+
     def handle(self, *args: Any, **options: Any) -> None:
-        procs: list[subprocess.Popen[bytes]] = []
+        stopping: list[int] = []
+        signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
+        signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
+
+        worker = None
         if not options["no_worker"]:
+            worker = Child("worker", worker_command(options["workers"]))
             broker = "embedded file-system broker" if settings.EMBEDDED_BROKER else "Redis"
-            self.stdout.write(
-                f"starting a Celery worker ({broker}, {options['workers']} processes)"
-            )
-            procs.append(subprocess.Popen(worker_command(options["workers"])))
-        self.stdout.write(f"serving the dashboard on http://{options['addr']}/")
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "manage.py",
-                    "runserver",
-                    options["addr"],
-                    "--noreload",
-                ],
-                cwd=settings.BASE_DIR,
-            )
-        )
+            pid = worker.start()
+            processes = options["workers"]
+            self.say(f"started a Celery worker (pid {pid}; {broker}, {processes} processes)")
+        web = Child("web server", web_command(options["addr"]))
+        pid = web.start()
+        self.say(f"serving the dashboard on http://{options['addr']}/ (pid {pid})")
 
-        def stop(*_: Any) -> None:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.terminate()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        children = [c for c in (worker, web) if c is not None]
         try:
-            while all(proc.poll() is None for proc in procs):
-                time.sleep(0.5)
+            while not stopping:
+                self.check_web(web)
+                if worker is not None:
+                    self.supervise_worker(worker)
+                time.sleep(POLL_SECONDS)
         finally:
-            stop()
-            for proc in procs:
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            for child in children:
+                child.stop()
+        self.say(f"stopped on {signal.Signals(stopping[0]).name}")
+
+    def check_web(self, web: Child) -> None:
+        returncode = web.exited()
+        if returncode is not None:
+            raise CommandError(
+                f"serve: the web server {describe_exit(returncode)}; stopping the worker and "
+                "exiting",
+                returncode=1,
+            )
+
+    def supervise_worker(self, worker: Child) -> None:
+        assert worker.proc is not None
+        returncode = worker.exited()
+        if returncode is not None and worker.restart_at is None:
+            delay = worker.schedule_restart()
+            self.say(
+                f"the worker (pid {worker.proc.pid}) {describe_exit(returncode)}; "
+                f"restarting it in {delay:g} s"
+            )
+        elif worker.restart_at is not None and time.monotonic() >= worker.restart_at:
+            self.say(f"restarted the worker (pid {worker.start()})")
