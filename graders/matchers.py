@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import regex
+
 from graders.result import error_text
 
 MatcherKind = Literal["literal", "fuzzy", "regex"]
@@ -52,7 +54,9 @@ class FuzzyMatcher:
 @dataclass(frozen=True)
 class RegexMatcher:
     pattern: str
-    compiled: re.Pattern[str]
+    # Compiled by the ``regex`` package in its Python-``re``-compatible mode (VERSION0): same
+    # syntax, plus a time limit on matching, so a catastrophic pattern cannot pin a worker.
+    compiled: Any
 
 
 ArgMatcher = LiteralMatcher | FuzzyMatcher | RegexMatcher
@@ -102,10 +106,15 @@ def parse_arg_matcher(value: Any) -> ArgMatcher:
     return compile_regex_matcher(pattern)
 
 
+# A regex match taking longer than this is a failed assertion that says so.
+REGEX_TIMEOUT_S = 1.0
+
+
 def compile_regex_matcher(pattern: str) -> RegexMatcher:
     try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
+        re.compile(pattern)  # Python's syntax and error messages are the contract
+        compiled = regex.compile(pattern, flags=regex.VERSION0)
+    except (re.error, regex.error) as exc:
         raise ValueError(f"invalid regex '{pattern}': {exc}") from None
     return RegexMatcher(pattern=pattern, compiled=compiled)
 
@@ -249,7 +258,14 @@ def _match_fuzzy(pattern: str, actual: Any) -> MatchResult:
 
 def _match_regex(matcher: RegexMatcher, actual: Any) -> MatchResult:
     text = safe_str(actual)
-    passed = matcher.compiled.fullmatch(text) is not None
+    try:
+        passed = matcher.compiled.fullmatch(text, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        reason = (
+            f"regex {_quote(matcher.pattern)} did not finish matching {_quote(text)} within "
+            f"{REGEX_TIMEOUT_S:g} s (catastrophic backtracking?): counted as no match"
+        )
+        return MatchResult(False, reason, matcher.pattern, text)
     reason = None
     if not passed:
         reason = f"expected a full match of regex {_quote(matcher.pattern)}, got {_quote(text)}"

@@ -132,10 +132,34 @@ def _load_file(path: Path) -> list[EvalRun]:
         raise ReportFormatError(
             str(path), [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
         ) from exc
+    except RecursionError:
+        raise ReportFormatError(str(path), [_TOO_DEEP]) from None
     return _runs_from_document(document, str(path))
 
 
+# Real result files nest a dozen levels; anything far deeper is not one, and would exhaust the
+# interpreter's stack in validation, hashing or rendering.
+MAX_DEPTH = 100
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels: not a result file"
+
+
+def json_depth_exceeds(document: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists/dicts nest deeper than ``limit`` (iterative: any depth is safe to ask)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if not isinstance(value, dict | list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _runs_from_document(document: Any, source: str) -> list[EvalRun]:
+    if json_depth_exceeds(document):
+        raise ReportFormatError(source, [_TOO_DEEP])
     if isinstance(document, list):
         return [_run_from_item(item, source, f"[{index}]") for index, item in enumerate(document)]
     return [_run_from_item(document, source, "")]

@@ -107,7 +107,9 @@ class CodeResolver:
                 f"module {module_path!r} was not found in the agent directory "
                 f"({local.with_suffix('.py')}) nor as an installed module: {exc}"
             ) from exc
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # an argparse script's SystemExit must not escape
             raise ResolveError(_import_failure(module_path, exc)) from exc
 
     def _import_file(self, path: Path) -> types.ModuleType:
@@ -137,7 +139,9 @@ class CodeResolver:
             sys.path.insert(0, str(self.base_dir))
             try:
                 module = importlib.import_module(full_name)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # an argparse script's SystemExit must not escape
                 raise ResolveError(_import_failure(module_path, exc)) from exc
             finally:
                 _remove_first(sys.path, str(self.base_dir))
@@ -157,7 +161,10 @@ class CodeResolver:
             sys.path.insert(0, str(self.base_dir))
             try:
                 spec.loader.exec_module(module)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                sys.modules.pop(name, None)
+                raise
+            except BaseException as exc:  # an argparse script's SystemExit must not escape
                 sys.modules.pop(name, None)
                 raise ResolveError(_import_failure(label, exc)) from exc
             finally:

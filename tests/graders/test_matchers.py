@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import pytest
@@ -124,7 +123,7 @@ def test_a_dict_whose_only_key_is_regex_is_a_compiled_regex_matcher() -> None:
 
     assert isinstance(matcher, RegexMatcher)
     assert matcher.pattern == "^a+$"
-    assert matcher.compiled == re.compile("^a+$")
+    assert matcher.compiled.pattern == "^a+$"
 
 
 @pytest.mark.parametrize("value", [3, 1.5, "x", None, True, [1, {"fuzzy": "a"}], {}, {"a": 1}])
@@ -233,3 +232,27 @@ def test_fuzzy_number_matching_is_symmetric(a: str, b: str) -> None:
 @given(n=st.integers(min_value=0, max_value=10**12))
 def test_fuzzy_matches_a_number_against_its_comma_grouped_text(n: int) -> None:
     assert match_arg(FuzzyMatcher(str(n)), f"{n:,}").passed
+
+
+# (a+)+$ the regex engine answers at once; (a|aa)+$ it must give up on.
+@pytest.mark.parametrize("pattern, times_out", [("(a+)+$", False), ("(a|aa)+$", True)])
+def test_a_catastrophic_regex_fails_the_match_within_its_time_limit(
+    pattern: str, times_out: bool
+) -> None:
+    import time
+
+    from graders.matchers import REGEX_TIMEOUT_S
+
+    matcher = parse_arg_matcher({"regex": pattern})
+    started = time.perf_counter()
+    result = match_arg(matcher, "a" * 40 + "!")  # Python's re would run for hours on these
+    elapsed = time.perf_counter() - started
+    assert not result.passed
+    assert elapsed < REGEX_TIMEOUT_S + 2
+    assert ("did not finish matching" in (result.reason or "")) is times_out
+
+
+def test_regex_matchers_keep_pythons_syntax() -> None:
+    with pytest.raises(ValueError, match="invalid regex"):
+        parse_arg_matcher({"regex": "(?<name>x)"})  # Perl-style group names are not Python's
+    assert match_arg(parse_arg_matcher({"regex": r"(?P<year>\d{4})-\d\d"}), "2009-12").passed

@@ -211,3 +211,44 @@ def test_write_eval_run_never_overwrites_an_earlier_file(tmp_path: Path) -> None
     assert second.name.startswith("2026-11-30T04-52-10Z-")
     assert load_eval_runs(first) == load_eval_runs(second) == [run]
     assert sorted(p.name for p in first.parent.iterdir()) == sorted([first.name, second.name])
+
+
+@pytest.mark.parametrize("depth", [150, 5_000, 200_000])
+def test_deeply_nested_json_is_refused_with_a_clear_error(tmp_path: Path, depth: int) -> None:
+    from runs.report.holodeck_io import ReportFormatError, load_eval_runs
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"report": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(ReportFormatError, match="nested deeper than 100 levels"):
+        load_eval_runs(path)
+    nested: list[object] = []
+    for _ in range(depth):
+        nested = [nested]
+    with pytest.raises(ReportFormatError, match="nested deeper"):
+        load_eval_runs({"report": nested})
+
+
+def test_the_import_command_reports_deep_json_without_a_traceback(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env["HOLODECK_DATA_DIR"] = str(tmp_path / "data")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=repo, env=env, check=True
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "import_results", str(path)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "nested deeper than 100 levels" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -91,3 +93,26 @@ def test_repeated_failed_logins_are_refused_for_a_while(client: Client, settings
     assert "_auth_user_id" not in client.session  # even the right password is not checked
     cache.clear()
     assert client.post(url, {"username": "alice", "password": PASSWORD}).status_code == 302
+
+
+def test_launching_an_agent_whose_grader_exits_at_import_shows_the_problem(
+    tmp_path: Path, client: Client
+) -> None:
+    from runs.models import Run
+
+    (tmp_path / "quitter.py").write_text(
+        "import sys\nsys.exit(2)\n\ndef check(ctx):\n    return 1\n"
+    )
+    (tmp_path / "agent.yaml").write_text(
+        "name: quits\nmodel: {provider: scripted, name: s}\ninstructions: {inline: x}\n"
+        "evaluations: {metrics: [{type: code, grader: 'quitter:check'}]}\n"
+        "test_cases:\n  - {input: hi, ground_truth: hello}\n"
+    )
+    project = AgentProject.objects.create(name="quits", directory=str(tmp_path))
+    client.force_login(make_user("op", staff=True))
+    url = reverse("project_launch", args=[project.pk])
+    assert client.get(url).status_code == 200
+    response = client.post(url, {})
+    assert response.status_code == 400
+    assert "importing &#x27;quitter&#x27; failed: SystemExit" in response.text
+    assert not Run.objects.exists()
