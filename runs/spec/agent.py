@@ -7,6 +7,7 @@ from typing import Self
 from pydantic import Field, field_validator, model_validator
 
 from runs.spec.common import StrictModel, non_empty, spec_error
+from runs.spec.limits import ParallelTestCases, TimeoutSeconds
 from runs.spec.metrics import EvaluationConfig
 from runs.spec.model import ClaudeConfig, Instructions, ModelConfig
 from runs.spec.test_cases import TestCase
@@ -16,19 +17,12 @@ from runs.spec.tool_config import Tool, duplicate_tool_names
 class ExecutionConfig(StrictModel):
     """Timeouts (seconds), the file cache and test-case concurrency."""
 
-    llm_timeout: float = Field(default=60, gt=0)
-    file_timeout: float = Field(default=30, gt=0)
-    download_timeout: float = Field(default=30, gt=0)
+    llm_timeout: TimeoutSeconds = 60
+    file_timeout: TimeoutSeconds = 30
+    download_timeout: TimeoutSeconds = 30
     cache_enabled: bool = True
     cache_dir: str = ".holodeck/cache"
-    parallel_test_cases: int | None = None
-
-    @field_validator("parallel_test_cases")
-    @classmethod
-    def _at_least_one(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError(f"parallel_test_cases must be >= 1, got {value}")
-        return value
+    parallel_test_cases: ParallelTestCases | None = None
 
 
 class AgentConfig(StrictModel):

@@ -23,6 +23,12 @@ from pydantic import ValidationError
 from runs.spec.agent import AgentConfig
 from runs.spec.common import SPEC_ERROR, UNION_TAGS
 from runs.spec.errors import ConfigError, ConfigProblem
+from runs.spec.limits import (
+    MAX_PARALLEL_TEST_CASES,
+    MAX_YAML_ALIAS_NODES,
+    MAX_YAML_ALIASES,
+    range_problem,
+)
 from runs.spec.resolve import CodeResolver
 from runs.spec.test_cases import TestCase, case_shape_problem
 from runs.spec.tool_config import duplicate_tool_names
@@ -223,15 +229,158 @@ def substitute_env(
 
 def _parse(text: str, label: str, *, json_only: bool) -> Any:
     if json_only:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            where = f"invalid JSON at line {exc.lineno}, column {exc.colno}"
-            raise ConfigError([_problem(label, "", f"{where}: {exc.msg}")]) from None
+        return _parse_json(text, label)
     try:
-        return yaml.load(text, Loader=_SAFE_LOADER)
+        _check_aliases(text)
+        loader = _SAFE_LOADER(text)
+        try:
+            node = loader.get_single_node()
+            duplicates = _duplicate_keys(node, loader) if node is not None else []
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         raise ConfigError([_problem(label, "", _yaml_error(exc))]) from None
+    if duplicates:
+        raise ConfigError(_duplicate_key_problem(label, data, *found) for found in duplicates)
+    return data
+
+
+def _parse_json(text: str, label: str) -> Any:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in items:
+            if key in result:
+                duplicates.append(key)
+            result[key] = value
+        return result
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        where = f"invalid JSON at line {exc.lineno}, column {exc.colno}"
+        raise ConfigError([_problem(label, "", f"{where}: {exc.msg}")]) from None
+    if duplicates:
+        raise ConfigError(
+            _problem(label, "", f"duplicate key {key!r} in a JSON object")
+            for key in dict.fromkeys(duplicates)
+        )
+    return data
+
+
+def _check_aliases(text: str) -> None:
+    """Refuse a file whose aliases (``*name``) are too many or expand to too many nodes (a
+    "billion laughs" file), or refer to a node that contains them, before anything is built.
+
+    Works on the parser's events, which never expand an alias, so this costs one quick pass
+    over the text (skipped when the text has no ``*``).
+    """
+    if "*" not in text:
+        return
+    sizes: dict[str, int] = {}  # anchor -> its node count with aliases expanded
+    open_nodes: list[tuple[str | None, list[int]]] = []  # (anchor, [node count]) per collection
+    aliases = expanded = 0
+    for event in yaml.parse(text, Loader=_SAFE_LOADER):
+        if isinstance(event, yaml.DocumentStartEvent):
+            sizes.clear()
+            continue
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, [1]))
+            continue
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise _marked(event, f"too many aliases (more than {MAX_YAML_ALIASES})")
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                raise _marked(event, f"alias *{event.anchor} refers to a node that contains it")
+            size = sizes.get(str(event.anchor), 1)  # an undefined alias: the composer says so
+            expanded += size
+            if expanded > MAX_YAML_ALIAS_NODES:
+                raise _marked(
+                    event, f"aliases expand to too many nodes (more than {MAX_YAML_ALIAS_NODES})"
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, (size,) = open_nodes.pop()
+            if anchor:
+                sizes[anchor] = size
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            if event.anchor:
+                sizes[event.anchor] = size
+        else:
+            continue
+        if open_nodes:
+            open_nodes[-1][1][0] += size
+
+
+def _marked(event: yaml.Event, problem: str) -> yaml.MarkedYAMLError:
+    mark: Any = event.start_mark  # libyaml's Mark has the same line and column
+    return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+
+
+# (path of the mapping, key, line, line of the first occurrence)
+_DuplicateKey = tuple[tuple[str | int, ...], Any, int, int]
+
+
+def _duplicate_keys(root: yaml.Node, loader: Any) -> list[_DuplicateKey]:
+    """Keys given twice in one mapping (YAML would keep the last one silently), by line."""
+    found: list[_DuplicateKey] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue  # an alias of a node already checked
+        seen.add(id(node))
+        children: list[tuple[yaml.Node, tuple[str | int, ...]]] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = [(child, (*path, index)) for index, child in enumerate(node.value)]
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a complex key: nothing in agent.yaml has one
+                if key_node.tag == _MERGE_TAG:  # ``<<: *base``: its keys may be overridden
+                    children.append((value_node, path))
+                    continue
+                key = loader.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                if key in first:
+                    found.append((path, key, line, first[key]))
+                else:
+                    first[key] = line
+                children.append((value_node, (*path, str(key))))
+        stack.extend(reversed(children))  # document order, so an alias's path is its first
+    return sorted(found, key=lambda item: item[2])
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_key_problem(
+    label: str, data: Any, path: tuple[str | int, ...], key: Any, line: int, first: int
+) -> ConfigProblem:
+    """The problem of a duplicate key, placed in its test case and turn when it is in one."""
+    test_case: str | None = None
+    turn: int | None = None
+    # A case is test_cases[i] of agent.yaml (or of a test cases file's mapping), or [i] of a
+    # test cases file's list; the field path is then relative to the case.
+    cases, rest = (data, path) if isinstance(data, list) else (None, path)
+    if path[:1] == ("test_cases",) and isinstance(data, dict):
+        cases, rest = data.get("test_cases"), path[1:]
+    if isinstance(cases, list) and rest and isinstance(rest[0], int) and rest[0] < len(cases):
+        index, path = rest[0], rest[1:]
+        name = cases[index].get("name") if isinstance(cases[index], dict) else None
+        test_case = name if isinstance(name, str) and name.strip() else f"#{index}"
+        if len(path) > 1 and path[0] == "turns" and isinstance(path[1], int):
+            turn = path[1]
+    field_path = ""
+    for part in (*path, str(key)):
+        field_path = _join_path(field_path, f"[{part}]" if isinstance(part, int) else part)
+    message = f"duplicate key {str(key)!r} at line {line} (first at line {first})"
+    return ConfigProblem(label, test_case, turn, field_path, message)
 
 
 def _yaml_error(exc: yaml.YAMLError) -> str:
@@ -324,6 +473,7 @@ def _validate_cases(
     raw_cases: list[Any], label: str, context: dict[str, Any], problems: list[ConfigProblem]
 ) -> list[TestCase]:
     cases: list[TestCase] = []
+    first_index: dict[str, int] = {}
     for index, raw in enumerate(raw_cases):
         if not isinstance(raw, dict):
             problems.append(
@@ -332,6 +482,15 @@ def _validate_cases(
             continue
         name = raw.get("name")
         case_label = name if isinstance(name, str) and name.strip() else f"#{index}"
+        if isinstance(name, str) and name.strip():
+            if name in first_index:
+                message = (
+                    f"duplicate test case name {name!r} (test cases #{first_index[name]} "
+                    f"and #{index}); give each case its own name"
+                )
+                problems.append(ConfigProblem(label, name, None, "name", message))
+            else:
+                first_index[name] = index
         shape = case_shape_problem({k for k, v in raw.items() if v is not None})
         if shape is not None:
             problems.append(ConfigProblem(label, case_label, None, shape[0], shape[1]))
@@ -412,17 +571,16 @@ def _resolve_parallel(
     label: str,
     problems: list[ConfigProblem],
 ) -> int | None:
-    """CLI > YAML ``execution.parallel_test_cases`` > env > 1 (YAML value checked by the model)."""
+    """CLI > YAML ``execution.parallel_test_cases`` > env > 1 (YAML value checked by the model),
+    each from 1 to ``MAX_PARALLEL_TEST_CASES``."""
     if override is not None:
-        if isinstance(override, bool) or not isinstance(override, int) or override < 1:
+        if isinstance(override, bool) or not isinstance(override, int):
+            problem: str | None = f"must be an integer, got {override!r}"
+        else:
+            problem = _parallel_bound(override)
+        if problem is not None:
             problems.append(
-                ConfigProblem(
-                    "command line",
-                    None,
-                    None,
-                    "parallel_test_cases",
-                    f"must be >= 1, got {override}",
-                )
+                ConfigProblem("command line", None, None, "parallel_test_cases", problem)
             )
             return None
         return override
@@ -437,14 +595,26 @@ def _resolve_parallel(
         value = int(raw.strip())
     except ValueError:
         value = 0
-    if value < 1:
+    problem = _parallel_bound(value)
+    if problem is not None:
+        bound = problem.partition(", got")[0]
         problems.append(
             ConfigProblem(
-                "environment", None, None, PARALLEL_ENV, f"must be an integer >= 1, got {raw!r}"
+                "environment",
+                None,
+                None,
+                PARALLEL_ENV,
+                f"must be an integer {bound.removeprefix('must be ')}, got {raw!r}",
             )
         )
         return None
     return value
+
+
+def _parallel_bound(value: int) -> str | None:
+    """``must be >= 1, got 0`` / ``must be <= 1024, got 2000``, or None."""
+    problem = range_problem(value, "", 1, MAX_PARALLEL_TEST_CASES)
+    return None if problem is None else problem.strip()
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from graders.deterministic import is_valid_response_path
 from graders.judges import RagMetricType
 from runs.report.models import MetricKind
 from runs.spec.common import StrictModel, context_resolver, non_empty, spec_error
+from runs.spec.limits import Scale, TimeoutMs, Tolerance, shown_number
 from runs.spec.model import ModelConfig
 from runs.spec.resolve import GRADER_PATH_RE, ResolveError
 
@@ -35,13 +36,15 @@ GEvalParam = Literal[
 
 
 class _MetricBase(StrictModel):
-    threshold: float | None = None
+    # Every score is 0..1: a threshold outside [0, 1] (or NaN) could never pass or always
+    # would, so it is refused naming the metric (``_threshold_in_range``).
+    threshold: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 1})
     enabled: bool = True
     fail_on_error: bool = False
     model: ModelConfig | None = None
     retry_on_failure: int | None = None
-    timeout_ms: int | None = None
-    scale: int | None = None
+    timeout_ms: TimeoutMs | None = None
+    scale: Scale | None = None
     custom_prompt: str | None = None
 
     @field_validator("retry_on_failure")
@@ -51,12 +54,17 @@ class _MetricBase(StrictModel):
             raise ValueError(f"retry_on_failure must be between 1 and 3, got {value}")
         return value
 
-    @field_validator("timeout_ms", "scale")
-    @classmethod
-    def _positive(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is not None and value <= 0:
-            raise ValueError(f"{info.field_name} must be positive, got {value}")
-        return value
+    @model_validator(mode="after")
+    def _threshold_in_range(self) -> Self:
+        value = self.threshold
+        if value is not None and not 0 <= value <= 1:  # NaN fails both comparisons
+            name = getattr(self, "metric_name", None)
+            raise spec_error(
+                f"threshold of metric {name!r} must be between 0 and 1 (scores are 0..1), "
+                f"got {shown_number(value)}",
+                "threshold",
+            )
+        return self
 
 
 class StandardMetric(_MetricBase):
@@ -70,19 +78,12 @@ class StandardMetric(_MetricBase):
     strip_whitespace: bool = False
     strip_punctuation: bool = False
     # numeric
-    absolute_tolerance: float = 1e-6
-    relative_tolerance: float = 0.0
+    absolute_tolerance: Tolerance = 1e-6
+    relative_tolerance: Tolerance = 0.0
     accept_percent: bool = False
     accept_thousands_separators: bool = False
     # Grade one JSON leaf of the response (dotted path) instead of the whole text.
     response_path: str | None = None
-
-    @field_validator("absolute_tolerance", "relative_tolerance")
-    @classmethod
-    def _non_negative(cls, value: float, info: ValidationInfo) -> float:
-        if value < 0:
-            raise ValueError(f"{info.field_name} must be >= 0, got {value}")
-        return value
 
     @field_validator("response_path")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from runs.spec.common import (
     StrictModel,
@@ -14,6 +14,7 @@ from runs.spec.common import (
     non_empty,
     spec_error,
 )
+from runs.spec.limits import ClaudeTurns, LatencyMs, Temperature, TokenCount, TopP
 
 Provider = Literal["openai", "azure_openai", "anthropic", "ollama", "scripted"]
 
@@ -23,15 +24,15 @@ class ModelConfig(StrictModel):
 
     provider: Provider
     name: str
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, gt=0)
-    top_p: float | None = Field(default=None, ge=0, le=1)
+    temperature: Temperature | None = None
+    max_tokens: TokenCount | None = None
+    top_p: TopP | None = None
     endpoint: str | None = None
     api_key: str | None = None
     api_version: str | None = None
     # scripted provider only
     transcript: str | None = None
-    latency_ms: float = Field(default=0, ge=0)
+    latency_ms: LatencyMs = 0
 
     @field_validator("name")
     @classmethod
@@ -92,11 +93,11 @@ class Instructions(StrictModel):
 class ClaudeConfig(StrictModel):
     """Options of the claude_agent_sdk backend (provider anthropic)."""
 
-    max_turns: int | None = Field(default=None, gt=0)
+    max_turns: ClaudeTurns | None = None
     allowed_tools: list[str] | None = None
     disallowed_tools: list[str] | None = None
     permission_mode: Literal["default", "acceptEdits", "plan"] = "default"
-    max_thinking_tokens: int | None = Field(default=None, gt=0)
+    max_thinking_tokens: TokenCount | None = None
     append_system_prompt: str | None = None
 
     @field_validator("permission_mode", mode="before")

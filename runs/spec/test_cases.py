@@ -9,7 +9,6 @@ from pydantic import (
     Discriminator,
     PlainSerializer,
     PlainValidator,
-    PositiveInt,
     PrivateAttr,
     Tag,
     ValidationInfo,
@@ -20,6 +19,7 @@ from pydantic import (
 
 from graders.matchers import ArgMatcher, matcher_to_config, parse_arg_matcher
 from runs.spec.common import StrictModel, exists_if_local, non_empty, spec_error
+from runs.spec.limits import PageNumber, ToolCount
 from runs.spec.metrics import Metric, unique_metric_names
 
 MAX_FILES_PER_TURN = 10
@@ -81,7 +81,7 @@ class ExpectedTool(StrictModel):
 
     name: str
     args: dict[str, ArgMatcherField] | None = None
-    count: int = 1
+    count: ToolCount = 1
 
     @field_validator("name")
     @classmethod
@@ -89,10 +89,10 @@ class ExpectedTool(StrictModel):
         non_empty(value, "tool name")
         return value
 
-    @field_validator("count")
+    @field_validator("count", mode="before")
     @classmethod
-    def _count_positive(cls, value: int) -> int:
-        if value < 1:
+    def _count_positive(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 1:
             raise ValueError(
                 f"count must be >= 1, got {value} (asserting that a tool is not called "
                 "is not supported)"
@@ -143,7 +143,7 @@ class FileInput(StrictModel):
     url: str | None = None
     type: FileType
     description: str | None = None
-    pages: list[PositiveInt] | None = None
+    pages: list[PageNumber] | None = None
     sheet: str | None = None
     range: str | None = None
     cache: bool | None = None

@@ -68,6 +68,22 @@ def _unnamed_case_without_input(agent: Agent) -> None:
     agent["test_cases"].append({"ground_truth": "x"})
 
 
+def execution(**fields: Any) -> Callable[[Agent], None]:
+    return lambda agent: agent.update(execution=fields)
+
+
+def model(**fields: Any) -> Callable[[Agent], None]:
+    return lambda agent: agent["model"].update(fields)
+
+
+def agent_metric(metric: dict[str, Any]) -> Callable[[Agent], None]:
+    return lambda agent: agent.update(evaluations={"metrics": [metric]})
+
+
+def case_metric(metric: dict[str, Any]) -> Callable[[Agent], None]:
+    return lambda agent: agent["test_cases"][1].update(evaluations=[metric])
+
+
 def _duplicate_tools(agent: Agent) -> None:
     agent["tools"][1]["name"] = "subtract"
 
@@ -76,6 +92,8 @@ CASE = "cash"
 ARG_B = "turns[2].expected_tools[1].args.b"
 T2_METRIC = "turns[2].evaluations[0]"
 PDF = {"path": "report.pdf", "type": "pdf"}
+NAN = float("nan")
+INF = float("inf")
 
 INVALID = [
     Invalid("two metrics with one name",
@@ -180,6 +198,98 @@ INVALID = [
     Invalid("bad parallel env", lambda a: None, "environment", None, None,
             "HOLODECK_PARALLEL_TEST_CASES", "must be an integer >= 1, got 'many'",
             environ=(("HOLODECK_PARALLEL_TEST_CASES", "many"),)),
+    # --- bounds: every number finite and in a range that means something
+    Invalid("parallel_test_cases 1e21", execution(parallel_test_cases=1e21), "agent.yaml", None,
+            None, "execution.parallel_test_cases", "must be <= 1024, got 1e+21"),
+    Invalid("parallel_test_cases 1025", execution(parallel_test_cases=1025), "agent.yaml", None,
+            None, "execution.parallel_test_cases", "must be <= 1024, got 1025"),
+    Invalid("parallel env above the bound", lambda a: None, "environment", None, None,
+            "HOLODECK_PARALLEL_TEST_CASES", "must be an integer <= 1024, got '100000'",
+            environ=(("HOLODECK_PARALLEL_TEST_CASES", "100000"),)),
+    Invalid("threshold 5", turn_metric({"metric": "numeric", "threshold": 5}), "agent.yaml", CASE,
+            2, f"{T2_METRIC}.threshold",
+            "threshold of metric 'numeric' must be between 0 and 1 (scores are 0..1), got 5"),
+    Invalid("threshold -0.5", agent_metric({"type": "geval", "name": "tone", "criteria": "Polite",
+                                            "threshold": -0.5}),
+            "agent.yaml", None, None, "evaluations.metrics[0].threshold",
+            "threshold of metric 'tone' must be between 0 and 1 (scores are 0..1), got -0.5"),
+    Invalid("threshold .nan", turn_metric({"type": "rag", "metric_type": "faithfulness",
+                                           "threshold": NAN}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.threshold",
+            "metric 'faithfulness' must be between 0 and 1 (scores are 0..1), got nan"),
+    Invalid("threshold .inf", case_metric({"type": "code", "grader": "graders.program:check",
+                                           "threshold": INF}),
+            "agent.yaml", "legacy", None, "evaluations[0].threshold",
+            "threshold of metric 'check' must be between 0 and 1 (scores are 0..1), got inf"),
+    Invalid("threshold 1.01", turn_metric({"metric": "bleu", "threshold": 1.01}), "agent.yaml",
+            CASE, 2, f"{T2_METRIC}.threshold", "metric 'bleu' must be between 0 and 1"),
+    Invalid("llm_timeout .inf", execution(llm_timeout=INF), "agent.yaml", None, None,
+            "execution.llm_timeout", "llm_timeout must be a finite number, got inf"),
+    Invalid("file_timeout .nan", execution(file_timeout=NAN), "agent.yaml", None, None,
+            "execution.file_timeout", "file_timeout must be a finite number, got nan"),
+    Invalid("download_timeout 0", execution(download_timeout=0), "agent.yaml", None, None,
+            "execution.download_timeout", "download_timeout must be positive, got 0"),
+    Invalid("llm_timeout above a day", execution(llm_timeout=86401), "agent.yaml", None, None,
+            "execution.llm_timeout", "llm_timeout must be <= 86400 (24 h), got 86401"),
+    Invalid("timeout_ms .inf", turn_metric({"metric": "bleu", "timeout_ms": INF}), "agent.yaml",
+            CASE, 2, f"{T2_METRIC}.timeout_ms", "timeout_ms must be a finite number, got inf"),
+    Invalid("timeout_ms above a day", turn_metric({"metric": "bleu", "timeout_ms": 10**11}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.timeout_ms",
+            "timeout_ms must be <= 86400000 (24 h), got 100000000000"),
+    Invalid("scale 0", turn_metric({"type": "geval", "name": "t", "criteria": "c", "scale": 0}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.scale", "scale must be >= 1, got 0"),
+    Invalid("latency_ms .inf", model(latency_ms=INF), "agent.yaml", None, None,
+            "model.latency_ms", "latency_ms must be a finite number, got inf"),
+    Invalid("latency_ms above ten minutes", model(latency_ms=600_001), "agent.yaml", None, None,
+            "model.latency_ms", "latency_ms must be <= 600000 (10 min), got 600001"),
+    Invalid("temperature 2.5", model(temperature=2.5), "agent.yaml", None, None,
+            "model.temperature", "temperature must be <= 2, got 2.5"),
+    Invalid("temperature .nan", model(temperature=NAN), "agent.yaml", None, None,
+            "model.temperature", "temperature must be a finite number, got nan"),
+    Invalid("top_p 1.5", model(top_p=1.5), "agent.yaml", None, None, "model.top_p",
+            "top_p must be <= 1, got 1.5"),
+    Invalid("max_tokens 0", model(max_tokens=0), "agent.yaml", None, None, "model.max_tokens",
+            "max_tokens must be >= 1, got 0"),
+    Invalid("max_tokens 1e9", model(max_tokens=10**9), "agent.yaml", None, None,
+            "model.max_tokens", "max_tokens must be <= 1000000, got 1000000000"),
+    Invalid("judge temperature -1",
+            turn_metric({"type": "geval", "name": "t", "criteria": "c",
+                         "model": {"provider": "openai", "name": "gpt-4o", "temperature": -1}}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.model.temperature",
+            "temperature must be >= 0, got -1"),
+    Invalid("absolute_tolerance .nan", turn_metric({"metric": "numeric",
+                                                    "absolute_tolerance": NAN}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.absolute_tolerance",
+            "absolute_tolerance must be a finite number, got nan"),
+    Invalid("relative_tolerance .inf", turn_metric({"metric": "numeric",
+                                                    "relative_tolerance": INF}),
+            "agent.yaml", CASE, 2, f"{T2_METRIC}.relative_tolerance",
+            "relative_tolerance must be a finite number, got inf"),
+    Invalid("count 1001", set_turn(2, expected_tools=[{"name": "subtract", "count": 1001}]),
+            "agent.yaml", CASE, 2, "turns[2].expected_tools[0].count",
+            "count must be <= 1000, got 1001"),
+    Invalid("count .inf", set_turn(2, expected_tools=[{"name": "subtract", "count": INF}]),
+            "agent.yaml", CASE, 2, "turns[2].expected_tools[0].count",
+            "count must be a finite number, got inf"),
+    Invalid("claude max_turns 1e6", lambda a: a.update(claude={"max_turns": 10**6}),
+            "agent.yaml", None, None, "claude.max_turns", "max_turns must be <= 1000"),
+    Invalid("file page above the bound", set_turn(0, files=[{**PDF, "pages": [100_001]}]),
+            "agent.yaml", CASE, 0, "turns[0].files[0].pages[0]", "less than or equal to 100000"),
+    # --- duplicates
+    Invalid("duplicate test case names", lambda a: a["test_cases"].append(
+                {"name": "cash", "input": "again"}),
+            "agent.yaml", CASE, None, "name",
+            "duplicate test case name 'cash' (test cases #0 and #2)"),
+    Invalid("duplicate key in a turn",
+            "name: x\nmodel: {provider: scripted, name: s}\ninstructions: hi\ntest_cases:\n"
+            "- name: dup\n  turns:\n  - input: a\n  - input: b\n    input: c\n",
+            "agent.yaml", "dup", 1, "turns[1].input",
+            "duplicate key 'input' at line 9 (first at line 8)"),
+    Invalid("duplicate top-level key",
+            "name: x\ntest_cases:\n- input: a\nmodel: {provider: scripted, name: s}\n"
+            "test_cases:\n- input: b\n",
+            "agent.yaml", None, None, "test_cases",
+            "duplicate key 'test_cases' at line 5 (first at line 2)"),
     Invalid("invalid YAML", "name: x\nmodel: [unclosed\n", "agent.yaml", None, None, "",
             "invalid YAML at line 3, column 1"),
     Invalid("agent.yaml that is a list", "- name: x\n", "agent.yaml", None, None, "",
