@@ -261,11 +261,11 @@ def _match_regex(matcher: RegexMatcher, actual: Any) -> MatchResult:
     try:
         passed = matcher.compiled.fullmatch(text, timeout=REGEX_TIMEOUT_S) is not None
     except TimeoutError:
-        reason = (
+        gave_up = (
             f"regex {_quote(matcher.pattern)} did not finish matching {_quote(text)} within "
             f"{REGEX_TIMEOUT_S:g} s (catastrophic backtracking?): counted as no match"
         )
-        return MatchResult(False, reason, matcher.pattern, text)
+        return MatchResult(False, gave_up, matcher.pattern, text)
     reason = None
     if not passed:
         reason = f"expected a full match of regex {_quote(matcher.pattern)}, got {_quote(text)}"

@@ -37,7 +37,10 @@ def configure(app: Celery) -> None:
         }
     else:
         broker_url = settings.BROKER_URL
-        transport_options = {"visibility_timeout": 3600}
+        # An unacknowledged message (its worker died) comes back after this long: sized to the
+        # stale limit, not Redis's hour. A case that outlives it while its worker lives is
+        # delivered again and left alone (its owner is alive and its heartbeat fresh).
+        transport_options = {"visibility_timeout": 2 * settings.HOLODECK_CASE_STALE_SECONDS}
     app.conf.update(
         broker_url=broker_url,
         broker_transport_options=transport_options,

@@ -58,9 +58,9 @@ def run_recover(*, run: Run) -> bool:
     requeued = 0
     for case in candidates.only("id", "status", "claimed_by", "heartbeat_at", "enqueued_at"):
         if case.status == CaseResult.Status.RUNNING and (
-            not case_attempt_dead(case) or (case.enqueued_at and case.enqueued_at > cutoff)
+            not case_attempt_dead(case) or _requeued_lately(case, cutoff)
         ):
-            continue  # alive, or queued again lately (its task has not run yet)
+            continue  # alive, or already queued again by a sweep (its task has not run yet)
         # Stamp the time first, so the next sweep does not queue the same case again at once.
         CaseResult.objects.filter(pk=case.pk).update(enqueued_at=timezone.now())
         task_enqueue(EXECUTE_CASE, case.pk)
@@ -69,6 +69,17 @@ def run_recover(*, run: Run) -> bool:
         pumped = case_pump(run=run)
     settled = run_settle(run)
     return bool(requeued or pumped or settled)
+
+
+def _requeued_lately(case: CaseResult, cutoff: datetime) -> bool:
+    """A sweep stamps ``enqueued_at`` when it queues a dead attempt's case again: later than the
+    attempt's last heartbeat. Within the stale limit that message is still on its way."""
+    return bool(
+        case.enqueued_at
+        and case.heartbeat_at
+        and case.enqueued_at > case.heartbeat_at
+        and case.enqueued_at > cutoff
+    )
 
 
 def cli_run_recover(*, run: Run) -> bool:
