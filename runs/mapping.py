@@ -14,7 +14,13 @@ from typing import Any
 
 from runs.models import CaseResult, MetricResult, TurnResult
 from runs.report import models as wire
-from runs.report.outcomes import case_outcome, metric_outcome, turn_outcome
+from runs.report.outcomes import (
+    case_kind_outcomes,
+    case_outcome,
+    metric_outcome,
+    turn_kind_outcomes,
+    turn_outcome,
+)
 
 # --- wire -> rows ---------------------------------------------------------------------------
 
@@ -36,6 +42,7 @@ def case_values(result: wire.TestResult, turns: Sequence[wire.TurnResult]) -> di
         "timestamp": result.timestamp,
         "passed": result.passed,
         "outcome": case_outcome(result),
+        "kind_outcomes": case_kind_outcomes(turn_kind_outcomes(turn) for turn in turns),
         "turn_count": len(turns),
         "turns_passed": sum(1 for turn in turns if turn.passed),
     }
@@ -87,6 +94,7 @@ def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResul
         passed=turn.passed,
         skipped=turn.skipped,
         outcome=turn_outcome(turn),
+        kind_outcomes=turn_kind_outcomes(turn),
         execution_time_ms=turn.execution_time_ms,
         token_usage=_usage(turn.token_usage),
         errors=turn.errors,

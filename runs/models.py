@@ -195,6 +195,8 @@ class CaseResult(models.Model):
     # The stored verdict (runs.report.outcomes): passed | failed | not_graded | cancelled, error
     # (its execution failed: no result), or "" while it has none (pending, running).
     outcome = models.CharField(max_length=16, blank=True)
+    # {kind: passed | failed | not_graded} over its turns (runs.report.outcomes), for compare.
+    kind_outcomes = models.JSONField(default=dict, blank=True)
     test_input = models.TextField(blank=True)
     agent_response = models.TextField(null=True, blank=True)
     ground_truth = models.TextField(null=True, blank=True)
@@ -245,8 +247,10 @@ class TurnResult(models.Model):
     arg_match_details = models.JSONField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     skipped = models.BooleanField(default=False)
-    # passed | failed | not_graded | skipped (runs.report.outcomes), decided when written.
+    # passed | failed | error | not_graded | skipped (runs.report.outcomes), decided when
+    # written; kind_outcomes: {kind: passed | failed | not_graded}, kinds incl. "tools".
     outcome = models.CharField(max_length=16, default="failed")
+    kind_outcomes = models.JSONField(default=dict, blank=True)
     execution_time_ms = models.IntegerField(default=0)
     token_usage = models.JSONField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)

@@ -94,8 +94,8 @@ def case_outcome(case: CaseResult) -> str:
 
 
 def turn_outcome(turn: TurnResult) -> str:
-    """passed | failed | not-graded | skipped."""
-    return _shown(turn.outcome)
+    """passed | failed | not-graded | skipped (an errored turn shows as failed)."""
+    return "failed" if turn.outcome == "error" else _shown(turn.outcome)
 
 
 def _shown(outcome: str) -> str:
