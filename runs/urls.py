@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs import views
+from runs import compare_views, trend_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,4 +14,8 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
+    path("compare/", compare_views.compare, name="compare"),
+    path("compare/case/", compare_views.compare_case, name="compare_case"),
+    path("compare/config/", compare_views.compare_config, name="compare_config"),
+    path("trends/", trend_views.trends, name="trends"),
 ]

@@ -1,0 +1,271 @@
+"""Comparing runs: cases aligned by name (else index) and turns by index, a verdict per cell,
+regressions and fixes against a baseline, per kind. Django-free: it works on the stored
+verdicts (``outcome`` and ``kind_outcomes`` of case and turn rows) handed to it as plain data.
+
+A cell's verdict, with a kind filter, looks only at the selected kinds of grading (``standard``,
+``rag``, ``geval``, ``code``, and ``tools`` for tool assertions): failed if any of them failed,
+else not graded if any could not grade, else passed; "none" when the turn ran none of them. An
+errored or skipped turn is that whatever the filter. "Not graded" is never a pass nor a fail,
+so it is never a regression nor a fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+KINDS: tuple[str, ...] = ("standard", "rag", "geval", "code", "tools")
+
+# Cell verdicts, as the page names them.
+PASS, FAIL, ERROR, NOT_GRADED, SKIPPED, NONE, ABSENT, PENDING = (
+    "pass",
+    "fail",
+    "error",
+    "not_graded",
+    "skipped",
+    "none",
+    "absent",
+    "pending",
+)
+BAD = frozenset({FAIL, ERROR})
+
+
+@dataclass(frozen=True)
+class TurnData:
+    index: int
+    outcome: str  # passed | failed | error | not_graded | skipped
+    kinds: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CaseData:
+    case_id: int
+    index: int
+    name: str
+    status: str  # pending | running | done | error | cancelled
+    outcome: str  # passed | failed | not_graded | cancelled | error | ""
+    kinds: dict[str, str]
+    turns: tuple[TurnData, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.name or f"#{self.index}"
+
+
+@dataclass
+class Row:
+    """One aligned case: its cell per run and, under it, one line per turn index."""
+
+    key: str
+    name: str
+    index: int  # in the first run that has it
+    cells: dict[int, str]  # run id -> case verdict
+    case_ids: dict[int, int]  # run id -> case row id (absent runs missing)
+    turns: list[dict[int, str]]  # turn index -> run id -> turn verdict
+    regressions: int = 0  # turn-level, against the baseline, over every other run
+    fixes: int = 0
+    flaky: bool = False
+
+    @property
+    def partial(self) -> bool:
+        return ABSENT in self.cells.values()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.regressions or self.fixes or self.flaky)
+
+
+@dataclass
+class Matrix:
+    run_ids: list[int]
+    baseline_id: int
+    rows: list[Row]
+    # kind -> run id -> (regressions, fixes) against the baseline, turn-level
+    by_kind: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
+
+    def totals(self, run_id: int) -> tuple[int, int]:
+        """(regressions, fixes) of a run against the baseline under the current filter."""
+        regressions = fixes = 0
+        for row in self.rows:
+            for turn in row.turns:
+                change = change_of(turn.get(self.baseline_id, ABSENT), turn.get(run_id, ABSENT))
+                regressions += change == "regression"
+                fixes += change == "fix"
+        return regressions, fixes
+
+
+def verdict(outcome: str, kinds: dict[str, str], selected: frozenset[str]) -> str:
+    """The verdict of a turn (or a case roll-up) under a kind filter (empty: every kind)."""
+    if outcome == "skipped":
+        return SKIPPED
+    if outcome == "error":
+        return ERROR
+    if outcome == "cancelled":
+        return NONE
+    if not selected:
+        return {"passed": PASS, "failed": FAIL, "not_graded": NOT_GRADED}.get(outcome, NONE)
+    found = [kinds[kind] for kind in selected if kind in kinds]
+    if not found:
+        return NONE
+    if "failed" in found:
+        return FAIL
+    if "not_graded" in found:
+        return NOT_GRADED
+    return PASS
+
+
+def case_verdict(case: CaseData, selected: frozenset[str]) -> str:
+    if case.status in ("pending", "running"):
+        return PENDING
+    if case.status == "error":
+        return ERROR  # it never produced a result (the worker gave up on it)
+    return verdict(case.outcome, case.kinds, selected)
+
+
+def change_of(before: str, after: str) -> str | None:
+    """"regression" (pass -> fail or error), "fix" (fail or error -> pass), or None."""
+    if before == PASS and after in BAD:
+        return "regression"
+    if before in BAD and after == PASS:
+        return "fix"
+    return None
+
+
+def build_matrix(
+    runs: dict[int, Sequence[CaseData]],
+    baseline_id: int,
+    selected: Iterable[str] = (),
+) -> Matrix:
+    """Align the cases of ``runs`` (run id -> its cases, in the order runs are shown) and count
+    regressions and fixes of every run against the baseline, overall and per kind."""
+    chosen = frozenset(selected)
+    run_ids = list(runs)
+    by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
+    rows = [_row(key, run_ids, by_run, chosen, baseline_id) for key in _keys(run_ids, by_run)]
+    matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows)
+    for kind in sorted(chosen) if chosen else KINDS:
+        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, baseline_id, kind)
+    return matrix
+
+
+def _keyed(cases: Sequence[CaseData]) -> dict[str, CaseData]:
+    """Cases by name (else ``#index``); a name repeated within a run gets ``name (2)`` etc."""
+    keyed: dict[str, CaseData] = {}
+    for case in sorted(cases, key=lambda c: c.index):
+        key, n = case.key, 1
+        while key in keyed:
+            n += 1
+            key = f"{case.key} ({n})"
+        keyed[key] = case
+    return keyed
+
+
+def _keys(run_ids: list[int], by_run: dict[int, dict[str, CaseData]]) -> list[str]:
+    """Every case key, in the order of the first run that has it, then by that run's order."""
+    seen: dict[str, tuple[int, int]] = {}
+    for position, run_id in enumerate(run_ids):
+        for key, case in by_run[run_id].items():
+            seen.setdefault(key, (position, case.index))
+    return sorted(seen, key=lambda key: seen[key])
+
+
+def _row(
+    key: str,
+    run_ids: list[int],
+    by_run: dict[int, dict[str, CaseData]],
+    selected: frozenset[str],
+    baseline_id: int,
+) -> Row:
+    present = {run_id: by_run[run_id][key] for run_id in run_ids if key in by_run[run_id]}
+    first = next(iter(present.values()))
+    turn_count = max(len(case.turns) for case in present.values())
+    turns: list[dict[int, str]] = []
+    for turn_index in range(turn_count):
+        line: dict[int, str] = {}
+        for run_id in run_ids:
+            case = present.get(run_id)
+            turn = case.turns[turn_index] if case and turn_index < len(case.turns) else None
+            if turn is None:
+                line[run_id] = PENDING if case and case.status in ("pending", "running") else ABSENT
+            else:
+                line[run_id] = verdict(turn.outcome, turn.kinds, selected)
+        turns.append(line)
+    row = Row(
+        key=key,
+        name=first.name,
+        index=first.index,
+        cells={
+            run_id: case_verdict(present[run_id], selected) if run_id in present else ABSENT
+            for run_id in run_ids
+        },
+        case_ids={run_id: case.case_id for run_id, case in present.items()},
+        turns=turns,
+    )
+    others = [run_id for run_id in run_ids if run_id != baseline_id]
+    for line in turns:
+        for run_id in others:
+            change = change_of(line.get(baseline_id, ABSENT), line[run_id])
+            row.regressions += change == "regression"
+            row.fixes += change == "fix"
+        graded = {line[run_id] for run_id in others if line[run_id] in (PASS, FAIL, ERROR)}
+        row.flaky = row.flaky or len(graded) > 1
+    return row
+
+
+def _kind_changes(
+    run_ids: list[int], by_run: dict[int, dict[str, CaseData]], baseline_id: int, kind: str
+) -> dict[int, tuple[int, int]]:
+    only = frozenset({kind})
+    base = by_run[baseline_id]
+    counts: dict[int, tuple[int, int]] = {}
+    for run_id in run_ids:
+        if run_id == baseline_id:
+            continue
+        regressions = fixes = 0
+        for key, case in by_run[run_id].items():
+            before = base.get(key)
+            if before is None:
+                continue
+            for turn in case.turns:
+                if turn.index >= len(before.turns):
+                    continue
+                old = before.turns[turn.index]
+                change = change_of(
+                    verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
+                )
+                regressions += change == "regression"
+                fixes += change == "fix"
+        counts[run_id] = (regressions, fixes)
+    return counts
+
+
+def select_rows(rows: list[Row], show: str) -> list[Row]:
+    """``all``, ``regressions``, ``fixes``, ``flaky``, ``changed`` or ``partial``."""
+    if show == "regressions":
+        return [row for row in rows if row.regressions]
+    if show == "fixes":
+        return [row for row in rows if row.fixes]
+    if show == "flaky":
+        return [row for row in rows if row.flaky]
+    if show == "changed":
+        return [row for row in rows if row.changed or row.partial]
+    if show == "partial":
+        return [row for row in rows if row.partial]
+    return rows
+
+
+def sort_rows(rows: list[Row], sort: str) -> list[Row]:
+    """``case`` (the runs' order), ``regressions`` (most first) or ``name``."""
+    if sort == "regressions":
+        return sorted(rows, key=lambda row: (-row.regressions, -row.fixes, row.index))
+    if sort == "name":
+        return sorted(rows, key=lambda row: row.key.lower())
+    return rows
+
+
+def pass_rate(cells: Iterable[str]) -> float | None:
+    """Passed over graded cases (not graded and cases without a verdict left out), in %."""
+    values = list(cells)
+    passed = sum(1 for value in values if value == PASS)
+    graded = passed + sum(1 for value in values if value in BAD)
+    return round(passed * 100 / graded, 2) if graded else None
