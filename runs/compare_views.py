@@ -1,25 +1,433 @@
-"""Compare runs: headline deltas, the case x turn matrix, per-turn side-by-side, config diff."""
+"""Compare runs: headline deltas, the case x turn matrix, per-turn side-by-side, config diff.
+
+Every part of the compare page is filtered by metric kind (``?kinds=code,tools``), and every
+setting is in the URL, so a filtered compare can be shared.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
+
+from runs.compare_selectors import (
+    MAX_RUNS,
+    Comparison,
+    Headline,
+    baseline_choose,
+    compare_runs,
+    runs_for_compare,
+)
+from runs.diffs import config_rows, line_diff, tool_call_diff, word_diff
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.params import choice_list_param, choice_param, int_list_param, int_param, text_param
+from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows
+from runs.templatetags.dashboard import duration, percent, score, thousands
+
+ROWS_PER_PAGE = 100
+SHOWS = ("all", "regressions", "fixes", "flaky", "changed", "partial")
+SORTS = ("case", "regressions", "name")
+
+
+# --- the compare page -----------------------------------------------------------------------
 
 
 @login_required
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("compare: not built yet", status=501)
+    run_ids = int_list_param(request, "runs", most=MAX_RUNS)
+    kinds = choice_list_param(request, "kinds", KINDS)
+    show = choice_param(request, "show", SHOWS) or "all"
+    sort = choice_param(request, "sort", SORTS) or "case"
+    chosen = int_param(request, "baseline")
+    if not run_ids:
+        return render(request, "runs/compare.html", {"empty": True, "max_runs": MAX_RUNS})
+    runs = runs_for_compare(run_ids)
+    missing = [run_id for run_id in run_ids if run_id not in {run.pk for run in runs}]
+    if missing:
+        raise Http404(f"no run #{missing[0]}")
+    baseline = baseline_choose(runs, chosen=chosen)
+    if baseline is None:
+        return render(request, "runs/compare.html", {"alone": runs[0], "max_runs": MAX_RUNS})
+    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
+    comparison = compare_runs(shown, baseline.run, kinds)
+    rows = sort_rows(select_rows(comparison.matrix.rows, show), sort)
+    page = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    state = {
+        "runs": ",".join(str(run.pk) for run in shown),
+        "baseline": str(baseline.run.pk),
+        "kinds": ",".join(kinds),
+        "show": show,
+        "sort": sort,
+    }
+    context = {
+        "comparison": comparison,
+        "baseline": baseline,
+        "runs": shown,
+        "others": shown[1:],
+        "kinds": kinds,
+        "all_kinds": KINDS,
+        "show": show,
+        "shows": SHOWS,
+        "sort": sort,
+        "sorts": SORTS,
+        "lines": headline_lines(comparison.headlines),
+        "kind_changes": _kind_changes(comparison),
+        "page": page,
+        "rows": [_row_view(row, comparison, state) for row in page.object_list],
+        "state": state,
+        "query": urlencode({k: v for k, v in state.items() if v}),
+    }
+    return render(request, "runs/compare.html", context)
+
+
+# --- headline deltas ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    delta: str = ""
+    trend: str = ""  # "better", "worse", "" (same, not comparable, or the baseline)
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    cells: list[Cell]
+    kind: str = ""
+
+
+Number = float | int | None
+
+
+def headline_lines(headlines: Sequence[Headline]) -> list[Line]:
+    """One line per measure, one cell per run; deltas against the first run (the baseline)."""
+    lines = [
+        _line("pass rate", [h.pass_rate for h in headlines], percent, "higher", points=True),
+        _line("cases passed", [h.passed for h in headlines], _count, "higher"),
+        _line("cases failed", [h.failed for h in headlines], _count, "lower"),
+        # "Not graded" is neither a pass nor a failure: shown, never coloured.
+        _line("not graded", [h.not_graded for h in headlines], _count, None),
+        _line(
+            "tool assertions", [h.tool_pass_rate for h in headlines], percent, "higher", points=True
+        ),
+    ]
+    for kind, names in _metric_names(headlines):
+        for name in names:
+            values = [_metric_average(h, kind, name) for h in headlines]
+            lines.append(_line(name, values, score, "higher", kind=kind))
+    lines += [
+        _line("tokens", [h.tokens for h in headlines], thousands, "lower"),
+        _line("agent time", [h.agent_ms for h in headlines], duration, "lower"),
+        _line("judge time", [h.judge_ms or None for h in headlines], duration, "lower"),
+        _line("judge cost", [h.cost_usd for h in headlines], _usd, "lower"),
+    ]
+    return lines
+
+
+def _line(
+    label: str,
+    values: list[Number],
+    shown: Callable[[Any], str],
+    better: str | None,
+    *,
+    points: bool = False,
+    kind: str = "",
+) -> Line:
+    base = values[0]
+    cells = [Cell(shown(base) if base is not None else "–")]
+    for value in values[1:]:
+        text = shown(value) if value is not None else "–"
+        if value is None or base is None or value == base:
+            cells.append(Cell(text, "" if value is None or base is None else "±0"))
+            continue
+        change = value - base
+        if points:
+            delta = f"{change:+.1f} pts"
+        elif shown is duration:
+            delta = ("+" if change > 0 else "−") + duration(abs(change))
+        elif isinstance(change, float):
+            delta = f"{change:+.3f}"
+        else:
+            delta = f"{change:+d}"
+        trend = ""
+        if better is not None:
+            trend = "better" if (change > 0) == (better == "higher") else "worse"
+        cells.append(Cell(text, delta, trend))
+    return Line(label, cells, kind)
+
+
+def _metric_names(headlines: Sequence[Headline]) -> list[tuple[str, list[str]]]:
+    names: dict[str, list[str]] = {}
+    for kind in KINDS:
+        for headline in headlines:
+            for metric in headline.metrics.get(kind, []):
+                if metric.name not in names.setdefault(kind, []):
+                    names[kind].append(metric.name)
+    return [(kind, names[kind]) for kind in KINDS if names.get(kind)]
+
+
+def _metric_average(headline: Headline, kind: str, name: str) -> float | None:
+    for metric in headline.metrics.get(kind, []):
+        if metric.name == name:
+            return metric.average
+    return None
+
+
+def _count(value: int) -> str:
+    return str(value)
+
+
+def _usd(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Per kind, (regressions, fixes) of each non-baseline run, in the runs' order."""
+    others = [run.pk for run in comparison.runs[1:]]
+    return [
+        (kind, [counts.get(run_id, (0, 0)) for run_id in others])
+        for kind, counts in comparison.matrix.by_kind.items()
+    ]
+
+
+# --- the matrix -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnMark:
+    index: int
+    verdict: str
+    change: str | None  # "regression" | "fix" | None (against the baseline's same turn)
+
+
+@dataclass(frozen=True)
+class CellView:
+    run_id: int
+    verdict: str
+    case_id: int | None
+    turns: list[TurnMark]
+    link: str
+    is_baseline: bool
+
+    @property
+    def label(self) -> str:
+        return self.verdict.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class RowView:
+    row: Row
+    cells: list[CellView]
+
+
+def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowView:
+    base_id = comparison.baseline.pk
+    cells = []
+    for run in comparison.runs:
+        marks = [
+            TurnMark(
+                index,
+                line[run.pk],
+                None if run.pk == base_id else change_of(line.get(base_id, "absent"), line[run.pk]),
+            )
+            for index, line in enumerate(row.turns)
+        ]
+        case_id = row.case_ids.get(run.pk)
+        cells.append(
+            CellView(
+                run_id=run.pk,
+                verdict=row.cells[run.pk],
+                case_id=case_id,
+                turns=marks,
+                link=_cell_link(row, run.pk, base_id, case_id, state),
+                is_baseline=run.pk == base_id,
+            )
+        )
+    return RowView(row, cells)
+
+
+def _cell_link(
+    row: Row, run_id: int, base_id: int, case_id: int | None, state: dict[str, str]
+) -> str:
+    if case_id is None:
+        return ""
+    if run_id == base_id:
+        return f"/runs/{run_id}/cases/{case_id}/"
+    query = {"runs": f"{base_id},{run_id}", "key": row.key}
+    if state["kinds"]:
+        query["kinds"] = state["kinds"]
+    return f"/compare/case/?{urlencode(query)}"
+
+
+# --- one case, two runs, turn by turn -------------------------------------------------------
 
 
 @login_required
 @require_GET
 def compare_case(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("compare case: not built yet", status=501)
+    left, right = _two_runs(request)
+    key = text_param(request, "key", max_length=600)
+    if not key:
+        raise BadRequest("?key= names the case to compare (its name, or #index)")
+    kinds = choice_list_param(request, "kinds", KINDS)
+    cases = {case.run_id: case for case in _cases_by_key([left.pk, right.pk], key)}
+    if not cases:
+        raise Http404(f"neither run has a case {key!r}")
+    before, after = cases.get(left.pk), cases.get(right.pk)
+    turns_before = list(before.turns.all()) if before else []
+    turns_after = list(after.turns.all()) if after else []
+    pairs = [
+        _turn_pair(index, turns_before, turns_after)
+        for index in range(max(len(turns_before), len(turns_after)))
+    ]
+    context = {
+        "left": left,
+        "right": right,
+        "key": key,
+        "before": before,
+        "after": after,
+        "pairs": pairs,
+        "kinds": kinds,
+        "back": f"/compare/?runs={left.pk},{right.pk}&baseline={left.pk}",
+    }
+    return render(request, "runs/compare_case.html", context)
+
+
+def _two_runs(request: HttpRequest) -> tuple[Run, Run]:
+    run_ids = int_list_param(request, "runs", most=2)
+    if len(run_ids) != 2:
+        raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
+    runs = runs_for_compare(run_ids)
+    if len(runs) != 2:
+        raise Http404("no such run")
+    return runs[0], runs[1]
+
+
+def _cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
+    """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
+    turns and metrics (3 queries)."""
+    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    if key.startswith("#") and key[1:].isdigit():
+        cases = cases.filter(name="", index=int(key[1:]))
+    else:
+        cases = cases.filter(name=key)
+    turns = TurnResult.objects.order_by("index").prefetch_related(
+        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+    )
+    return list(cases.order_by("index").prefetch_related(Prefetch("turns", queryset=turns)))
+
+
+@dataclass(frozen=True)
+class MetricPair:
+    name: str
+    kind: str
+    before: MetricResult | None
+    after: MetricResult | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        if self.before.score is None or self.after.score is None:
+            return None
+        return self.after.score - self.before.score
+
+
+@dataclass(frozen=True)
+class TurnPair:
+    index: int
+    before: TurnResult | None
+    after: TurnResult | None
+    response_diff: Any
+    calls: list[Any]
+    metrics: list[MetricPair]
+    change: str | None
+
+
+def _turn_pair(index: int, before: list[TurnResult], after: list[TurnResult]) -> TurnPair:
+    a = before[index] if index < len(before) else None
+    b = after[index] if index < len(after) else None
+    return TurnPair(
+        index=index,
+        before=a,
+        after=b,
+        response_diff=word_diff(a.response if a else "", b.response if b else ""),
+        calls=tool_call_diff(a.tool_invocations if a else [], b.tool_invocations if b else []),
+        metrics=_metric_pairs(a, b),
+        change=change_of(_turn_verdict(a), _turn_verdict(b)),
+    )
+
+
+def _turn_verdict(turn: TurnResult | None) -> str:
+    if turn is None:
+        return "absent"
+    return {"passed": "pass", "failed": "fail"}.get(turn.outcome, turn.outcome)
+
+
+def _metric_pairs(a: TurnResult | None, b: TurnResult | None) -> list[MetricPair]:
+    before = {m.metric_name: m for m in a.metrics.all()} if a else {}
+    after = {m.metric_name: m for m in b.metrics.all()} if b else {}
+    names = list(before) + [name for name in after if name not in before]
+    return [
+        MetricPair(name, (before.get(name) or after[name]).kind, before.get(name), after.get(name))
+        for name in names
+    ]
+
+
+# --- config diff ----------------------------------------------------------------------------
 
 
 @login_required
 @require_GET
 def compare_config(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("compare config: not built yet", status=501)
+    run_ids = int_list_param(request, "runs", most=2)
+    if len(run_ids) != 2:
+        raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
+    runs = {run.pk: run for run in Run.objects.select_related("project").filter(pk__in=run_ids)}
+    if len(runs) != 2:
+        raise Http404("no such run")
+    left, right = runs[run_ids[0]], runs[run_ids[1]]
+    yaml_left, yaml_right = _config_text(left), _config_text(right)
+    context = {
+        "left": left,
+        "right": right,
+        "rows": config_rows(_config_facts(left), _config_facts(right)),
+        "diff": line_diff(yaml_left, yaml_right, labels=(f"run #{left.pk}", f"run #{right.pk}")),
+        "from_snapshot": not (left.raw_yaml and right.raw_yaml),
+        "same": yaml_left == yaml_right,
+    }
+    return render(request, "runs/compare_config.html", context)
+
+
+def _config_text(run: Run) -> str:
+    """The agent.yaml the run was launched with; for an imported run (HoloDeck files carry
+    only the parsed config), its config snapshot as YAML."""
+    if run.raw_yaml:
+        return run.raw_yaml
+    import yaml
+
+    return yaml.safe_dump(run.config_snapshot or {}, sort_keys=False, allow_unicode=True)
+
+
+def _config_facts(run: Run) -> dict[str, Any]:
+    return {
+        "snapshot": run.config_snapshot or {},
+        "prompt_version": run.prompt_version or {},
+        "git": {
+            "commit": run.git_commit,
+            "branch": run.git_branch,
+            "dirty": run.git_dirty,
+            "engine": run.holodeck_version,
+        },
+    }

@@ -128,3 +128,23 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def parent_commit(directory: Path, commit: str) -> str | None:
+    """The first parent of ``commit`` in ``directory``'s repository (None: no parent, no repo,
+    or a commit git does not know, e.g. an imported run's)."""
+    if not commit or commit.startswith("-") or not directory.is_dir():
+        return None
+    try:
+        return _git(directory, "rev-parse", "--verify", "--quiet", f"{commit}^1^{{commit}}")
+    except GitError:
+        return None
+
+
+def commit_order(directory: Path, branch: str = "") -> list[str]:
+    """The first-parent history of ``branch`` (HEAD when empty) in ``directory``'s repository,
+    oldest first. Raises GitError when it is not a repository or the branch is unknown."""
+    ref = branch or "HEAD"
+    if ref.startswith("-"):
+        raise GitError(f"invalid branch {branch!r}")
+    return _git(directory, "rev-list", "--first-parent", "--reverse", ref, "--").split()

@@ -93,3 +93,36 @@ def datetime_param(
         return parsed - margin
     except OverflowError:
         raise BadRequest(f"?{name}= is out of range") from None
+
+
+def _list_values(request: HttpRequest, name: str) -> list[str]:
+    """Values given as ``name=a,b`` and/or repeated ``name=a&name=b``."""
+    values: list[str] = []
+    for raw in request.GET.getlist(name):
+        if "\x00" in raw:
+            raise BadRequest(f"?{name}= must not contain a NUL character")
+        values += [part.strip() for part in raw.split(",") if part.strip()]
+    return values
+
+
+def int_list_param(request: HttpRequest, name: str, *, most: int) -> list[int]:
+    """Whole numbers (ids), duplicates dropped, in the order given; at most ``most``."""
+    values: list[int] = []
+    for raw in _list_values(request, name):
+        if not raw.isdigit() or len(raw) > 18:
+            raise BadRequest(f"?{name}= takes run ids (whole numbers), got {raw[:40]!r}")
+        if int(raw) not in values:
+            values.append(int(raw))
+    if len(values) > most:
+        raise BadRequest(f"?{name}= takes at most {most} values, got {len(values)}")
+    return values
+
+
+def choice_list_param(request: HttpRequest, name: str, choices: Iterable[str]) -> list[str]:
+    """Several of ``choices``, in the choices' order."""
+    allowed = list(choices)
+    values = _list_values(request, name)
+    for value in values:
+        if value not in allowed:
+            raise BadRequest(f"?{name}= takes {', '.join(allowed)}; got {value[:40]!r}")
+    return [choice for choice in allowed if choice in values]

@@ -123,7 +123,7 @@ def case_verdict(case: CaseData, selected: frozenset[str]) -> str:
 
 
 def change_of(before: str, after: str) -> str | None:
-    """"regression" (pass -> fail or error), "fix" (fail or error -> pass), or None."""
+    """ "regression" (pass -> fail or error), "fix" (fail or error -> pass), or None."""
     if before == PASS and after in BAD:
         return "regression"
     if before in BAD and after == PASS:

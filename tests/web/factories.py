@@ -19,6 +19,9 @@ from django.utils import timezone
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 
 PASSWORD = "correct horse battery"
+# The verdicts by kind (runs.report.outcomes) of a passing turn and of the failing turn.
+PASSING_KINDS = {"code": "passed", "geval": "passed", "standard": "passed", "tools": "passed"}
+FAILING_KINDS = {"code": "failed", "geval": "not_graded", "standard": "failed", "tools": "failed"}
 
 
 def make_user(username: str = "viewer", *, staff: bool = False) -> User:
@@ -106,6 +109,7 @@ def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: A
         turns_passed=turns_passed if done else 0,
         passed=(not failing) if done else None,
         outcome=("failed" if failing else "passed") if done else "",
+        kind_outcomes=(dict(FAILING_KINDS if failing else PASSING_KINDS)) if done else {},
         test_input="\n---\n".join(f"question {t}" for t in range(spec.turns)),
         agent_response=f"answer {spec.turns - 1}",
         execution_time_ms=1200 * spec.turns if done else 0,
@@ -139,6 +143,7 @@ def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[Tur
             arg_match_details=[_assertion(passed=True, actual=f"{case.index}-{index}")],
             passed=True,
             outcome="passed",
+            kind_outcomes=dict(PASSING_KINDS),
             execution_time_ms=1200,
             token_usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             grader_details={"refund_grader": {"parsed": 42.0, "matched": True}},
@@ -180,12 +185,14 @@ def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
     """Turn 0 passes, turn 1 fails its tool assertion and code grader, the last is skipped."""
     if len(turns) < 2:
         turns[0].passed = False
-        turns[0].outcome = "failed"
+        turns[0].outcome = "error"
+        turns[0].kind_outcomes = {}
         turns[0].errors = ["TimeoutError: the model did not answer within 60 s"]
         return
     failed = turns[1]
     failed.passed = False
     failed.outcome = "failed"
+    failed.kind_outcomes = dict(FAILING_KINDS)
     failed.tools_matched = False
     failed.response = spec.texts.get("response", failed.response)
     failed.tool_invocations[0]["args"] = {"order_id": "A-999"}
@@ -203,6 +210,7 @@ def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
         skipped = turns[-1]
         skipped.passed = False
         skipped.outcome = "skipped"
+        skipped.kind_outcomes = {}
         skipped.skipped = True
         skipped.response = None
         skipped.tool_invocations = []

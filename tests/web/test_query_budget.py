@@ -91,3 +91,50 @@ def test_the_run_list_costs_the_same_queries_for_one_or_a_full_page_of_runs(
     )
     many = list_queries(viewer_client, django_assert_max_num_queries)
     assert many == one  # no query per run
+
+
+COMPARE_2_BUDGET = 15
+COMPARE_8_BUDGET = 25
+
+
+COMPARE_2_MAX_BYTES = 400 * 1024
+
+
+def compare_queries(
+    client: Client, runs: list[Run], assert_max: AssertQueries, budget: int
+) -> tuple[int, int]:
+    with assert_max(budget) as captured:
+        response = client.get(
+            reverse("compare"),
+            {"runs": ",".join(str(run.pk) for run in runs), "baseline": runs[0].pk},
+        )
+    assert response.status_code == 200
+    return len(captured), len(response.content)  # type: ignore[arg-type]
+
+
+def test_comparing_runs_of_1000_cases_of_5_turns_stays_within_budget(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    small = [build_run(project, RunSpec(cases=10, turns=5)) for _ in range(2)]
+    big = [
+        build_run(project, RunSpec(cases=1000, turns=5, failing=range(n, 1000, 7)))
+        for n in range(8)
+    ]
+    budget = django_assert_max_num_queries
+    two_small, _ = compare_queries(viewer_client, small, budget, COMPARE_2_BUDGET)
+    two_big, size = compare_queries(viewer_client, big[:2], budget, COMPARE_2_BUDGET)
+    assert two_big == two_small  # no query per case or turn
+    assert size <= COMPARE_2_MAX_BYTES
+    compare_queries(viewer_client, big, budget, COMPARE_8_BUDGET)
+    with django_assert_max_num_queries(COMPARE_8_BUDGET):
+        filtered = viewer_client.get(
+            reverse("compare"),
+            {
+                "runs": ",".join(str(r.pk) for r in big),
+                "kinds": "code,tools",
+                "show": "regressions",
+            },
+        )
+    assert filtered.status_code == 200

@@ -1,0 +1,291 @@
+"""Reads for comparing runs, a fixed number of queries whatever the runs' size.
+
+- ``runs_for_compare``: the runs asked for (1 query);
+- ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
+- ``compare_runs``: their case rows (1 query) and turn rows (1), aligned by
+  ``runs.report.compare``, and per-metric averages with judge time and cost (1 aggregate).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db.models import Avg, Count, Q, Sum
+
+from runs import gitutil
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.compare import KINDS, CaseData, Matrix, TurnData, build_matrix, pass_rate
+from runs.report.outcomes import TOOLS_KIND
+
+MAX_RUNS = 12
+FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
+JUDGE_KINDS = ("geval", "rag")
+# Columns the compare page never reads.
+HEAVY_RUN_FIELDS = ("raw_yaml", "environment", "cli_args", "summary", "metric_summary", "options")
+
+
+@dataclass
+class MetricLine:
+    name: str
+    kind: str
+    average: float | None
+    count: int
+
+
+@dataclass
+class RunTotals:
+    """Sums over a run's turn rows, read with them."""
+
+    agent_ms: int = 0
+    tools_passed: int = 0
+    tools_failed: int = 0
+
+
+@dataclass
+class Headline:
+    """What the top of the compare page shows for one run."""
+
+    run: Run
+    pass_rate: float | None
+    passed: int
+    failed: int
+    not_graded: int
+    total: int
+    tool_pass_rate: float | None
+    tokens: int | None
+    agent_ms: int
+    judge_ms: int
+    cost_usd: float | None
+    metrics: dict[str, list[MetricLine]] = field(default_factory=dict)
+    regressions: int = 0
+    fixes: int = 0
+
+
+@dataclass
+class Comparison:
+    runs: list[Run]
+    baseline: Run
+    kinds: list[str]
+    matrix: Matrix
+    headlines: list[Headline]
+    mixed_projects: bool
+
+
+@dataclass(frozen=True)
+class Baseline:
+    run: Run
+    rule: str  # how it was chosen, said on the page
+    added: bool  # not among the runs asked for: found by the rule and added
+
+
+def runs_for_compare(run_ids: list[int]) -> list[Run]:
+    """The runs in the order asked, with their project (1 query)."""
+    runs = Run.objects.select_related("project").defer(*HEAVY_RUN_FIELDS).filter(pk__in=run_ids)
+    by_id = {run.pk: run for run in runs}
+    return [by_id[run_id] for run_id in run_ids if run_id in by_id]
+
+
+# --- the baseline ---------------------------------------------------------------------------
+
+
+def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline | None:
+    """The baseline for comparing ``runs`` (the newest of them is the subject).
+
+    ``chosen``: the user's pick among the runs. Otherwise, among the other runs asked for (or,
+    when only one run was asked for, among every run of its project or agent): the latest
+    finished run of the parent commit of the subject's commit (found with git in the project's
+    repository); else the latest earlier finished run of the same project and branch; else the
+    run just before the subject.
+    """
+    if chosen is not None:
+        picked = next((run for run in runs if run.pk == chosen), None)
+        if picked is not None:
+            return Baseline(picked, "chosen by you", added=False)
+    if not runs:
+        return None
+    subject = max(runs, key=lambda run: (run.created_at, run.pk))
+    others = [run for run in runs if run.pk != subject.pk]
+    pool = others or _siblings(subject)
+    added = not others
+    parent = _parent_commit(subject)
+    if parent:
+        match = _latest(run for run in pool if run.git_commit == parent and run.status in FINISHED)
+        if match is not None:
+            rule = f"the latest finished run of the parent commit {parent[:8]}"
+            return Baseline(match, rule, added)
+    earlier = [run for run in pool if (run.created_at, run.pk) < (subject.created_at, subject.pk)]
+    match = _latest(
+        run
+        for run in earlier
+        if run.status in FINISHED
+        and run.git_branch == subject.git_branch
+        and _same_project(run, subject)
+    )
+    if match is not None:
+        branch = subject.git_branch or "no branch"
+        return Baseline(match, f"the latest earlier finished run of {branch}", added)
+    match = _latest(earlier) or (_latest(pool) if others else None)
+    if match is not None:
+        return Baseline(match, "the run before it", added)
+    return None
+
+
+def _siblings(subject: Run) -> list[Run]:
+    """Other runs of the subject's project (or agent, for imported runs) (1 query)."""
+    runs = Run.objects.select_related("project").defer(*HEAVY_RUN_FIELDS).exclude(pk=subject.pk)
+    if subject.project_id:
+        runs = runs.filter(project_id=subject.project_id)
+    else:
+        runs = runs.filter(project__isnull=True, agent_name=subject.agent_name)
+    return list(runs.order_by("-created_at", "-id")[:500])
+
+
+def _parent_commit(run: Run) -> str | None:
+    if not run.git_commit or run.project is None:
+        return None
+    return gitutil.parent_commit(Path(run.project.directory), run.git_commit)
+
+
+def _latest(runs: object) -> Run | None:
+    found = list(runs)  # type: ignore[call-overload]
+    return max(found, key=lambda run: (run.created_at, run.pk)) if found else None
+
+
+def _same_project(a: Run, b: Run) -> bool:
+    if a.project_id or b.project_id:
+        return a.project_id == b.project_id
+    return a.agent_name == b.agent_name
+
+
+# --- the comparison -------------------------------------------------------------------------
+
+
+def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison:
+    """Align the runs' cases and turns and sum up each run (3 queries)."""
+    ids = [run.pk for run in runs]
+    cases, totals = _cases(ids)
+    matrix = build_matrix({run.pk: cases.get(run.pk, []) for run in runs}, baseline.pk, kinds)
+    metrics, judge = _metric_lines(ids, kinds)
+    headlines = [
+        _headline(
+            run,
+            matrix,
+            filtered=bool(kinds),
+            metrics=metrics.get(run.pk, {}),
+            judge=judge.get(run.pk, (0, None)),
+            totals=totals.get(run.pk, RunTotals()),
+        )
+        for run in runs
+    ]
+    return Comparison(
+        runs=runs,
+        baseline=baseline,
+        kinds=kinds,
+        matrix=matrix,
+        headlines=headlines,
+        mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
+    )
+
+
+def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:
+    """Every case of the runs with its turns, as plain data, and the turns' sums (2 queries)."""
+    turns: dict[int, list[TurnData]] = defaultdict(list)
+    totals: dict[int, RunTotals] = defaultdict(RunTotals)
+    for run_id, case_id, index, outcome, kinds, elapsed in (
+        TurnResult.objects.filter(run_id__in=run_ids)
+        .order_by("case_id", "index")
+        .values_list("run_id", "case_id", "index", "outcome", "kind_outcomes", "execution_time_ms")
+    ):
+        kinds = kinds or {}
+        turns[case_id].append(TurnData(index=index, outcome=outcome, kinds=kinds))
+        sums = totals[run_id]
+        sums.agent_ms += elapsed or 0
+        if TOOLS_KIND in kinds:
+            sums.tools_passed += kinds[TOOLS_KIND] == "passed"
+            sums.tools_failed += kinds[TOOLS_KIND] == "failed"
+    cases: dict[int, list[CaseData]] = defaultdict(list)
+    for run_id, case_id, index, name, status, outcome, kinds in (
+        CaseResult.objects.filter(run_id__in=run_ids)
+        .order_by("run_id", "index")
+        .values_list("run_id", "id", "index", "name", "status", "outcome", "kind_outcomes")
+    ):
+        cases[run_id].append(
+            CaseData(
+                case_id=case_id,
+                index=index,
+                name=name,
+                status=status,
+                outcome=outcome,
+                kinds=kinds or {},
+                turns=tuple(turns.get(case_id, ())),
+            )
+        )
+    return cases, totals
+
+
+def _metric_lines(
+    run_ids: list[int], kinds: list[str]
+) -> tuple[dict[int, dict[str, list[MetricLine]]], dict[int, tuple[int, float | None]]]:
+    """Per run: metric averages by kind, and (judge milliseconds, judge cost) (1 query)."""
+    rows = MetricResult.objects.filter(run_id__in=run_ids)
+    if kinds:
+        rows = rows.filter(kind__in=[kind for kind in kinds if kind != TOOLS_KIND])
+    lines: dict[int, dict[str, list[MetricLine]]] = defaultdict(lambda: defaultdict(list))
+    judge_ms: dict[int, int] = defaultdict(int)
+    judge_cost: dict[int, float] = {}
+    for row in (
+        rows.values("run_id", "kind", "metric_name")
+        .annotate(
+            average=Avg("score"),
+            count=Count("id"),
+            judge_ms=Sum("evaluation_time_ms", filter=Q(kind__in=JUDGE_KINDS)),
+            cost=Sum("judge_cost_usd"),
+        )
+        .order_by("run_id", "kind", "metric_name")
+    ):
+        run_id = row["run_id"]
+        lines[run_id][row["kind"]].append(
+            MetricLine(row["metric_name"], row["kind"], row["average"], row["count"])
+        )
+        judge_ms[run_id] += row["judge_ms"] or 0
+        if row["cost"] is not None:
+            judge_cost[run_id] = judge_cost.get(run_id, 0.0) + row["cost"]
+    ordered = {
+        run_id: {kind: by_kind[kind] for kind in KINDS if kind in by_kind}
+        for run_id, by_kind in lines.items()
+    }
+    judge = {run_id: (judge_ms[run_id], judge_cost.get(run_id)) for run_id in run_ids}
+    return ordered, judge
+
+
+def _headline(
+    run: Run,
+    matrix: Matrix,
+    *,
+    filtered: bool,
+    metrics: dict[str, list[MetricLine]],
+    judge: tuple[int, float | None],
+    totals: RunTotals,
+) -> Headline:
+    cells = [row.cells[run.pk] for row in matrix.rows]
+    regressions, fixes = (0, 0) if run.pk == matrix.baseline_id else matrix.totals(run.pk)
+    tools = ["pass"] * totals.tools_passed + ["fail"] * totals.tools_failed
+    return Headline(
+        run=run,
+        # Unfiltered, the run's stored pass rate; filtered, over the selected kinds' verdicts.
+        pass_rate=pass_rate(cells) if filtered else run.pass_rate,
+        passed=sum(1 for cell in cells if cell == "pass"),
+        failed=sum(1 for cell in cells if cell in ("fail", "error")),
+        not_graded=sum(1 for cell in cells if cell == "not_graded"),
+        total=sum(1 for cell in cells if cell != "absent"),
+        tool_pass_rate=pass_rate(tools),
+        tokens=run.total_tokens or None,
+        agent_ms=totals.agent_ms,
+        judge_ms=judge[0],
+        cost_usd=judge[1],
+        metrics=metrics,
+        regressions=regressions,
+        fixes=fixes,
+    )

@@ -1,0 +1,196 @@
+"""Diffs for the compare pages, rendered safely: every value from a run is escaped text.
+
+- ``word_diff``: two texts as one, words removed in ``<del>`` and added in ``<ins>``;
+- ``tool_call_diff``: two turns' tool calls side by side, call by call (name, args, result);
+- ``line_diff``: a unified diff of two texts (agent.yaml), line by line with a class per line;
+- ``config_rows``: what to set side by side from two runs' config snapshots.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+_TOKEN = re.compile(r"\s+|[^\s]+")
+# Beyond this many tokens a side, the diff would be slow and unreadable: show both texts.
+MAX_DIFF_TOKENS = 20_000
+
+
+def word_diff(before: str | None, after: str | None) -> SafeString:
+    """One text: unchanged words plain, removed ``<del>``, added ``<ins>`` (all escaped)."""
+    old, new = _TOKEN.findall(before or ""), _TOKEN.findall(after or "")
+    if len(old) > MAX_DIFF_TOKENS or len(new) > MAX_DIFF_TOKENS:
+        return format_html("<del>{}</del><ins>{}</ins>", before or "", after or "")
+    parts: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op in ("delete", "replace"):
+            parts.append(("del", "".join(old[a1:a2])))
+        if op in ("insert", "replace"):
+            parts.append(("ins", "".join(new[b1:b2])))
+        if op == "equal":
+            parts.append(("", "".join(old[a1:a2])))
+    return format_html_join(
+        "",
+        "{}",
+        ((format_html("<{0}>{1}</{0}>", tag, text) if tag else text,) for tag, text in parts),
+    )
+
+
+@dataclass(frozen=True)
+class CallPair:
+    """The n-th tool call of each side, and what differs between them."""
+
+    index: int
+    left: dict[str, Any] | None
+    right: dict[str, Any] | None
+    changes: list[str]
+
+    @property
+    def same(self) -> bool:
+        return not self.changes
+
+
+def tool_call_diff(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[CallPair]:
+    """Calls paired by position (order matters to an agent); each pair says what changed."""
+    pairs = []
+    for index in range(max(len(left), len(right))):
+        a = left[index] if index < len(left) else None
+        b = right[index] if index < len(right) else None
+        pairs.append(CallPair(index, a, b, _call_changes(a, b)))
+    return pairs
+
+
+def _call_changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:
+    if a is None:
+        return ["only on the right"]
+    if b is None:
+        return ["only on the left"]
+    changes = []
+    if a.get("name") != b.get("name"):
+        changes.append("tool")
+    args_a, args_b = a.get("args") or {}, b.get("args") or {}
+    for key in sorted(set(args_a) | set(args_b), key=str):
+        if key not in args_b:
+            changes.append(f"arg {key} removed")
+        elif key not in args_a:
+            changes.append(f"arg {key} added")
+        elif args_a[key] != args_b[key]:
+            changes.append(f"arg {key}")
+    if _canonical(a.get("result")) != _canonical(b.get("result")):
+        changes.append("result")
+    if a.get("error") != b.get("error"):
+        changes.append("error")
+    return changes
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "add", "del", "hunk", "ctx", "head"
+    text: str
+
+
+def line_diff(before: str, after: str, *, labels: tuple[str, str]) -> list[DiffLine]:
+    """A unified diff (3 lines of context), each line with its kind for colouring."""
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), fromfile=labels[0], tofile=labels[1], lineterm=""
+    )
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            kind = "head"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        out.append(DiffLine(kind, line))
+    return out
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    label: str
+    left: str
+    right: str
+
+    @property
+    def changed(self) -> bool:
+        return self.left != self.right
+
+
+def config_rows(left: dict[str, Any], right: dict[str, Any]) -> list[ConfigRow]:
+    """The settings that matter most when a run changed: model, instructions, tools, metrics.
+
+    ``left``/``right``: ``{"snapshot": config_snapshot, "prompt_version": ..., "git": {...}}``.
+    """
+    fields = [
+        ("provider", ("snapshot", "model", "provider")),
+        ("model", ("snapshot", "model", "name")),
+        ("temperature", ("snapshot", "model", "temperature")),
+        ("max tokens", ("snapshot", "model", "max_tokens")),
+        ("top p", ("snapshot", "model", "top_p")),
+        ("endpoint", ("snapshot", "model", "endpoint")),
+        ("instructions (inline)", ("snapshot", "instructions", "inline")),
+        ("instructions (file)", ("snapshot", "instructions", "file")),
+        ("prompt version", ("prompt_version", "version")),
+        ("prompt author", ("prompt_version", "author")),
+        ("prompt tags", ("prompt_version", "tags")),
+        ("commit", ("git", "commit")),
+        ("branch", ("git", "branch")),
+        ("uncommitted changes", ("git", "dirty")),
+        ("engine", ("git", "engine")),
+    ]
+    rows = [ConfigRow(label, _shown(left, path), _shown(right, path)) for label, path in fields]
+    rows.append(ConfigRow("tools", _tools(left), _tools(right)))
+    rows.append(ConfigRow("metrics", _metrics(left), _metrics(right)))
+    return rows
+
+
+def _dig(data: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _shown(data: dict[str, Any], path: tuple[str, ...]) -> str:
+    value = _dig(data, path)
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _tools(data: dict[str, Any]) -> str:
+    tools = _dig(data, ("snapshot", "tools")) or []
+    names = [f"{t.get('name')} ({t.get('type')})" for t in tools if isinstance(t, dict)]
+    return ", ".join(names) or "–"
+
+
+def _metrics(data: dict[str, Any]) -> str:
+    metrics = _dig(data, ("snapshot", "evaluations", "metrics")) or []
+    names = []
+    for metric in metrics:
+        if not isinstance(metric, dict):
+            continue
+        name = metric.get("name") or metric.get("metric") or metric.get("metric_type")
+        threshold = metric.get("threshold")
+        names.append(f"{name} ({metric.get('type', 'standard')}"
+                     + (f", ≥ {threshold}" if threshold is not None else "") + ")")  # fmt: skip
+    return ", ".join(names) or "–"

@@ -1,0 +1,280 @@
+"""Comparing stored runs: the matrix, regressions and fixes by kind, the baseline rule, the
+per-turn side-by-side and the config diff."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.models import AgentProject, CaseResult, Run, TurnResult
+from tests.web.factories import RunSpec, build_run, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+def compare(client: Client, *runs: Run, **params: str) -> Any:
+    response = client.get(reverse("compare"), {"runs": ",".join(str(r.pk) for r in runs), **params})
+    assert response.status_code == 200, response.content[:2000]
+    return response
+
+
+def later(minutes: int) -> Any:
+    return timezone.now() + timezone.timedelta(minutes=minutes)
+
+
+def regressed_pair(project: AgentProject) -> tuple[Run, Run]:
+    """A baseline where every case passes, and a later run where case 1's turn 1 fails its
+    standard metric, code grader and tool assertion, and its judge could not grade."""
+    base = build_run(project, RunSpec(cases=4, turns=2, failing=(), status=Run.Status.PASSED))
+    later_run = build_run(project, RunSpec(cases=4, turns=2, failing=(1,)), created_at=later(5))
+    same_names(later_run)
+    return base, later_run
+
+
+def same_names(*runs: Run) -> None:
+    """The factory names failing cases apart; here a case keeps its name from run to run."""
+    for case in CaseResult.objects.filter(run__in=runs, name__startswith="failing "):
+        CaseResult.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
+
+
+def test_a_regressed_turn_is_counted_per_kind(viewer_client: Client, project: AgentProject) -> None:
+    base, run = regressed_pair(project)
+    context = compare(viewer_client, base, run, baseline=str(base.pk)).context
+    counts = dict(context["kind_changes"])
+    assert counts["standard"] == [(1, 0)]
+    assert counts["code"] == [(1, 0)]
+    assert counts["tools"] == [(1, 0)]
+    assert counts["geval"] == [(0, 0)]  # not graded is never a regression
+    assert counts["rag"] == [(0, 0)]
+    (row,) = [v.row for v in context["rows"] if v.row.regressions]
+    assert row.key == "refund case 1"
+
+
+def test_the_same_pair_the_other_way_round_is_a_fix(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    context = compare(viewer_client, base, run, baseline=str(run.pk)).context
+    assert dict(context["kind_changes"])["code"] == [(0, 1)]
+
+
+def test_aligning_by_name_keeps_cases_of_one_run_only_as_absent(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base = build_run(project, RunSpec(cases=3, turns=1, failing=()))
+    run = build_run(project, RunSpec(cases=5, turns=1, failing=()), created_at=later(5))
+    CaseResult.objects.filter(run=base, index=0).update(name="only in the baseline")
+    context = compare(viewer_client, base, run, baseline=str(base.pk), show="partial").context
+    partial = {view.row.key: [cell.verdict for cell in view.cells] for view in context["rows"]}
+    assert partial == {
+        "only in the baseline": ["pass", "absent"],
+        "refund case 0": ["absent", "pass"],
+        "refund case 3": ["absent", "pass"],
+        "refund case 4": ["absent", "pass"],
+    }
+
+
+def test_the_kind_filter_changes_the_matrix_and_the_headline(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+
+    def state(kinds: str) -> tuple[list[str], str, list[str]]:
+        context = compare(viewer_client, base, run, baseline=str(base.pk), kinds=kinds).context
+        row = next(v for v in context["rows"] if v.row.index == 1)
+        pass_rate = next(line for line in context["lines"] if line.label == "pass rate")
+        return (
+            [c.verdict for c in row.cells],
+            pass_rate.cells[1].text,
+            list(dict(context["kind_changes"])),
+        )
+
+    cells, rate, kinds = state("code")
+    assert cells == ["pass", "fail"] and rate == "75%" and kinds == ["code"]
+    cells, rate, kinds = state("geval")
+    assert cells == ["pass", "not_graded"] and rate == "100%"  # 3 graded cases, all passed
+    cells, _, kinds = state("rag")
+    assert cells == ["none", "none"] and kinds == ["rag"]  # nothing of that kind ran
+    cells, _, _ = state("")
+    assert cells == ["pass", "fail"]
+
+
+def test_not_graded_is_counted_apart_never_as_a_pass_or_a_failure(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    context = compare(viewer_client, base, run, baseline=str(base.pk), kinds="geval").context
+    lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
+    assert lines["not graded"] == ["0", "1"]
+    assert lines["cases passed"] == ["4", "3"] and lines["cases failed"] == ["0", "0"]
+
+
+def test_regressions_fixes_and_flaky_rows_can_be_shown_alone(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base = build_run(project, RunSpec(cases=4, turns=1, failing=(2,)))
+    worse = build_run(project, RunSpec(cases=4, turns=1, failing=(1, 2)), created_at=later(1))
+    better = build_run(project, RunSpec(cases=4, turns=1, failing=()), created_at=later(2))
+    same_names(base, worse, better)
+
+    def keys(show: str) -> list[str]:
+        context = compare(
+            viewer_client, base, worse, better, baseline=str(base.pk), show=show
+        ).context
+        return [view.row.key for view in context["rows"]]
+
+    assert keys("regressions") == ["refund case 1"]
+    assert keys("fixes") == ["refund case 2"]
+    assert keys("flaky") == ["refund case 1", "refund case 2"]
+    assert len(keys("all")) == 4
+
+
+# --- the baseline -----------------------------------------------------------------------------
+
+
+def git(directory: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def three_commits(tmp_path: Path) -> list[str]:
+    git(tmp_path, "init", "-q", "-b", "main")
+    commits = []
+    for n in range(3):
+        (tmp_path / "agent.yaml").write_text(f"name: a{n}\n")
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-qm", f"commit {n}")
+        commits.append(git(tmp_path, "rev-parse", "HEAD"))
+    return commits
+
+
+def test_the_default_baseline_is_the_latest_run_of_the_parent_commit(
+    viewer_client: Client, tmp_path: Path
+) -> None:
+    first, second, third = three_commits(tmp_path)
+    project = make_project("git-agent", str(tmp_path))
+
+    def run_at(commit: str, minutes: int, status: str = Run.Status.PASSED) -> Run:
+        spec = RunSpec(cases=2, turns=1, failing=(), git_commit=commit, status=status)
+        return build_run(project, spec, created_at=later(minutes))
+
+    run_at(first, 1)
+    older_of_parent = run_at(second, 2)
+    of_parent = run_at(second, 3)
+    run_at(second, 4, status=Run.Status.CANCELLED)  # not finished: never a baseline
+    other_branch_later = run_at(first, 5)
+    subject = run_at(third, 6)
+    context = compare(viewer_client, subject).context
+    assert context["baseline"].run.pk == of_parent.pk
+    assert "parent commit" in context["baseline"].rule and context["baseline"].added
+    assert older_of_parent.pk != of_parent.pk
+    # Among runs picked by hand, without one of the parent commit: the latest earlier one.
+    context = compare(viewer_client, other_branch_later, subject).context
+    assert context["baseline"].run.pk == other_branch_later.pk
+    assert "latest earlier finished run of main" in context["baseline"].rule
+    # The user can choose another.
+    context = compare(viewer_client, other_branch_later, subject, baseline=str(subject.pk)).context
+    assert context["baseline"].run.pk == subject.pk and context["baseline"].rule == "chosen by you"
+    assert "parent commit" in compare(viewer_client, subject).text
+
+
+# --- side by side, config diff, escaping ------------------------------------------------------
+
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+def test_a_case_side_by_side_diffs_responses_and_tool_calls_as_text(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    name = "refund case 1"
+    turn = TurnResult.objects.get(case__run=run, case__index=1, index=1)
+    turn.response = f"The refund is {SCRIPT} 41.00 EUR"
+    turn.tool_invocations[0]["args"] = {"order_id": SCRIPT}
+    turn.grader_details = {"refund_grader": {"note": SCRIPT}}
+    turn.save()
+    response = viewer_client.get(
+        reverse("compare_case"), {"runs": f"{base.pk},{run.pk}", "key": name}
+    )
+    assert response.status_code == 200
+    html = response.text
+    assert SCRIPT not in html and "&lt;script&gt;" in html
+    assert "<ins>" in html and "<del>" in html  # the word diff
+    assert "arg order_id" in html  # the tool-call diff names the changed argument
+    assert "regression" in html
+
+
+def test_the_config_diff_shows_the_agent_yaml_change_and_the_model_as_text(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    Run.objects.filter(pk=base.pk).update(
+        raw_yaml="name: a\nmodel: {provider: openai, name: gpt-4o}\n",
+        config_snapshot={"model": {"provider": "openai", "name": "gpt-4o"}},
+    )
+    Run.objects.filter(pk=run.pk).update(
+        raw_yaml=f"name: a\nmodel: {{provider: openai, name: gpt-4.1}}\n# {SCRIPT}\n",
+        config_snapshot={"model": {"provider": "openai", "name": "gpt-4.1"}},
+    )
+    response = viewer_client.get(reverse("compare_config"), {"runs": f"{base.pk},{run.pk}"})
+    assert response.status_code == 200
+    html = response.text
+    assert SCRIPT not in html and "&lt;script&gt;" in html
+    assert "dl-add" in html and "dl-del" in html and "gpt-4.1" in html
+    context = response.context
+    assert [row.label for row in context["rows"] if row.changed] == ["model"]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"runs": "1,x"}, "takes run ids"),
+        ({"runs": ",".join(str(n) for n in range(1, 15))}, "at most 12"),
+        ({"runs": "1", "kinds": "vibes"}, "?kinds= takes standard, rag, geval, code, tools"),
+        ({"runs": "1", "show": "everything"}, "?show= must be one of"),
+    ],
+)
+def test_bad_compare_parameters_are_a_400(
+    viewer_client: Client, params: dict[str, str], message: str
+) -> None:
+    response = viewer_client.get(reverse("compare"), params)
+    assert response.status_code == 400 and message in response.text
+
+
+def test_an_unknown_run_is_a_404(viewer_client: Client) -> None:
+    assert viewer_client.get(reverse("compare"), {"runs": "999999"}).status_code == 404
+
+
+def test_the_compare_page_without_runs_says_how_to_pick_them(viewer_client: Client) -> None:
+    response = viewer_client.get(reverse("compare"))
+    assert response.status_code == 200 and "runs list" in response.text
+
+
+# --- imported history -------------------------------------------------------------------------
+
+
+def test_the_24_imported_holodeck_runs_compare_without_errors(
+    viewer_client: Client, shared_dir: Path
+) -> None:
+    from runs.services.history import runs_import
+
+    runs = runs_import([shared_dir / "fixtures" / "holodeck" / "seed_runs.json"]).imported
+    first, last = runs[0], runs[-1]
+    context = compare(viewer_client, first, last).context
+    assert context["baseline"].run.pk == first.pk
+    assert len(context["rows"]) == first.total_cases
+    alone = compare(viewer_client, last).context  # baseline by rule among the agent's runs
+    assert alone["baseline"].run.pk == runs[-2].pk
+    some = compare(viewer_client, *runs[:12]).context
+    assert len(some["runs"]) == 12
