@@ -1,0 +1,556 @@
+"""Trends over a project's (or an imported agent's) finished runs: the reads and the chart.
+
+The reads cost two queries whatever the number of runs: the runs (only the columns the chart
+shows) and the metric averages (one aggregate grouped by run, kind and metric name). Runs are
+put in commit order with ``git rev-list --first-parent`` when the project's directory is a git
+repository, else in date order. The chart is drawn on the server as inline SVG by
+``templates/runs/trends.html`` from the geometry computed here; every text in it comes from a
+run and is escaped by the template.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, get_args
+
+from django.core.exceptions import BadRequest
+from django.db.models import Avg
+from django.db.models.fields.json import KT
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.gitutil import GitError, commit_order
+from runs.models import AgentProject, MetricResult, Run
+from runs.params import MAX_TEXT
+from runs.report.models import MetricKind
+
+METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
+FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
+DEFAULT_MARGIN = 10.0  # percentage points
+DEFAULT_POINTS = 100
+MAX_POINTS = 500
+# A commit this short or shorter is not matched against the history by prefix.
+MIN_PREFIX = 4
+
+MINUS = "\u2212"
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def kinds_param(request: HttpRequest) -> tuple[str, ...]:
+    """``?kinds=standard,code`` and/or repeated ``kinds=``; none given means every kind."""
+    chosen: list[str] = []
+    for raw in request.GET.getlist("kinds"):
+        if "\x00" in raw:
+            raise BadRequest("?kinds= must not contain a NUL character")
+        if len(raw) > MAX_TEXT:
+            raise BadRequest(f"?kinds= is longer than {MAX_TEXT} characters")
+        for word in (part.strip() for part in raw.split(",")):
+            if not word:
+                continue
+            if word not in METRIC_KINDS:
+                raise BadRequest(f"?kinds= must be among {', '.join(METRIC_KINDS)}")
+            if word not in chosen:
+                chosen.append(word)
+    return tuple(kind for kind in METRIC_KINDS if kind in chosen) or METRIC_KINDS
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrendRun:
+    """One finished run as the trends page shows it."""
+
+    id: int
+    status: str
+    agent_name: str
+    commit: str
+    branch: str
+    dirty: bool
+    prompt_version: str
+    model: str
+    provider: str
+    pass_rate: float | None
+    created_at: datetime
+
+    @property
+    def short_commit(self) -> str:
+        return self.commit[:8]
+
+    @property
+    def url(self) -> str:
+        return reverse("run_detail", args=[self.id])
+
+
+def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]:
+    """The finished runs (passed, failed, error) of a project and/or agent, oldest first. One
+    query reading only the columns shown (the model is read out of the config snapshot)."""
+    runs = Run.objects.filter(status__in=FINISHED)
+    if project is not None:
+        runs = runs.filter(project=project)
+    if agent:
+        runs = runs.filter(agent_name=agent)
+    rows = runs.order_by("created_at", "id").values_list(
+        "id",
+        "status",
+        "agent_name",
+        "git_commit",
+        "git_branch",
+        "git_dirty",
+        "prompt_version",
+        KT("config_snapshot__model__name"),
+        KT("config_snapshot__model__provider"),
+        "pass_rate",
+        "created_at",
+    )
+    return [
+        TrendRun(
+            id=row[0],
+            status=row[1],
+            agent_name=row[2],
+            commit=row[3],
+            branch=row[4],
+            dirty=row[5],
+            prompt_version=prompt_label(row[6]),
+            model=row[7] or "",
+            provider=row[8] or "",
+            pass_rate=row[9],
+            created_at=row[10],
+        )
+        for row in rows
+    ]
+
+
+def prompt_label(prompt_version: Any) -> str:
+    """HoloDeck's ``{version, author, tags, ...}`` as its version; a bare value as text."""
+    if isinstance(prompt_version, dict):
+        version = prompt_version.get("version")
+        return "" if version is None else str(version)
+    if prompt_version is None:
+        return ""
+    return str(prompt_version)
+
+
+def branch_choices(runs: Iterable[TrendRun]) -> list[str]:
+    return sorted({run.branch for run in runs if run.branch})
+
+
+MetricKey = tuple[str, str]  # (kind, metric name)
+
+
+def metric_averages(
+    *, run_ids: Sequence[int], kinds: Sequence[str]
+) -> dict[MetricKey, dict[int, float]]:
+    """{(kind, metric): {run id: average score}} over the scored metric rows; one query."""
+    if not run_ids or not kinds:
+        return {}
+    rows = (
+        MetricResult.objects.filter(run_id__in=run_ids, kind__in=kinds, score__isnull=False)
+        .values("run_id", "kind", "metric_name")
+        .annotate(average=Avg("score"))
+        .order_by()
+    )
+    averages: dict[MetricKey, dict[int, float]] = {}
+    for row in rows:
+        averages.setdefault((row["kind"], row["metric_name"]), {})[row["run_id"]] = row["average"]
+    return averages
+
+
+# --- ordering --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ordering:
+    runs: list[TrendRun]
+    by_commit: bool
+    note: str
+
+
+def runs_ordered(runs: list[TrendRun], *, directory: str | None, branch: str) -> Ordering:
+    """Commit order on ``branch``'s first-parent history (HEAD's when no branch is chosen) when
+    ``directory`` is in a git repository; date order otherwise."""
+    if not directory:
+        return Ordering(runs, False, "in date order (runs without a project)")
+    try:
+        history = commit_order(Path(directory), branch)
+    except GitError:
+        return Ordering(runs, False, "in date order (the project is not in a git repository)")
+    where = branch or "HEAD"
+    return Ordering(commit_ordered(runs, history), True, f"in commit order of {where}")
+
+
+def commit_ordered(runs: list[TrendRun], history: list[str]) -> list[TrendRun]:
+    """Runs whose commit is on ``history`` (oldest first) by its position, then date; the
+    others merged among them by date. ``runs`` is in date order."""
+    position = {commit: index for index, commit in enumerate(history)}
+    found: dict[str, int | None] = {}
+
+    def place(commit: str) -> int | None:
+        if commit not in found:
+            found[commit] = position.get(commit)
+            if found[commit] is None and MIN_PREFIX <= len(commit) < 40:
+                found[commit] = next(
+                    (i for i, full in enumerate(history) if full.startswith(commit)), None
+                )
+        return found[commit]
+
+    on = [run for run in runs if run.commit and place(run.commit) is not None]
+    on.sort(key=lambda run: (place(run.commit), run.created_at, run.id))
+    off = [run for run in runs if not run.commit or place(run.commit) is None]
+    merged: list[TrendRun] = []
+    i = 0
+    for run in on:
+        while i < len(off) and off[i].created_at < run.created_at:
+            merged.append(off[i])
+            i += 1
+        merged.append(run)
+    merged.extend(off[i:])
+    return merged
+
+
+# --- chart geometry --------------------------------------------------------------------------
+
+WIDTH = 960
+LEFT = 44
+RIGHT = 20
+PANEL_TITLE = 18
+PASS_HEIGHT = 220
+PANEL_GAP = 18
+METRIC_HEIGHT = 160
+AXIS_LABELS = 24
+LABEL_CHARS = 24
+X_LABEL_WIDTH = 36
+
+PASS_COLOUR = "#1d2330"
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#b8860b",
+    "#b07aa1",
+    "#ff6f91",
+    "#9c755f",
+    "#17becf",
+    "#7f7f7f",
+    "#8c564b",
+)
+DASHES = ("", "6 3", "2 3")
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    top: float
+    bottom: float
+    grid: list[tuple[float, str]]  # (y, label)
+
+    @property
+    def title_y(self) -> float:
+        return self.top - 6
+
+
+@dataclass(frozen=True)
+class PassPoint:
+    run: TrendRun
+    x: float
+    y: float
+    has_rate: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    label: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Callout:
+    run: TrendRun
+    previous: TrendRun
+    drop: float
+    x: float
+    point_y: float
+    y: float  # of the text
+    anchor: str
+
+    @property
+    def text(self) -> str:
+        return f"{MINUS}{number(self.drop)} pts at #{self.run.id}"
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    run: TrendRun
+    x: float
+    y: float
+    title: str
+
+
+@dataclass(frozen=True)
+class Series:
+    kind: str
+    name: str
+    colour: str
+    dash: str
+    segments: list[str]  # SVG polyline "x,y x,y ..." of consecutive points
+    points: list[MetricPoint]
+
+
+@dataclass(frozen=True)
+class Chart:
+    width: int
+    height: float
+    left: float
+    right: float
+    axis_x: float  # right edge of the y-axis labels
+    panels: list[Panel]
+    marker_top: float
+    marker_bottom: float
+    x_labels: list[tuple[float, str]]
+    x_label_y: float
+    points: list[PassPoint]
+    pass_segments: list[str]
+    markers: list[Marker]
+    callouts: list[Callout]
+    series: list[Series]
+    radius: float
+
+
+def number(value: float) -> str:
+    """12 -> "12", 12.345 -> "12.3"."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{number(value)} %"
+
+
+def model_label(run: TrendRun) -> str:
+    return run.model or run.provider
+
+
+def local_time(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+
+
+def point_title(run: TrendRun) -> str:
+    commit = run.short_commit or "no commit"
+    if run.dirty:
+        commit += " (dirty)"
+    model = run.model or "–"
+    if run.provider and run.model:
+        model += f" ({run.provider})"
+    return "\n".join(
+        [
+            f"Run #{run.id} · {run.status} · pass rate {percent(run.pass_rate)}",
+            f"commit {commit} on {run.branch or 'no branch'}",
+            f"prompt {run.prompt_version or '–'}",
+            f"model {model}",
+            local_time(run.created_at),
+        ]
+    )
+
+
+def drops(runs: Sequence[TrendRun], margin: float) -> list[tuple[int, TrendRun, float]]:
+    """(index, previous run, drop in points) where the pass rate fell by more than ``margin``
+    from the previous run that has one."""
+    found: list[tuple[int, TrendRun, float]] = []
+    previous: TrendRun | None = None
+    for index, run in enumerate(runs):
+        if run.pass_rate is None:
+            continue
+        if previous is not None and previous.pass_rate is not None:
+            drop = previous.pass_rate - run.pass_rate
+            if drop > margin:
+                found.append((index, previous, drop))
+        previous = run
+    return found
+
+
+def changes(runs: Sequence[TrendRun]) -> list[tuple[int, str, str]]:
+    """(index, label, title) where the prompt version or the model differs from the run before."""
+    found: list[tuple[int, str, str]] = []
+    for index in range(1, len(runs)):
+        before, run = runs[index - 1], runs[index]
+        labels: list[str] = []
+        lines: list[str] = []
+        if run.prompt_version != before.prompt_version:
+            labels.append(run.prompt_version or "no prompt version")
+            lines.append(
+                f"prompt {before.prompt_version or '–'} → {run.prompt_version or '–'} at #{run.id}"
+            )
+        if (run.provider, run.model) != (before.provider, before.model):
+            labels.append(model_label(run) or "no model")
+            lines.append(
+                f"model {model_label(before) or '–'} → {model_label(run) or '–'} at #{run.id}"
+            )
+        if labels:
+            found.append((index, _truncate(" · ".join(labels)), "\n".join(lines)))
+    return found
+
+
+def _truncate(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _polylines(coords: Sequence[tuple[float, float] | None]) -> list[str]:
+    """Runs of consecutive points as polyline point lists (a missing value breaks the line)."""
+    segments: list[list[tuple[float, float]]] = [[]]
+    for coord in coords:
+        if coord is None:
+            if segments[-1]:
+                segments.append([])
+        else:
+            segments[-1].append(coord)
+    return [" ".join(f"{x},{y}" for x, y in seg) for seg in segments if seg]
+
+
+def chart(
+    runs: Sequence[TrendRun],
+    averages: dict[MetricKey, dict[int, float]],
+    *,
+    margin: float = DEFAULT_MARGIN,
+) -> Chart:
+    """The geometry of the pass-rate panel and (when there are metric averages) the metric
+    panel, sharing one x position per run."""
+    count = max(len(runs), 1)
+    right_edge = WIDTH - RIGHT
+    step = (right_edge - LEFT) / count
+
+    def x_of(index: int) -> float:
+        return round(LEFT + (index + 0.5) * step, 1)
+
+    pass_top = PANEL_TITLE
+    pass_bottom = pass_top + PASS_HEIGHT
+
+    def y_of_rate(rate: float) -> float:
+        clamped = min(max(rate, 0.0), 100.0)
+        return round(pass_top + (1 - clamped / 100) * PASS_HEIGHT, 1)
+
+    panels = [
+        Panel(
+            "Pass rate (%)",
+            pass_top,
+            pass_bottom,
+            [(y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)],
+        )
+    ]
+    bottom = pass_bottom
+    series: list[Series] = []
+    if averages:
+        metric_top = pass_bottom + PANEL_GAP + PANEL_TITLE
+        metric_bottom = metric_top + METRIC_HEIGHT
+
+        def y_of_score(score: float) -> float:
+            clamped = min(max(score, 0.0), 1.0)
+            return round(metric_top + (1 - clamped) * METRIC_HEIGHT, 1)
+
+        panels.append(
+            Panel(
+                "Metric average score (0–1)",
+                metric_top,
+                metric_bottom,
+                [(y_of_score(v), f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1)],
+            )
+        )
+        series = _series(runs, averages, x_of, y_of_score)
+        bottom = metric_bottom
+
+    points = [
+        PassPoint(
+            run,
+            x_of(i),
+            y_of_rate(run.pass_rate if run.pass_rate is not None else 0.0),
+            run.pass_rate is not None,
+            point_title(run),
+        )
+        for i, run in enumerate(runs)
+    ]
+    pass_segments = _polylines([(p.x, p.y) if p.has_rate else None for p in points])
+    markers = [
+        Marker(round(x_of(i) - step / 2, 1), label, title) for i, label, title in changes(runs)
+    ]
+    callouts = [
+        Callout(
+            runs[i],
+            previous,
+            drop,
+            x_of(i),
+            points[i].y,
+            _callout_y(points[i].y, pass_bottom),
+            _anchor(x_of(i)),
+        )
+        for i, previous, drop in drops(runs, margin)
+    ]
+    every = max(1, math.ceil(X_LABEL_WIDTH / step))
+    x_labels = [(x_of(i), f"#{run.id}") for i, run in enumerate(runs) if i % every == 0]
+    return Chart(
+        width=WIDTH,
+        height=bottom + AXIS_LABELS,
+        left=LEFT,
+        right=right_edge,
+        axis_x=LEFT - 6,
+        panels=panels,
+        marker_top=pass_top,
+        marker_bottom=bottom,
+        x_labels=x_labels,
+        x_label_y=bottom + 15,
+        points=points,
+        pass_segments=pass_segments,
+        markers=markers,
+        callouts=callouts,
+        series=series,
+        radius=4.0 if step >= 12 else 2.5,
+    )
+
+
+def _callout_y(point_y: float, bottom: float) -> float:
+    """Below the point, or above it when the point sits on the bottom of the panel."""
+    below = point_y + 18
+    return below if below <= bottom - 3 else point_y - 11
+
+
+def _anchor(x: float) -> str:
+    if x < LEFT + 60:
+        return "start"
+    if x > WIDTH - RIGHT - 60:
+        return "end"
+    return "middle"
+
+
+def _series(
+    runs: Sequence[TrendRun],
+    averages: dict[MetricKey, dict[int, float]],
+    x_of: Callable[[int], float],
+    y_of: Callable[[float], float],
+) -> list[Series]:
+    order = {kind: i for i, kind in enumerate(METRIC_KINDS)}
+    keys = sorted(averages, key=lambda key: (order.get(key[0], len(order)), key[1]))
+    drawn: list[Series] = []
+    for n, (kind, name) in enumerate(keys):
+        by_run = averages[(kind, name)]
+        coords: list[tuple[float, float] | None] = []
+        points: list[MetricPoint] = []
+        for i, run in enumerate(runs):
+            average = by_run.get(run.id)
+            if average is None:
+                coords.append(None)
+                continue
+            x, y = x_of(i), y_of(average)
+            coords.append((x, y))
+            points.append(MetricPoint(run, x, y, f"#{run.id} · {name} ({kind}): {average:.3f}"))
+        colour = PALETTE[n % len(PALETTE)]
+        dash = DASHES[(n // len(PALETTE)) % len(DASHES)]
+        drawn.append(Series(kind, name, colour, dash, _polylines(coords), points))
+    return drawn
