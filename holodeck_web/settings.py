@@ -85,6 +85,10 @@ def _database() -> dict[str, object]:
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
+        # The test database is a file too: Django's default for SQLite, an in-memory database
+        # with a shared cache, answers "database table is locked" at once to a second
+        # connection (the browser tests' live server, the in-process worker) instead of waiting.
+        config["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
     return config
 
 

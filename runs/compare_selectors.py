@@ -8,11 +8,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db.models import Avg, Count, Q, Sum
+from django.db.models import Avg, Count, Q, Sum, TextField
+from django.db.models.functions import Cast
 
 from runs import gitutil
 from runs.models import CaseResult, MetricResult, Run, TurnResult
@@ -193,12 +195,14 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
     """Every case of the runs with its turns, as plain data, and the turns' sums (2 queries)."""
     turns: dict[int, list[TurnData]] = defaultdict(list)
     totals: dict[int, RunTotals] = defaultdict(RunTotals)
-    for run_id, case_id, index, outcome, kinds, elapsed in (
+    parsed = _KindsCache()
+    for run_id, case_id, index, outcome, kinds_text, elapsed in (
         TurnResult.objects.filter(run_id__in=run_ids)
         .order_by("case_id", "index")
-        .values_list("run_id", "case_id", "index", "outcome", "kind_outcomes", "execution_time_ms")
+        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
+        .values_list("run_id", "case_id", "index", "outcome", "kinds_text", "execution_time_ms")
     ):
-        kinds = kinds or {}
+        kinds = parsed(kinds_text)
         turns[case_id].append(TurnData(index=index, outcome=outcome, kinds=kinds))
         sums = totals[run_id]
         sums.agent_ms += elapsed or 0
@@ -206,10 +210,11 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
             sums.tools_passed += kinds[TOOLS_KIND] == "passed"
             sums.tools_failed += kinds[TOOLS_KIND] == "failed"
     cases: dict[int, list[CaseData]] = defaultdict(list)
-    for run_id, case_id, index, name, status, outcome, kinds in (
+    for run_id, case_id, index, name, status, outcome, kinds_text in (
         CaseResult.objects.filter(run_id__in=run_ids)
         .order_by("run_id", "index")
-        .values_list("run_id", "id", "index", "name", "status", "outcome", "kind_outcomes")
+        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
+        .values_list("run_id", "id", "index", "name", "status", "outcome", "kinds_text")
     ):
         cases[run_id].append(
             CaseData(
@@ -218,11 +223,27 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
                 name=name,
                 status=status,
                 outcome=outcome,
-                kinds=kinds or {},
+                kinds=parsed(kinds_text),
                 turns=tuple(turns.get(case_id, ())),
             )
         )
     return cases, totals
+
+
+class _KindsCache:
+    """Parses the stored verdicts by kind, once per distinct text: a run of thousands of
+    turns has a handful of distinct combinations, so decoding each row would be waste."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, dict[str, str]] = {}
+
+    def __call__(self, text: str | None) -> dict[str, str]:
+        if not text:
+            return {}
+        found = self.seen.get(text)
+        if found is None:
+            found = self.seen[text] = json.loads(text) or {}
+        return found
 
 
 def _metric_lines(

@@ -230,6 +230,8 @@ def _kind_changes(
                 if turn.index >= len(before.turns):
                     continue
                 old = before.turns[turn.index]
+                if old.outcome == turn.outcome and old.kinds == turn.kinds:
+                    continue  # the same verdicts: no change of any kind
                 change = change_of(
                     verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
                 )
