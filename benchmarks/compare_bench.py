@@ -79,7 +79,9 @@ def main() -> int:
     failed = False
     for name, url in pages.items():
         times, size = measure(client, url, {}, args.repeat)
-        line = f"{name:<28} {statistics.median(times):>10.1f} {max(times):>8.1f} {size / 1024:>8.1f}"
+        line = (
+            f"{name:<28} {statistics.median(times):>10.1f} {max(times):>8.1f} {size / 1024:>8.1f}"
+        )
         if name == "2 runs":
             ok = statistics.median(times) <= TARGET_MS and size <= TARGET_BYTES
             failed |= not ok

@@ -16,7 +16,9 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from runs.compare_selectors import (
@@ -30,7 +32,7 @@ from runs.compare_selectors import (
 from runs.diffs import config_rows, line_diff, tool_call_diff, word_diff
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.params import choice_list_param, choice_param, int_list_param, int_param, text_param
-from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows
+from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows, verdict
 from runs.templatetags.dashboard import duration, percent, score, thousands
 
 ROWS_PER_PAGE = 100
@@ -64,7 +66,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     page = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
     state = {
         "runs": ",".join(str(run.pk) for run in shown),
-        "baseline": str(baseline.run.pk),
+        "baseline": str(chosen) if chosen is not None else "",
         "kinds": ",".join(kinds),
         "show": show,
         "sort": sort,
@@ -72,6 +74,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     context = {
         "comparison": comparison,
         "baseline": baseline,
+        "chosen": chosen is not None and baseline.rule == "chosen by you",
         "runs": shown,
         "others": shown[1:],
         "kinds": kinds,
@@ -83,7 +86,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         "lines": headline_lines(comparison.headlines),
         "kind_changes": _kind_changes(comparison),
         "page": page,
-        "rows": [_row_view(row, comparison, state) for row in page.object_list],
+        "rows": (views := [_row_view(row, comparison, state) for row in page.object_list]),
+        "matrix_html": matrix_html(views),
         "state": state,
         "query": urlencode({k: v for k, v in state.items() if v}),
     }
@@ -257,6 +261,72 @@ def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowVie
     return RowView(row, cells)
 
 
+def matrix_html(rows: list[RowView]) -> SafeString:
+    """The matrix's rows, rendered here rather than in the template: a page holds a hundred
+    rows of up to a dozen cells of up to a handful of turns each, and the template engine
+    would spend most of the page's time on them. Every value is escaped by format_html."""
+    return format_html_join("\n", "{}", ((_row_html(view),) for view in rows))
+
+
+def _row_html(view: RowView) -> SafeString:
+    row = view.row
+    classes = " ".join(
+        name for name, on in (("has-regression", row.regressions), ("partial", row.partial)) if on
+    )
+    cells = format_html_join("", "{}", ((_cell_html(cell),) for cell in view.cells))
+    changes = []
+    if row.regressions:
+        changes.append(format_html('<span class="worse">{} regressed</span>', row.regressions))
+    if row.fixes:
+        changes.append(format_html('<span class="better">{} fixed</span>', row.fixes))
+    if row.flaky:
+        changes.append(mark_safe('<span class="chip chip-notgraded">flaky</span>'))
+    if row.partial:
+        changes.append(mark_safe('<span class="chip chip-muted">not in every run</span>'))
+    return format_html(
+        '<tr class="matrix-row {}" data-key="{}"><th scope="row" class="case-key">{}</th>{}'
+        '<td class="small">{}</td></tr>',
+        classes,
+        row.key,
+        row.key,
+        cells,
+        format_html_join(" ", "{}", ((change,) for change in changes)),
+    )
+
+
+def _cell_html(cell: CellView) -> SafeString:
+    if cell.link:
+        chip = format_html(
+            '<a href="{}" class="cv cv-{}" title="{}">{}</a>',
+            cell.link,
+            cell.verdict,
+            cell.label,
+            cell.label,
+        )
+    else:
+        chip = format_html('<span class="cv cv-{}">{}</span>', cell.verdict, cell.label)
+    dots = ""
+    if len(cell.turns) > 1:
+        dots = format_html(
+            '<span class="turn-dots">{}</span>',
+            format_html_join(
+                "",
+                '<span class="dot cv-{} {}" title="turn {}: {}{}"></span>',
+                (
+                    (
+                        mark.verdict,
+                        mark.change or "",
+                        mark.index,
+                        mark.verdict.replace("_", " "),
+                        f" ({mark.change})" if mark.change else "",
+                    )
+                    for mark in cell.turns
+                ),
+            ),
+        )
+    return format_html('<td class="cell">{}{}</td>', chip, dots)
+
+
 def _cell_link(
     row: Row, run_id: int, base_id: int, case_id: int | None, state: dict[str, str]
 ) -> str:
@@ -288,7 +358,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     turns_before = list(before.turns.all()) if before else []
     turns_after = list(after.turns.all()) if after else []
     pairs = [
-        _turn_pair(index, turns_before, turns_after)
+        _turn_pair(index, turns_before, turns_after, kinds)
         for index in range(max(len(turns_before), len(turns_after)))
     ]
     context = {
@@ -353,26 +423,51 @@ class TurnPair:
     calls: list[Any]
     metrics: list[MetricPair]
     change: str | None
+    show_tools: bool
+
+    @property
+    def changed(self) -> bool:
+        """Anything to look at: a verdict, the response, a call, a metric differs."""
+        if self.change or self.before is None or self.after is None:
+            return True
+        if self.before.response != self.after.response:
+            return True
+        if self.before.outcome != self.after.outcome:
+            return True
+        if any(not call.same for call in self.calls):
+            return True
+        return any(
+            m.before is None
+            or m.after is None
+            or (m.before.passed, m.before.score) != (m.after.passed, m.after.score)
+            for m in self.metrics
+        )
 
 
-def _turn_pair(index: int, before: list[TurnResult], after: list[TurnResult]) -> TurnPair:
+def _turn_pair(
+    index: int, before: list[TurnResult], after: list[TurnResult], kinds: list[str]
+) -> TurnPair:
     a = before[index] if index < len(before) else None
     b = after[index] if index < len(after) else None
+    metrics = _metric_pairs(a, b)
+    if kinds:
+        metrics = [pair for pair in metrics if pair.kind in kinds]
     return TurnPair(
         index=index,
         before=a,
         after=b,
         response_diff=word_diff(a.response if a else "", b.response if b else ""),
         calls=tool_call_diff(a.tool_invocations if a else [], b.tool_invocations if b else []),
-        metrics=_metric_pairs(a, b),
-        change=change_of(_turn_verdict(a), _turn_verdict(b)),
+        metrics=metrics,
+        change=change_of(_turn_verdict(a, kinds), _turn_verdict(b, kinds)),
+        show_tools=not kinds or "tools" in kinds,
     )
 
 
-def _turn_verdict(turn: TurnResult | None) -> str:
+def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> str:
     if turn is None:
         return "absent"
-    return {"passed": "pass", "failed": "fail"}.get(turn.outcome, turn.outcome)
+    return verdict(turn.outcome, turn.kind_outcomes or {}, frozenset(kinds))
 
 
 def _metric_pairs(a: TurnResult | None, b: TurnResult | None) -> list[MetricPair]:

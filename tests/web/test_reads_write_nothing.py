@@ -41,6 +41,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         status=CaseResult.Status.RUNNING, heartbeat_at=long_ago, enqueued=True, enqueued_at=long_ago
     )
     case = failing_case(run)
+    other = build_run(project, RunSpec(cases=4, turns=2))
     urls = [
         reverse("home"),
         reverse("project_launch", args=[project.pk]),
@@ -50,6 +51,11 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("run_export", args=[run.pk]),
         reverse("case_detail", args=[run.pk, case.pk]),
         reverse("case_turns", args=[run.pk, case.pk]),
+        reverse("compare") + f"?runs={run.pk},{other.pk}",
+        reverse("compare") + f"?runs={run.pk}",
+        reverse("compare_case") + f"?runs={other.pk},{run.pk}&key={case.name}",
+        reverse("compare_config") + f"?runs={other.pk},{run.pk}",
+        reverse("trends") + f"?project={project.pk}",
         reverse("admin:index"),
         reverse("admin:runs_run_changelist"),
         reverse("admin:runs_run_change", args=[run.pk]),
@@ -66,4 +72,4 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
 def url_name(url: str) -> str | None:
     from django.urls import resolve
 
-    return resolve(url).url_name
+    return resolve(url.split("?")[0]).url_name
