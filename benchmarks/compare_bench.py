@@ -85,7 +85,8 @@ def main() -> int:
         if name == "2 runs":
             ok = statistics.median(times) <= TARGET_MS and size <= TARGET_BYTES
             failed |= not ok
-            line += f"  target ≤ {TARGET_MS:.0f} ms, ≤ {TARGET_BYTES // 1024} KB {'ok' if ok else 'MISSED'}"
+            verdict = "ok" if ok else "MISSED"
+            line += f"  target ≤ {TARGET_MS:.0f} ms, ≤ {TARGET_BYTES // 1024} KB {verdict}"
         print(line)
     if args.use_configured_db:
         for run in runs:
