@@ -6,11 +6,25 @@ size of the run: lists read the summary columns, turn details are fetched only f
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import get_args
+from typing import Any, get_args
 
-from django.db.models import Avg, Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import (
+    Avg,
+    BooleanField,
+    Count,
+    F,
+    Func,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import case_to_wire
@@ -120,21 +134,174 @@ def agent_names() -> list[str]:
     return [name for name in names if name]
 
 
-def run_list(
-    *, project_id: int | None = None, status: str = "", commit: str = "", agent: str = ""
-) -> QuerySet[Run]:
-    runs = Run.objects.select_related("project").defer(
-        "raw_yaml", "config_snapshot", "environment", "summary", "metric_summary", "cli_args"
+# Where the list filters look inside a run's JSON columns (key transforms work on both SQLite and
+# PostgreSQL; the tags list needs JSONListHas below).
+PROMPT_VERSION = "prompt_version__version"
+MODEL_NAME = "config_snapshot__model__name"
+PROMPT_TAGS = "prompt_version__tags"
+
+
+@dataclass(frozen=True)
+class RunListFilters:
+    """The runs list's filters; the empty value of each means "any"."""
+
+    project_id: int | None = None
+    status: str = ""
+    commit: str = ""
+    agent: str = ""
+    since: datetime | None = None  # created at or after
+    before: datetime | None = None  # created strictly before
+    version: str = ""
+    model: str = ""
+    tag: str = ""
+    min_pass: float | None = None
+    q: str = ""
+
+
+@dataclass(frozen=True)
+class RunFacets:
+    """The prompt versions, model names and tags present in the runs (the list's selects)."""
+
+    versions: list[str]
+    models: list[str]
+    tags: list[str]
+
+
+class JSONListHas(Func):
+    """True when the JSON list at ``column -> key`` has a string element equal to ``value``
+    (``icontains``: one containing it, case-insensitively).
+
+    Django's ``__contains`` on a JSON field is PostgreSQL-only, and matching the list's JSON text
+    finds parts of other tags and misses escaped characters; this looks at the decoded elements
+    in SQL on both databases, so the filter stays in the query and the pagination stays right.
+    (SQLite and PostgreSQL are the two databases HoloDeck Web runs on; there is no generic SQL.)
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, column: str, key: str, value: str, *, icontains: bool = False) -> None:
+        self.icontains = icontains
+        super().__init__(F(column), Value(key), Value(value))
+
+    def _parts(self, compiler: Any, connection: Any) -> tuple[str, list[Any], str, str]:
+        """The column's SQL and params, the key, and the value (a LIKE pattern for icontains)."""
+        column, key, value = self.get_source_expressions()
+        column_sql, column_params = compiler.compile(column)
+        wanted = value.value  # type: ignore[attr-defined]
+        if self.icontains:
+            wanted = f"%{connection.ops.prep_for_like_query(wanted)}%"
+        return column_sql, list(column_params), key.value, wanted  # type: ignore[attr-defined]
+
+    def as_sqlite(
+        self, compiler: Any, connection: Any, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        column_sql, params, key, wanted = self._parts(compiler, connection)
+        match = "item.value LIKE %s ESCAPE '\\'" if self.icontains else "item.value = %s"
+        path = f'$."{key}"'
+        # json_each walks a lone string too: only a list has elements.
+        sql = (
+            f"(json_type({column_sql}, %s) = 'array' AND EXISTS (SELECT 1 FROM"
+            f" json_each({column_sql}, %s) AS item WHERE item.type = 'text' AND {match}))"
+        )
+        return sql, (*params, path, *params, path, wanted)
+
+    def as_postgresql(
+        self, compiler: Any, connection: Any, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        column_sql, params, key, wanted = self._parts(compiler, connection)
+        match = "UPPER(item) LIKE UPPER(%s)" if self.icontains else "item = %s"
+        # jsonb_array_elements_text fails on anything but a list: such a row has no elements.
+        sql = (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN"
+            f" jsonb_typeof({column_sql} -> %s) = 'array' THEN {column_sql} -> %s END) AS item"
+            f" WHERE {match})"
+        )
+        return sql, (*params, key, *params, key, wanted)
+
+
+def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
+    """Runs matching ``filters``, newest first, with ``model_name`` and ``version_label``."""
+    f = filters or RunListFilters()
+    runs = (
+        Run.objects.select_related("project")
+        .defer(
+            "raw_yaml", "config_snapshot", "environment", "summary", "metric_summary", "cli_args"
+        )
+        .annotate(model_name=KT(MODEL_NAME), version_label=KT(PROMPT_VERSION))
     )
-    if project_id is not None:
-        runs = runs.filter(project_id=project_id)
-    if status:
-        runs = runs.filter(status=status)
-    if commit:
-        runs = runs.filter(git_commit__startswith=commit.lower())
-    if agent:
-        runs = runs.filter(agent_name=agent)
+    if f.project_id is not None:
+        runs = runs.filter(project_id=f.project_id)
+    if f.status:
+        runs = runs.filter(status=f.status)
+    if f.commit:
+        runs = runs.filter(git_commit__startswith=f.commit.lower())
+    if f.agent:
+        runs = runs.filter(agent_name=f.agent)
+    if f.since is not None:
+        runs = runs.filter(created_at__gte=f.since)
+    if f.before is not None:
+        runs = runs.filter(created_at__lt=f.before)
+    if f.version:
+        runs = runs.filter(**{PROMPT_VERSION: f.version})
+    if f.model:
+        runs = runs.filter(**{MODEL_NAME: f.model})
+    if f.tag:
+        runs = runs.filter(JSONListHas("prompt_version", "tags", f.tag))
+    if f.min_pass is not None:
+        runs = runs.filter(pass_rate__gte=f.min_pass)
+    if f.q:
+        runs = runs.filter(_text_match(f.q))
     return runs.order_by("-created_at", "-id")
+
+
+def _text_match(text: str) -> Q:
+    """Runs whose prompt version, model, commit (prefix), branch, agent or a tag has ``text``."""
+    return (
+        Q(**{f"{PROMPT_VERSION}__icontains": text})
+        | Q(**{f"{MODEL_NAME}__icontains": text})
+        | Q(git_commit__startswith=text.lower())
+        | Q(git_branch__icontains=text)
+        | Q(agent_name__icontains=text)
+        | Q(JSONListHas("prompt_version", "tags", text, icontains=True))
+    )
+
+
+def run_facets() -> RunFacets:
+    """Every prompt version, model name and tag list present, in one query (a UNION of three
+    DISTINCT reads of the JSON columns), whatever the number of runs."""
+
+    def texts(kind: str, path: str) -> QuerySet[Run, tuple[str, str]]:
+        return (
+            Run.objects.order_by()
+            .annotate(kind=Value(kind), text=KT(path))
+            .filter(text__isnull=False)
+            .exclude(**{path: None})  # a JSON null (SQLite's text of it is "null")
+            .values_list("kind", "text")
+            .distinct()
+        )
+
+    # A UNION takes the model's default ordering back, which it cannot apply: order by nothing.
+    rows = (
+        texts("version", PROMPT_VERSION)
+        .union(texts("model", MODEL_NAME), texts("tags", PROMPT_TAGS))
+        .order_by()
+    )
+    found: dict[str, set[str]] = {"version": set(), "model": set(), "tags": set()}
+    for kind, text in rows:
+        if kind == "tags":
+            found["tags"].update(_tag_list(text))
+        elif text:
+            found[kind].add(str(text))
+    return RunFacets(*(sorted(found[kind]) for kind in ("version", "model", "tags")))
+
+
+def _tag_list(text: str) -> list[str]:
+    """The string elements of a tags list read as JSON text (anything else is no tag)."""
+    try:
+        tags = json.loads(text)
+    except (TypeError, ValueError):
+        return []
+    return [tag for tag in tags if isinstance(tag, str) and tag] if isinstance(tags, list) else []
 
 
 def run_get(*, run_id: int) -> Run:

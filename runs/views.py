@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 
@@ -22,13 +22,21 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_date
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
 from runs.models import AgentProject, CaseResult, Run
-from runs.params import choice_param, datetime_param, flag_param, int_param, text_param
+from runs.params import (
+    choice_param,
+    datetime_param,
+    flag_param,
+    float_param,
+    int_param,
+    text_param,
+)
 from runs.spec.test_cases import case_label
 
 RUNS_PER_PAGE = 50
@@ -206,23 +214,54 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    project_id = int_param(request, "project")
-    status = choice_param(request, "status", Run.Status.values)
-    commit = text_param(request, "commit", max_length=64)
-    agent = text_param(request, "agent")
-    runs = selectors.run_list(project_id=project_id, status=status, commit=commit, agent=agent)
+    filters = _run_list_filters(request)
+    runs = selectors.run_list(filters=filters)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    filters = request.GET.copy()
-    filters.pop("page", None)
+    query = request.GET.copy()
+    query.pop("page", None)
     context = {
         "page": page,
         "projects": AgentProject.objects.only("id", "name"),
         "statuses": Run.Status.choices,
         "agents": selectors.agent_names(),
-        "selected": {"project": project_id, "status": status, "commit": commit, "agent": agent},
-        "filter_query": filters.urlencode(),
+        "facets": selectors.run_facets(),
+        "selected": filters,
+        "since": text_param(request, "since"),
+        "until": text_param(request, "until"),
+        "filter_query": query.urlencode(),
     }
     return render(request, "runs/run_list.html", context)
+
+
+def _run_list_filters(request: HttpRequest) -> selectors.RunListFilters:
+    since = datetime_param(request, "since")
+    before = _until_param(request)
+    if since and before and since >= before:
+        raise BadRequest("?since= must be before ?until=")
+    return selectors.RunListFilters(
+        project_id=int_param(request, "project"),
+        status=choice_param(request, "status", Run.Status.values),
+        commit=text_param(request, "commit", max_length=64),
+        agent=text_param(request, "agent"),
+        since=since,
+        before=before,
+        version=text_param(request, "version"),
+        model=text_param(request, "model"),
+        tag=text_param(request, "tag"),
+        min_pass=float_param(request, "min_pass", minimum=0, maximum=100),
+        q=text_param(request, "q"),
+    )
+
+
+def _until_param(request: HttpRequest) -> datetime | None:
+    """The exclusive end of ``?until=``: a bare date takes in its whole day (the next midnight);
+    a date and time takes in that instant (one microsecond later, the databases' precision)."""
+    try:
+        whole_day = parse_date(text_param(request, "until")) is not None
+    except ValueError:  # a date-shaped non-date (2025-13-01): datetime_param says what is wrong
+        whole_day = False
+    step = timedelta(days=1) if whole_day else timedelta(microseconds=1)
+    return datetime_param(request, "until", margin=-step)
 
 
 def _case_page(
