@@ -290,3 +290,31 @@ class MetricResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric_name}={self.score}"
+
+
+class ApiToken(models.Model):
+    """A personal API token for scripts and CI (``Authorization: Bearer <token>``).
+
+    Only a SHA-256 digest of the token is stored; the token itself is shown once, when it is
+    created. ``prefix`` (its first characters) is what lists show. A revoked token stays listed
+    (with its revocation time) and authenticates nothing.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

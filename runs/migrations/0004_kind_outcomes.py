@@ -17,10 +17,10 @@ def fill_kind_outcomes(apps, schema_editor):
     metric_model = apps.get_model("runs", "MetricResult")
     turn_model = apps.get_model("runs", "TurnResult")
     case_model = apps.get_model("runs", "CaseResult")
-    metrics = {}
+    metrics: dict = {}
     for turn_id, kind, outcome in metric_model.objects.values_list("turn_id", "kind", "outcome"):
         metrics.setdefault(turn_id, {}).setdefault(kind, []).append(outcome)
-    by_case = {}
+    by_case: dict = {}
     for turn in turn_model.objects.only("id", "case_id", "tools_matched", "errors", "outcome"):
         verdicts = {k: _combined(v) for k, v in metrics.get(turn.pk, {}).items()}
         if turn.tools_matched is not None:
@@ -36,20 +36,19 @@ def fill_kind_outcomes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0003_unique_source_hash'),
+        ("runs", "0003_unique_source_hash"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='caseresult',
-            name='kind_outcomes',
+            model_name="caseresult",
+            name="kind_outcomes",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='turnresult',
-            name='kind_outcomes',
+            model_name="turnresult",
+            name="kind_outcomes",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.RunPython(fill_kind_outcomes, migrations.RunPython.noop),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from runs.report.holodeck_io import dump_eval_run, slugify
 from runs.report.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
@@ -345,3 +345,19 @@ def _xml_seconds(ms: int) -> str:
 
 def _classname(agent_name: str) -> str:
     return slugify(agent_name)
+
+
+# ---------------------------------------------------------------------------- one entry point
+
+ExportFormat = Literal["json", "markdown", "junit"]
+EXPORT_SUFFIXES: dict[str, ExportFormat] = {".json": "json", ".md": "markdown", ".xml": "junit"}
+
+
+def export_text(run: EvalRun, fmt: ExportFormat) -> str:
+    """The run as a HoloDeck result file (``json``), Markdown or JUnit XML: what
+    ``run_agent --output`` writes, the run page's downloads and the API's export."""
+    if fmt == "json":
+        return to_json(run)
+    if fmt == "markdown":
+        return to_markdown(run.report)
+    return to_junit_xml(run.report)

@@ -174,21 +174,16 @@ class Command(BaseCommand):
 
     def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any) -> None:
         from runs.report.holodeck_io import write_eval_run
-        from runs.report.writers import to_json, to_junit_xml, to_markdown
+        from runs.report.writers import EXPORT_SUFFIXES, export_text
 
         if not options["no_results_file"]:
             results_dir = Path(options["results_dir"] or agent.base_dir / "results")
             path = write_eval_run(eval_run, results_dir, datetime.now(UTC))
             self.stdout.write(f"results: {path}")
-        writers = {
-            ".json": lambda: to_json(eval_run),
-            ".md": lambda: to_markdown(eval_run.report),
-            ".xml": lambda: to_junit_xml(eval_run.report),
-        }
         for output in options["output"]:
             target = Path(output)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(writers[target.suffix]())
+            target.write_text(export_text(eval_run, EXPORT_SUFFIXES[target.suffix]))
             self.stdout.write(f"wrote {target}")
         if self.store is not None and self.store.run is not None:
             self.store.mark_written(eval_run)

@@ -1,0 +1,35 @@
+"""The HTTP API: one NinjaAPI under /api/v1 mounting the routers of the runs app.
+
+Every error is JSON ``{"detail": ...}`` with a 4xx code: 401 without a valid token or session,
+403 for an action the caller may not take, 404, 409 (cancelling a finished run), 422 with field
+errors for input that does not validate.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import BadRequest
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+
+from runs.api import compare, projects, runs
+from runs.api.auth import API_AUTH
+
+api = NinjaAPI(
+    title="HoloDeck Web API",
+    version="1",
+    description=(
+        "Launch, follow, compare, import and export agent test runs. Authenticate with a "
+        "personal token (`Authorization: Bearer hdw_...`, created on the Tokens page) or the "
+        "browser's session."
+    ),
+    auth=API_AUTH,
+    urls_namespace="api",
+)
+api.add_router("/", projects.router)
+api.add_router("/", runs.router)
+api.add_router("/", compare.router)
+
+
+@api.exception_handler(BadRequest)
+def bad_request(request: HttpRequest, exc: BadRequest) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc)}, status=400)

@@ -1,0 +1,27 @@
+"""Who may call the API: a personal token (``Authorization: Bearer hdw_...``) or the browser's
+session (with its CSRF token on writes). Launch, cancel, register and import need staff."""
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja.errors import HttpError
+from ninja.security import HttpBearer, SessionAuth
+
+from runs.services.tokens import token_user
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Any | None:
+        user = token_user(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+API_AUTH = [BearerToken(), SessionAuth()]
+
+
+def staff_only(request: HttpRequest, action: str) -> None:
+    """403 unless the caller (token or session) is staff."""
+    if not getattr(request.auth, "is_staff", False):  # type: ignore[attr-defined]
+        raise HttpError(403, f"Only staff can {action}.")

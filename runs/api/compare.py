@@ -1,0 +1,147 @@
+"""Compare: the compare page's data (headline, regressions and fixes by kind, the matrix)."""
+
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+from ninja.errors import HttpError
+
+from runs.api.schemas import ErrorOut, Id
+from runs.compare_selectors import MAX_RUNS, baseline_choose, compare_runs, runs_for_compare
+
+router = Router(tags=["compare"])
+
+Kind = Literal["standard", "rag", "geval", "code", "tools"]
+
+
+class CompareQuery(Schema):
+    runs: list[Id] = Field(
+        ..., min_length=1, max_length=MAX_RUNS, description="run ids; one: with its baseline"
+    )
+    baseline: Id | None = None
+    kinds: list[Kind] = Field(default_factory=list)
+    offset: int = Field(default=0, ge=0, le=10_000_000)
+    limit: int = Field(default=500, ge=1, le=5000, description="matrix rows")
+
+
+class BaselineOut(Schema):
+    run_id: int
+    rule: str
+    added: bool
+
+
+class MetricAverageOut(Schema):
+    name: str
+    kind: str
+    average: float | None
+    count: int
+
+
+class HeadlineOut(Schema):
+    run_id: int
+    git_commit: str
+    git_branch: str
+    pass_rate: float | None
+    passed: int
+    failed: int
+    not_graded: int
+    total: int
+    tool_pass_rate: float | None
+    tokens: int | None
+    agent_ms: int
+    judge_ms: int
+    cost_usd: float | None
+    metrics: list[MetricAverageOut]
+    regressions: int
+    fixes: int
+
+
+class ChangesOut(Schema):
+    run_id: int
+    regressions: int
+    fixes: int
+
+
+class RowOut(Schema):
+    key: str
+    cells: dict[str, str] = Field(description="run id -> verdict of the case")
+    turns: list[dict[str, str]] = Field(description="per turn index: run id -> verdict")
+    regressions: int
+    fixes: int
+    flaky: bool
+    partial: bool
+
+
+class CompareOut(Schema):
+    runs: list[int]
+    baseline: BaselineOut
+    kinds: list[str]
+    headline: list[HeadlineOut]
+    by_kind: dict[str, list[ChangesOut]]
+    rows: list[RowOut]
+    row_count: int
+    mixed_projects: bool
+
+
+@router.get("/compare", response={200: CompareOut, 404: ErrorOut, 422: ErrorOut})
+def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
+    runs = runs_for_compare(list(dict.fromkeys(query.runs)))
+    if len(runs) != len(set(query.runs)):
+        missing = sorted(set(query.runs) - {run.pk for run in runs})
+        raise HttpError(404, f"no run #{missing[0]}")
+    baseline = baseline_choose(runs, chosen=query.baseline)
+    if baseline is None:
+        raise HttpError(422, f"run {runs[0].pk} has no other run to compare it with")
+    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
+    comparison = compare_runs(shown, baseline.run, list(query.kinds))
+    matrix = comparison.matrix
+    rows = matrix.rows[query.offset : query.offset + query.limit]
+    return {
+        "runs": [run.pk for run in shown],
+        "baseline": {"run_id": baseline.run.pk, "rule": baseline.rule, "added": baseline.added},
+        "kinds": list(query.kinds),
+        "headline": [
+            {
+                **{f: getattr(h, f) for f in HEADLINE_FIELDS},
+                "run_id": h.run.pk,
+                "git_commit": h.run.git_commit,
+                "git_branch": h.run.git_branch,
+                "metrics": [m for lines in h.metrics.values() for m in lines],
+            }
+            for h in comparison.headlines
+        ],
+        "by_kind": {
+            kind: [{"run_id": r, "regressions": c[0], "fixes": c[1]} for r, c in counts.items()]
+            for kind, counts in matrix.by_kind.items()
+        },
+        "rows": [
+            {
+                "key": row.key,
+                "cells": {str(k): v for k, v in row.cells.items()},
+                "turns": [{str(k): v for k, v in line.items()} for line in row.turns],
+                "regressions": row.regressions,
+                "fixes": row.fixes,
+                "flaky": row.flaky,
+                "partial": row.partial,
+            }
+            for row in rows
+        ],
+        "row_count": len(matrix.rows),
+        "mixed_projects": comparison.mixed_projects,
+    }
+
+
+HEADLINE_FIELDS = (
+    "pass_rate",
+    "passed",
+    "failed",
+    "not_graded",
+    "total",
+    "tool_pass_rate",
+    "tokens",
+    "agent_ms",
+    "judge_ms",
+    "cost_usd",
+    "regressions",
+    "fixes",
+)

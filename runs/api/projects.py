@@ -1,0 +1,59 @@
+"""Projects: list, detail, register an agent directory the server can read."""
+
+from datetime import datetime
+from pathlib import Path
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Router, Schema
+from ninja.errors import HttpError
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from runs import selectors
+from runs.api.auth import staff_only
+from runs.api.schemas import ErrorOut, Id, SafeText
+
+router = Router(tags=["projects"])
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    directory: str
+    agent_file: str
+    description: str
+    created_at: datetime
+    last_run_id: int | None = None
+    last_run_status: str | None = None
+
+
+class ProjectRegisterIn(Schema):
+    """``path``: an agent.yaml (or the directory holding one) on the server's file system."""
+
+    path: SafeText
+    name: SafeText | None = None
+
+
+@router.get("/projects", response=list[ProjectOut])
+@paginate(LimitOffsetPagination)
+def project_list(request: HttpRequest) -> object:
+    return selectors.project_list()
+
+
+@router.get("/projects/{project_id}", response={200: ProjectOut, 404: ErrorOut})
+def project_detail(request: HttpRequest, project_id: Id) -> object:
+    return get_object_or_404(selectors.project_list(), pk=project_id)
+
+
+@router.post("/projects", response={201: ProjectOut, 403: ErrorOut, 422: ErrorOut})
+def project_register(request: HttpRequest, payload: ProjectRegisterIn) -> object:
+    staff_only(request, "register projects")
+    from runs.services.projects import project_register as register
+
+    path = Path(payload.path).expanduser()
+    if path.is_dir():
+        path = path / "agent.yaml"
+    if not path.is_file():
+        raise HttpError(422, f"{path} is not a file the server can read")
+    project = register(agent_path=path, name=payload.name)
+    return 201, get_object_or_404(selectors.project_list(), pk=project.pk)
