@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs import compare_views, trend_views, views
+from runs import compare_views, import_views, token_views, trend_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -18,4 +18,7 @@ urlpatterns = [
     path("compare/case/", compare_views.compare_case, name="compare_case"),
     path("compare/config/", compare_views.compare_config, name="compare_config"),
     path("trends/", trend_views.trends, name="trends"),
+    path("tokens/", token_views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
+    path("import/", import_views.import_results, name="import_results"),
 ]

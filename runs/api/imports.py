@@ -1,0 +1,5 @@
+"""Import HoloDeck result files (upload) into a project."""
+
+from ninja import Router
+
+router = Router(tags=["import"])
