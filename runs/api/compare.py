@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
-from runs.api.schemas import ErrorOut, Id
+from runs.api.schemas import Id, responses
 from runs.compare_selectors import MAX_RUNS, baseline_choose, compare_runs, runs_for_compare
 
 router = Router(tags=["compare"])
@@ -83,7 +83,7 @@ class CompareOut(Schema):
     mixed_projects: bool
 
 
-@router.get("/compare", response={200: CompareOut, 404: ErrorOut, 422: ErrorOut})
+@router.get("/compare", response=responses({200: CompareOut}, 404, 422))
 def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
     runs = runs_for_compare(list(dict.fromkeys(query.runs)))
     if len(runs) != len(set(query.runs)):

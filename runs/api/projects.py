@@ -11,7 +11,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from runs import selectors
 from runs.api.auth import staff_only
-from runs.api.schemas import ErrorOut, Id, SafeText
+from runs.api.schemas import Id, SafeText, responses
 
 router = Router(tags=["projects"])
 
@@ -34,18 +34,18 @@ class ProjectRegisterIn(Schema):
     name: SafeText | None = None
 
 
-@router.get("/projects", response=list[ProjectOut])
+@router.get("/projects", response=responses({200: list[ProjectOut]}))
 @paginate(LimitOffsetPagination)
 def project_list(request: HttpRequest) -> object:
     return selectors.project_list()
 
 
-@router.get("/projects/{project_id}", response={200: ProjectOut, 404: ErrorOut})
+@router.get("/projects/{project_id}", response=responses({200: ProjectOut}, 404))
 def project_detail(request: HttpRequest, project_id: Id) -> object:
     return get_object_or_404(selectors.project_list(), pk=project_id)
 
 
-@router.post("/projects", response={201: ProjectOut, 403: ErrorOut, 422: ErrorOut})
+@router.post("/projects", response=responses({201: ProjectOut}, 403, 422))
 def project_register(request: HttpRequest, payload: ProjectRegisterIn) -> object:
     staff_only(request, "register projects")
     from runs.services.projects import project_register as register

@@ -11,7 +11,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from runs import selectors
 from runs.api.auth import staff_only
-from runs.api.schemas import ErrorOut, Id, SafeText
+from runs.api.schemas import Id, SafeText, responses
 from runs.models import CaseResult, Run
 
 router = Router(tags=["runs"])
@@ -101,7 +101,7 @@ class RunFilters(Schema):
     commit: SafeText | None = Field(default=None, description="a commit prefix")
 
 
-@router.get("/runs", response=list[RunOut])
+@router.get("/runs", response=responses({200: list[RunOut]}))
 @paginate(LimitOffsetPagination)
 def run_list(request: HttpRequest, filters: Query[RunFilters]) -> object:
     runs = selectors.run_list(
@@ -114,7 +114,7 @@ def run_list(request: HttpRequest, filters: Query[RunFilters]) -> object:
     return runs
 
 
-@router.post("/runs", response={201: RunOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut})
+@router.post("/runs", response=responses({201: RunOut}, 403, 404, 422))
 def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
     staff_only(request, "launch runs")
     from runs.models import AgentProject
@@ -142,7 +142,7 @@ def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
     return 201, run
 
 
-@router.get("/runs/{run_id}", response={200: RunDetailOut, 404: ErrorOut})
+@router.get("/runs/{run_id}", response=responses({200: RunDetailOut}, 404))
 def run_detail(request: HttpRequest, run_id: Id) -> object:
     run = get_object_or_404(Run.objects.defer("raw_yaml"), pk=run_id)
     counts = selectors.run_case_counts(run=run)
@@ -162,7 +162,7 @@ def run_detail(request: HttpRequest, run_id: Id) -> object:
     return run
 
 
-@router.get("/runs/{run_id}/progress", response={200: ProgressOut, 404: ErrorOut})
+@router.get("/runs/{run_id}/progress", response=responses({200: ProgressOut}, 404))
 def run_progress(request: HttpRequest, run_id: Id) -> object:
     run = get_object_or_404(Run.objects.only(*PROGRESS_FIELDS), pk=run_id)
     return {**{f: getattr(run, f) for f in PROGRESS_FIELDS}, "active": run.is_active,
@@ -182,9 +182,7 @@ PROGRESS_FIELDS = (
 )
 
 
-@router.post(
-    "/runs/{run_id}/cancel", response={200: RunOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
-)
+@router.post("/runs/{run_id}/cancel", response=responses({200: RunOut}, 403, 404, 409))
 def run_cancel(request: HttpRequest, run_id: Id) -> object:
     staff_only(request, "cancel runs")
     from runs.services.launch import run_cancel as cancel
@@ -218,7 +216,7 @@ class CaseFilters(Schema):
     q: SafeText = Field(default="", description="names containing this (case-insensitive)")
 
 
-@router.get("/runs/{run_id}/cases", response={200: list[CaseOut], 404: ErrorOut})
+@router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
 @paginate(LimitOffsetPagination)
 def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> object:
     run = get_object_or_404(Run.objects.only("id"), pk=run_id)
@@ -271,7 +269,7 @@ class TurnOut(Schema):
         return list(turn.metrics.all())
 
 
-@router.get("/runs/{run_id}/cases/{case_id}/turns", response={200: list[TurnOut], 404: ErrorOut})
+@router.get("/runs/{run_id}/cases/{case_id}/turns", response=responses({200: list[TurnOut]}, 404))
 def case_turns(request: HttpRequest, run_id: Id, case_id: Id) -> object:
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     return list(case.turns.all())
@@ -288,7 +286,7 @@ EXPORTS = {
 
 @router.get(
     "/runs/{run_id}/export",
-    response={200: None, 404: ErrorOut},
+    response=responses({200: None}, 404),
     summary="The run as a HoloDeck EvalRun (json), Markdown or JUnit XML",
 )
 def run_export(

@@ -1,6 +1,6 @@
 """Shared API schemas."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ninja import Schema
 from pydantic import AfterValidator, Field, StringConstraints
@@ -27,3 +27,12 @@ def _no_nul(value: str) -> str:
 
 SafeText = Annotated[str, StringConstraints(max_length=200), AfterValidator(_no_nul)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+# Every operation can answer these: a bad query value (400/422), no or a bad token (401).
+COMMON_ERRORS = (400, 401, 422)
+
+
+def responses(ok: dict[int, Any], *errors: int) -> dict[int, Any]:
+    """An operation's documented responses: its success, the common errors and ``errors``."""
+    return {**ok, **{code: ErrorOut for code in sorted({*COMMON_ERRORS, *errors})}}
