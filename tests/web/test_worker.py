@@ -114,3 +114,33 @@ def test_a_worker_runs_a_run_launched_from_the_view_turn_by_turn(
     page = client.get(reverse("run_detail", args=[run.pk]))
     assert page.status_code == 200
     assert "northwind_capex_decline" in page.content.decode()
+
+
+def test_a_run_launched_through_the_api_is_run_by_a_worker_to_the_end(
+    tmp_path: Path, worker: subprocess.Popen[bytes]
+) -> None:
+    from runs.services.tokens import token_create
+
+    project = example_project(tmp_path)
+    staff = User.objects.create_user("ci", password="pw-for-tests", is_staff=True)
+    _, secret = token_create(user=staff, name="ci")
+    headers = {"Authorization": f"Bearer {secret}"}
+    client = Client()
+    launched = client.post(
+        "/api/v1/runs",
+        {"project": project.pk, "parallel": 2},
+        content_type="application/json",
+        headers=headers,
+    )
+    assert launched.status_code == 201, launched.content
+    run_id = launched.json()["id"]
+    deadline = time.monotonic() + 120
+    progress: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        progress = client.get(f"/api/v1/runs/{run_id}/progress", headers=headers).json()
+        if not progress["active"]:
+            break
+        assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+        time.sleep(0.1)
+    assert progress["status"] == "failed", (tmp_path / "worker.log").read_text()[-3000:]
+    assert (progress["cases_done"], progress["turns_done"], progress["percent"]) == (3, 10, 100)
