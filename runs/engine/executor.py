@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from graders.matchers import json_safe, matcher_to_config
 from graders.result import error_text
-from graders.tool_calls import assert_tools, tools_matched
 from runs.backends.base import AgentBackend, AgentSession, TurnOutput, backend_for
 from runs.engine.events import CaseEvent, EventCallback, emit
 from runs.engine.files import FileProcessor
-from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for, skip_reason
+from runs.engine.grading import TurnGrades, grade_turn
+from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for
 from runs.report.build import rollup_turns, single_turn_result, summarize
 from runs.report.models import (
-    MetricResult,
     ProcessedFileInput,
     TestReport,
     TestResult,
@@ -229,19 +228,9 @@ class Engine:
         state.session_outcome(failed=output.is_error)
         self._collect_retrieval(output.tool_calls, state)
 
-        expectations = turn.tool_expectations()
-        verdicts = assert_tools(expectations, output.tool_calls) if expectations else []
-        metric_results: list[MetricResult] = []
-        grader_details: dict[str, Any] = {}
-        if not output.is_error:
-            metric_results, grader_details = await self._grade(
-                case, turn, turn_index, output, state
-            )
-        passed = (
-            not errors
-            and tools_matched(verdicts) is not False
-            and all(metric.passed for metric in metric_results)
-        )
+        grades = await self._grade(case, turn, turn_index, output, state)
+        if grades.stop_reason is not None and state.stop_reason is None:
+            state.stop_reason = grades.stop_reason
         result = TurnResult(
             turn_index=turn_index,
             input=turn.input,
@@ -250,14 +239,14 @@ class Engine:
             expected_tools=serialize_expected(turn.expected_tools),
             tool_calls=[call.name for call in output.tool_calls],
             tool_invocations=list(output.tool_calls),
-            tools_matched=tools_matched(verdicts),
-            arg_match_details=[verdict.to_wire() for verdict in verdicts] or None,
-            metric_results=metric_results,
-            passed=passed,
+            tools_matched=grades.tools_matched,
+            arg_match_details=grades.arg_match_details,
+            metric_results=grades.metric_results,
+            passed=not errors and grades.passed,
             execution_time_ms=elapsed_ms,
             token_usage=output.usage,
             errors=errors,
-            grader_details=grader_details or None,
+            grader_details=grades.grader_details or None,
         )
         return result, processed
 
@@ -274,7 +263,8 @@ class Engine:
 
     async def _grade(
         self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: CaseState
-    ) -> tuple[list[MetricResult], dict[str, Any]]:
+    ) -> TurnGrades:
+        """Tool assertions always; metrics only when the agent answered (the public grading API)."""
         evaluations = self.agent.config.evaluations
         metrics = metrics_for(
             turn.evaluations,
@@ -291,20 +281,12 @@ class Engine:
             tool_invocations=[call.model_dump() for call in output.tool_calls],
             turn_config=turn.turn_config,
         )
-        results: list[MetricResult] = []
-        details: dict[str, Any] = {}
-        for metric in metrics:
-            if skip_reason(metric, facts) is not None:
-                continue
-            result, grade_details = await self.metrics.grade(metric, facts)
-            results.append(result)
-            if grade_details is not None:
-                details[metric.metric_name] = grade_details
-            if result.error is not None and metric.fail_on_error and state.stop_reason is None:
-                state.stop_reason = (
-                    f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
-                )
-        return results, details
+        return await grade_turn(
+            facts,
+            metrics=[] if output.is_error else metrics,
+            expected_tools=turn.tool_expectations(),
+            runner=self.metrics,
+        )
 
     def _collect_retrieval(self, calls: list[ToolInvocation], state: CaseState) -> None:
         if not self.retrieval_tools:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graders.result import Grade, error_text
@@ -27,16 +27,17 @@ JUDGE_PROVIDERS = {"openai", "azure_openai", "anthropic", "ollama"}
 
 @dataclass(frozen=True)
 class TurnFacts:
-    """What a metric may look at for one turn."""
+    """What a metric may look at for one turn (the public grading API takes these too)."""
 
-    case_name: str | None
-    turn_index: int
     input: str
-    response: str
-    ground_truth: str | None
-    retrieval_context: list[str] | None
-    tool_invocations: list[dict[str, Any]]
-    turn_config: dict[str, Any] | None
+    response: str = ""
+    ground_truth: str | None = None
+    retrieval_context: list[str] | None = None
+    # This turn's tool calls: wire ToolInvocation dumps ({name, args, result, error, ...}).
+    tool_invocations: list[dict[str, Any]] = field(default_factory=list)
+    turn_config: dict[str, Any] | None = None
+    case_name: str | None = None
+    turn_index: int = 0
 
 
 def skip_reason(metric: Metric, facts: TurnFacts) -> str | None:
@@ -61,7 +62,7 @@ def skip_reason(metric: Metric, facts: TurnFacts) -> str | None:
 class MetricRunner:
     """Grades turns for one agent. ``judge`` overrides every LLM judge (tests, offline demos)."""
 
-    def __init__(self, agent: LoadedAgent, *, judge: Any = None) -> None:
+    def __init__(self, agent: LoadedAgent | None, *, judge: Any = None) -> None:
         self.agent = agent
         self.judge_override = judge
 
@@ -192,7 +193,10 @@ class MetricRunner:
 
     def _judge_timeout_ms(self, metric: Metric) -> int:
         """A judge call is bounded by the metric's timeout_ms, else by the agent's llm_timeout."""
-        return metric.timeout_ms or int(self.agent.config.execution.llm_timeout * 1000)
+        if metric.timeout_ms:
+            return metric.timeout_ms
+        llm_timeout = self.agent.config.execution.llm_timeout if self.agent else 60.0
+        return int(llm_timeout * 1000)
 
     async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
         from graders.judges import grade_rag
@@ -222,8 +226,15 @@ class JudgeUnavailable(Exception):
 KEYED_PROVIDERS = {"openai", "azure_openai", "anthropic"}
 
 
-def judge_model(agent: LoadedAgent, metric: Metric) -> ModelConfig:
+def judge_model(agent: LoadedAgent | None, metric: Metric) -> ModelConfig:
     """The judge of an LLM metric: metric.model > evaluations.model > the agent's model."""
+    if agent is None:
+        if metric.model is None:
+            raise JudgeUnavailable(
+                f"could not grade: metric {metric.metric_name!r} has no judge model (set its "
+                "model, or grade with the agent's MetricRunner)"
+            )
+        return metric.model
     evaluations = agent.config.evaluations
     return metric.model or (evaluations.model if evaluations else None) or agent.config.model
 

@@ -1,0 +1,163 @@
+"""The public grading API: grade one turn's stored facts against metric configs and tool
+expectations as written in agent.yaml, and get back what the engine records.
+
+The engine grades every live turn through ``grade_turn``; a re-grade grades stored transcripts
+through it; a plugin or a user's own script can too. Django-free.
+
+    from runs.engine.grading import TurnFacts, grade_turn_sync, metrics_from_yaml
+
+    numeric = {"type": "standard", "metric": "numeric", "accept_percent": True}
+    metrics = metrics_from_yaml([numeric], base_dir=".")
+    facts = TurnFacts(input="What was the change?", response="14.1%", ground_truth="0.141")
+    grades = grade_turn_sync(facts, metrics=metrics)
+    for result in grades.metric_results:
+        print(result.metric_name, result.score, result.passed)
+    print(grades.passed)
+
+``grade_turn`` is the async form (every metric kind, LLM judges included); ``grade_turn_sync``
+runs deterministic and code graders only, and refuses judge metrics with a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graders.tool_calls import assert_tools, tools_matched
+from runs.engine.metrics import MetricRunner, TurnFacts, skip_reason
+from runs.report.models import MetricResult, ToolInvocation
+
+if TYPE_CHECKING:
+    from runs.spec.metrics import Metric
+    from runs.spec.test_cases import ExpectedTool
+
+__all__ = [
+    "JUDGE_KINDS",
+    "TurnFacts",
+    "TurnGrades",
+    "expectations_from_yaml",
+    "grade_turn",
+    "grade_turn_sync",
+    "metrics_from_yaml",
+]
+
+JUDGE_KINDS = frozenset({"geval", "rag"})
+
+
+@dataclass
+class TurnGrades:
+    """What grading a turn produced, in the shapes the engine records."""
+
+    metric_results: list[MetricResult] = field(default_factory=list)
+    # metric name -> the code grader's ``details``
+    grader_details: dict[str, Any] = field(default_factory=dict)
+    # one record per tool assertion (the arg-match diff), and their roll-up
+    arg_match_details: list[dict[str, Any]] | None = None
+    tools_matched: bool | None = None
+    # a ``fail_on_error`` metric that could not grade: why the case must stop
+    stop_reason: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """The grading's verdict (a turn also fails on its own errors, which are not grades)."""
+        return self.tools_matched is not False and all(m.passed for m in self.metric_results)
+
+
+async def grade_turn(
+    facts: TurnFacts,
+    *,
+    metrics: Sequence[Metric] = (),
+    expected_tools: Sequence[ExpectedTool] = (),
+    runner: MetricRunner | None = None,
+    judge: Any = None,
+) -> TurnGrades:
+    """Grade one turn: tool assertions against ``facts.tool_invocations`` (this turn's calls
+    only), then each enabled metric that applies (metrics needing a ground truth or retrieval
+    context are skipped without one, and not recorded).
+
+    ``runner`` carries the agent (its judge model defaults); without one, judge metrics need
+    their own ``model`` or ``judge``.
+    """
+    grades = TurnGrades()
+    if expected_tools:
+        calls = [_invocation(call) for call in facts.tool_invocations]
+        verdicts = assert_tools(list(expected_tools), calls)
+        grades.tools_matched = tools_matched(verdicts)
+        grades.arg_match_details = [verdict.to_wire() for verdict in verdicts] or None
+    metric_runner = runner or MetricRunner(None, judge=judge)
+    for metric in metrics:
+        if not metric.enabled or skip_reason(metric, facts) is not None:
+            continue
+        result, details = await metric_runner.grade(metric, facts)
+        grades.metric_results.append(result)
+        if details is not None:
+            grades.grader_details[metric.metric_name] = details
+        if result.error is not None and metric.fail_on_error and grades.stop_reason is None:
+            grades.stop_reason = (
+                f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
+            )
+    return grades
+
+
+def grade_turn_sync(
+    facts: TurnFacts,
+    *,
+    metrics: Sequence[Metric] = (),
+    expected_tools: Sequence[ExpectedTool] = (),
+    runner: MetricRunner | None = None,
+) -> TurnGrades:
+    """``grade_turn`` for deterministic and code graders, from synchronous code.
+
+    Raises ValueError for an LLM-judge metric (use ``grade_turn``), and RuntimeError when
+    called from inside a running event loop (await ``grade_turn`` there).
+    """
+    judged = [m.metric_name for m in metrics if m.kind in JUDGE_KINDS and m.enabled]
+    if judged:
+        raise ValueError(
+            f"grade_turn_sync grades deterministic and code metrics only; {', '.join(judged)} "
+            "need an LLM judge: await grade_turn(...) instead"
+        )
+    return asyncio.run(
+        grade_turn(facts, metrics=metrics, expected_tools=expected_tools, runner=runner)
+    )
+
+
+def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Path) -> list[Metric]:
+    """Metric configs as written in agent.yaml (``evaluations.metrics`` items) -> validated
+    metric objects; code graders are resolved relative to ``base_dir``. Raises ValueError
+    naming the item and field at fault."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from runs.spec.metrics import Metric
+    from runs.spec.resolve import CodeResolver
+
+    root = Path(base_dir).resolve()
+    context = {"base_dir": root, "resolver": CodeResolver(root)}
+    adapter: TypeAdapter[Metric] = TypeAdapter(Metric)
+    metrics = []
+    for position, item in enumerate(items):
+        try:
+            metrics.append(adapter.validate_python(dict(item), context=context))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"metrics[{position}] {where}: {first['msg']}") from None
+    return metrics
+
+
+def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
+    """``expected_tools`` as written in agent.yaml (names or ``{name, args, count}``)."""
+    from runs.spec.test_cases import Turn
+
+    turn = Turn.model_validate({"input": "-", "expected_tools": list(items)})
+    return turn.tool_expectations()
+
+
+def _invocation(call: Any) -> Any:
+    """Tool calls may be given as wire ``ToolInvocation`` objects or plain dicts."""
+    if isinstance(call, ToolInvocation | Mapping):
+        return ToolInvocation.model_validate(call) if isinstance(call, Mapping) else call
+    return call
