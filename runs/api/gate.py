@@ -1,5 +1,104 @@
-"""The CI gate: compare a run with its baseline and say whether it may merge."""
+"""The CI gate: compare a run with its baseline and say whether it may merge (read-only)."""
 
-from ninja import Router
+from typing import Annotated, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+from ninja.errors import HttpError
+
+from runs.api.schemas import ErrorOut, Id, SafeText
+from runs.gate import GateError, GateOptions, gate_baseline, gate_evaluate, gate_run, public_url
 
 router = Router(tags=["gate"])
+
+Kind = Literal["standard", "rag", "geval", "code", "tools"]
+Drop = Annotated[float, Field(ge=0, le=1e9)]
+
+
+class GateIn(Schema):
+    run: Id
+    baseline: Id | SafeText = Field(
+        default="parent-commit",
+        description="a run id, `parent-commit` (the compare page's rule) or `latest:<branch>`",
+    )
+    max_regressions: int = Field(default=0, ge=0, le=1_000_000, description="regressed turns")
+    min_pass_rate: float | None = Field(default=None, ge=0, le=100)
+    kinds: list[Kind] = Field(
+        default_factory=list, description="count regressions and metrics for these kinds only"
+    )
+    max_metric_drop: dict[SafeText, Drop] = Field(
+        default_factory=dict, description="metric name -> the drop of its average allowed"
+    )
+
+
+class RegressedCaseOut(Schema):
+    key: str
+    turns: list[int]
+    url: str
+
+
+class MetricChangeOut(Schema):
+    name: str
+    kind: str
+    before: float | None
+    after: float | None
+    limit: float | None
+    over_limit: bool
+
+
+class GateOut(Schema):
+    passed: bool
+    reasons: list[str]
+    run: int
+    baseline_run: int
+    baseline_rule: str
+    regressions: int
+    fixes: int
+    pass_rate: float | None
+    baseline_pass_rate: float | None
+    regressed: list[RegressedCaseOut]
+    metrics: list[MetricChangeOut]
+    compare_url: str
+    markdown: str
+
+
+# 400: a body that is not JSON; 401: no or a bad token.
+ERRORS = {code: ErrorOut for code in (400, 401, 404, 422)}
+
+
+@router.post("/gate", response={200: GateOut, **ERRORS})
+def gate(request: HttpRequest, payload: GateIn) -> object:
+    try:
+        run = gate_run(payload.run)
+        baseline = gate_baseline(run, payload.baseline)
+        result = gate_evaluate(
+            run,
+            baseline,
+            GateOptions(
+                max_regressions=payload.max_regressions,
+                min_pass_rate=payload.min_pass_rate,
+                kinds=tuple(dict.fromkeys(payload.kinds)),
+                max_metric_drop=dict(payload.max_metric_drop),
+                # HOLODECK_PUBLIC_URL, else the address the caller reached us at
+                base_url=public_url(request.build_absolute_uri("/")),
+            ),
+        )
+    except GateError as exc:
+        raise HttpError(exc.status, exc.message) from exc
+    return {
+        "passed": result.passed,
+        "reasons": result.reasons,
+        "run": run.pk,
+        "baseline_run": result.baseline.pk,
+        "baseline_rule": result.baseline_rule,
+        "regressions": result.regressions,
+        "fixes": result.fixes,
+        "pass_rate": result.pass_rate,
+        "baseline_pass_rate": result.baseline_pass_rate,
+        "regressed": result.regressed,
+        "metrics": [
+            {**vars(change), "over_limit": change.over_limit} for change in result.metric_changes
+        ],
+        "compare_url": result.compare_url,
+        "markdown": result.markdown,
+    }

@@ -1,0 +1,460 @@
+"""The CI gate: compare a run with its baseline and say whether it may merge.
+
+``gate_run`` and ``gate_baseline`` find the two runs (a ``GateError`` when they cannot);
+``gate_evaluate`` compares them with the compare page's code and checks the thresholds, and
+returns a ``GateResult`` with its reasons and a Markdown summary fit for a pull-request comment.
+
+The pass rate and cases passed are the runs' own (what their run pages show); regressions,
+fixes and metric averages are counted over the selected kinds only (every kind by default).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from django.conf import settings
+
+from runs.compare_selectors import (
+    FINISHED,
+    Baseline,
+    Comparison,
+    MetricLine,
+    baseline_choose,
+    compare_runs,
+    runs_for_compare,
+)
+from runs.models import Run
+from runs.report.compare import ABSENT, KINDS, Row, change_of
+
+PARENT_COMMIT = "parent-commit"
+LATEST = "latest:"
+DEFAULT_URL = "http://127.0.0.1:8000"
+MAX_ID = 2**63 - 1  # beyond it an id is no row's (and would overflow the database's integer)
+
+
+class GateError(Exception):
+    """Input the gate cannot work with: ``status`` 404 (no such run) or 422 (anything else)."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    max_regressions: int = 0
+    min_pass_rate: float | None = None  # 0–100
+    kinds: tuple[str, ...] = ()  # empty: every kind
+    max_metric_drop: dict[str, float] = field(default_factory=dict)  # metric name -> limit
+    base_url: str = DEFAULT_URL
+
+
+@dataclass(frozen=True)
+class RegressedCase:
+    key: str
+    turns: list[int]  # turn indexes, as the dashboard numbers them (from 0)
+    url: str  # the side-by-side page of the case
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    name: str
+    kind: str
+    before: float | None
+    after: float | None
+    limit: float | None  # the allowed drop, when one was set
+
+    @property
+    def drop(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.before - self.after
+
+    @property
+    def over_limit(self) -> bool:
+        if self.limit is None or self.before is None:
+            return False
+        return self.after is None or (self.drop or 0.0) > self.limit + 1e-9
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    reasons: list[str]  # why it failed (empty when it passed)
+    run: Run
+    baseline: Run
+    baseline_rule: str
+    regressions: int  # regressed turns
+    fixes: int  # fixed turns
+    pass_rate: float | None
+    baseline_pass_rate: float | None
+    regressed: list[RegressedCase]
+    metric_changes: list[MetricChange]
+    compare_url: str
+    markdown: str = ""
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+def gate_run(run_id: int) -> Run:
+    """The run to gate: it must exist and have finished."""
+    found = runs_for_compare([run_id]) if 0 < run_id <= MAX_ID else []
+    if not found:
+        raise GateError(f"no run #{run_id}", status=404)
+    run = found[0]
+    if run.status in Run.ACTIVE:
+        raise GateError(f"run #{run.pk} is still {run.status}: gate it once it has finished")
+    return run
+
+
+def gate_baseline(run: Run, spec: str | int) -> Baseline:
+    """The baseline named by ``spec``: a run id, ``parent-commit`` (the compare page's rule) or
+    ``latest:<branch>`` (the latest finished run of that branch of the run's project)."""
+    rule, value = baseline_spec_parse(spec)
+    if rule == "id":
+        return _baseline_by_id(run, int(value))
+    if rule == PARENT_COMMIT:
+        return _baseline_by_rule(run)
+    return _baseline_latest(run, value)
+
+
+def baseline_spec_parse(spec: str | int) -> tuple[str, str]:
+    """("id", "12"), ("parent-commit", "") or ("latest", branch); else a ``GateError``."""
+    text = str(spec).strip()
+    if text.isdigit() and int(text) > 0:
+        return "id", text
+    if text == PARENT_COMMIT:
+        return PARENT_COMMIT, ""
+    branch = text.removeprefix(LATEST).strip()
+    if text.startswith(LATEST) and branch:
+        return "latest", branch
+    raise GateError(f"baseline {text!r}: use a run id, {PARENT_COMMIT!r} or 'latest:<branch>'")
+
+
+def _baseline_by_id(run: Run, baseline_id: int) -> Baseline:
+    if baseline_id == run.pk:
+        raise GateError(f"run #{run.pk} cannot be its own baseline")
+    found = runs_for_compare([baseline_id]) if baseline_id <= MAX_ID else []
+    if not found:
+        raise GateError(f"no baseline run #{baseline_id}", status=404)
+    if found[0].status in Run.ACTIVE:
+        raise GateError(f"baseline run #{baseline_id} is still {found[0].status}")
+    return Baseline(found[0], "chosen by you", added=True)
+
+
+def _baseline_by_rule(run: Run) -> Baseline:
+    baseline = baseline_choose([run])
+    if baseline is None:
+        branch = run.git_branch or "no branch"
+        raise GateError(
+            f"no baseline for run #{run.pk}: the parent-commit rule found no finished run of "
+            f"the parent commit, no earlier finished run of {branch} and no run before it in "
+            f"{_project_name(run)}; name the baseline: a run id or latest:<branch>"
+        )
+    return baseline
+
+
+def _baseline_latest(run: Run, branch: str) -> Baseline:
+    runs = Run.objects.filter(git_branch=branch, status__in=FINISHED).exclude(pk=run.pk)
+    if run.project_id:
+        runs = runs.filter(project_id=run.project_id)
+    else:
+        runs = runs.filter(project__isnull=True, agent_name=run.agent_name)
+    latest = runs.order_by("-created_at", "-id").values_list("pk", flat=True).first()
+    if latest is None:
+        raise GateError(
+            f"no baseline for run #{run.pk}: latest:{branch} found no finished run of branch "
+            f"{branch} in {_project_name(run)} other than run #{run.pk}"
+        )
+    return Baseline(
+        runs_for_compare([latest])[0], f"the latest finished run of {branch}", added=True
+    )
+
+
+def _project_name(run: Run) -> str:
+    return f"project {run.project.name}" if run.project else f"agent {run.agent_name}"
+
+
+def kinds_parse(text: str) -> tuple[str, ...]:
+    """``standard,code`` -> ("standard", "code"); an unknown kind is a ``GateError``."""
+    kinds = tuple(dict.fromkeys(kind.strip() for kind in text.split(",") if kind.strip()))
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise GateError(f"unknown kind {unknown[0]!r}: use {', '.join(KINDS)}")
+    return kinds
+
+
+def metric_drops_parse(values: list[str]) -> dict[str, float]:
+    """``["answer_numeric=0.05"]`` -> {"answer_numeric": 0.05}; anything else is a ``GateError``."""
+    limits: dict[str, float] = {}
+    for value in values:
+        name, _, limit = value.partition("=")
+        try:
+            number = float(limit)
+        except ValueError:
+            number = -1.0
+        if not name.strip() or not number >= 0 or number == float("inf"):
+            raise GateError(f"--max-metric-drop {value!r}: use NAME=DROP, e.g. rouge=0.05")
+        limits[name.strip()] = number
+    return limits
+
+
+def public_url(fallback: str = DEFAULT_URL) -> str:
+    """The dashboard's base URL for links: setting or env HOLODECK_PUBLIC_URL, else
+    ``fallback``."""
+    configured = getattr(settings, "HOLODECK_PUBLIC_URL", "") or os.environ.get(
+        "HOLODECK_PUBLIC_URL", ""
+    )
+    return (configured or fallback).rstrip("/")
+
+
+# --- the verdict ------------------------------------------------------------------------------
+
+
+def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateResult:
+    """Compare ``run`` with ``baseline`` and check ``options``' thresholds (3 queries)."""
+    before = baseline.run
+    comparison = compare_runs([before, run], before, list(options.kinds))
+    regressions, fixes = comparison.matrix.totals(run.pk)
+    base_url = options.base_url.rstrip("/")
+    changes = _metric_changes(comparison, run, before, options.max_metric_drop)
+    result = GateResult(
+        passed=False,
+        reasons=[],
+        run=run,
+        baseline=before,
+        baseline_rule=baseline.rule,
+        regressions=regressions,
+        fixes=fixes,
+        pass_rate=run.pass_rate,
+        baseline_pass_rate=before.pass_rate,
+        regressed=_regressed_cases(comparison, run, base_url, options.kinds),
+        metric_changes=changes,
+        compare_url=_compare_url(base_url, before, run, options.kinds),
+    )
+    result.reasons = _reasons(result, options)
+    result.passed = not result.reasons
+    result.markdown = gate_markdown(result, options)
+    return result
+
+
+def _reasons(result: GateResult, options: GateOptions) -> list[str]:
+    reasons = []
+    if result.run.status in (Run.Status.ERROR, Run.Status.CANCELLED):
+        reasons.append(f"run #{result.run.pk} ended {result.run.status}")
+    if result.regressions > options.max_regressions:
+        reasons.append(
+            f"{_plural(result.regressions, 'regressed turn')} "
+            f"(at most {options.max_regressions} allowed)"
+        )
+    if options.min_pass_rate is not None:
+        if result.pass_rate is None:
+            reasons.append("no graded case, so no pass rate")
+        elif result.pass_rate < options.min_pass_rate:
+            reasons.append(
+                f"pass rate {_percent(result.pass_rate)} is below {_percent(options.min_pass_rate)}"
+            )
+    for change in result.metric_changes:
+        if change.over_limit:
+            reasons.append(_drop_reason(change))
+    return reasons
+
+
+def _drop_reason(change: MetricChange) -> str:
+    if change.after is None:
+        return f"{change.name} has no average in the run (it was {change.before:.3f})"
+    return (
+        f"{change.name} dropped by {change.drop:.3f} "
+        f"({change.before:.3f} → {change.after:.3f}; at most {change.limit:g} allowed)"
+    )
+
+
+def _regressed_cases(
+    comparison: Comparison, run: Run, base_url: str, kinds: tuple[str, ...]
+) -> list[RegressedCase]:
+    base_id = comparison.baseline.pk
+    regressed = []
+    for row in comparison.matrix.rows:
+        turns = _regressed_turns(row, base_id, run.pk)
+        if turns:
+            query = {"runs": f"{base_id},{run.pk}", "key": row.key}
+            if kinds:
+                query["kinds"] = ",".join(kinds)
+            url = f"{base_url}/compare/case/?{urlencode(query)}#turn-{turns[0]}"
+            regressed.append(RegressedCase(row.key, turns, url))
+    return regressed
+
+
+def _regressed_turns(row: Row, base_id: int, run_id: int) -> list[int]:
+    return [
+        index
+        for index, line in enumerate(row.turns)
+        if change_of(line.get(base_id, ABSENT), line.get(run_id, ABSENT)) == "regression"
+    ]
+
+
+def _metric_changes(
+    comparison: Comparison, run: Run, baseline: Run, limits: dict[str, float]
+) -> list[MetricChange]:
+    """Every metric of either run (by kind and name), with the drop allowed for it if any."""
+    lines = {headline.run.pk: _by_name(headline.metrics) for headline in comparison.headlines}
+    before, after = lines.get(baseline.pk, {}), lines.get(run.pk, {})
+    unknown = [name for name in limits if not any(key[1] == name for key in (*before, *after))]
+    if unknown:
+        raise GateError(f"--max-metric-drop: neither run has a metric {unknown[0]!r}")
+    return [
+        MetricChange(
+            name=name,
+            kind=kind,
+            before=before[(kind, name)].average if (kind, name) in before else None,
+            after=after[(kind, name)].average if (kind, name) in after else None,
+            limit=limits.get(name),
+        )
+        for kind, name in sorted({*before, *after}, key=lambda key: (KINDS.index(key[0]), key[1]))
+    ]
+
+
+def _by_name(metrics: dict[str, list[MetricLine]]) -> dict[tuple[str, str], MetricLine]:
+    return {(line.kind, line.name): line for lines in metrics.values() for line in lines}
+
+
+def _compare_url(base_url: str, baseline: Run, run: Run, kinds: tuple[str, ...]) -> str:
+    query = {"runs": f"{baseline.pk},{run.pk}", "baseline": str(baseline.pk)}
+    if kinds:
+        query["kinds"] = ",".join(kinds)
+    return f"{base_url}/compare/?{urlencode(query, safe=',')}"
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+
+def gate_markdown(result: GateResult, options: GateOptions) -> str:
+    """The summary for a pull-request comment."""
+    parts = [
+        _md_title(result),
+        _md_runs(result, options),
+        _md_table(result),
+        _md_reasons(result),
+        _md_regressed(result),
+        _md_metrics(result),
+        f"[Full comparison]({result.compare_url})",
+    ]
+    return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _md_title(result: GateResult) -> str:
+    if result.passed:
+        return f"## ✅ HoloDeck gate passed: {_md(result.run.agent_name)}"
+    return f"## ❌ HoloDeck gate failed: {_md(result.run.agent_name)}"
+
+
+def _md_runs(result: GateResult, options: GateOptions) -> str:
+    base_url = options.base_url.rstrip("/")
+    kinds = ""
+    if options.kinds:
+        kinds = f" Regressions and metrics counted for {', '.join(options.kinds)} only."
+    return (
+        f"Run {_md_run(result.run, base_url)} against baseline "
+        f"{_md_run(result.baseline, base_url)}: {_md(result.baseline_rule)}.{kinds}"
+    )
+
+
+def _md_run(run: Run, base_url: str) -> str:
+    where = [f"`{run.git_commit[:8]}`" if run.git_commit else "", _md(run.git_branch)]
+    said = " on ".join(part for part in where if part)
+    return f"[#{run.pk}]({base_url}/runs/{run.pk}/)" + (f" ({said})" if said else "")
+
+
+def _md_table(result: GateResult) -> str:
+    run, base = result.run, result.baseline
+    rate_change = (
+        f"{result.pass_rate - result.baseline_pass_rate:+.2f} pts"
+        if result.pass_rate is not None and result.baseline_pass_rate is not None
+        else ""
+    )
+    return "\n".join(
+        [
+            f"| | run #{run.pk} | baseline #{base.pk} | change |",
+            "| --- | --- | --- | --- |",
+            f"| pass rate | {_percent(result.pass_rate)} | "
+            f"{_percent(result.baseline_pass_rate)} | {rate_change} |",
+            f"| cases passed | {run.passed_cases}/{run.total_cases} | "
+            f"{base.passed_cases}/{base.total_cases} | "
+            f"{run.passed_cases - base.passed_cases:+d} |",
+            f"| regressed turns | {result.regressions} | | |",
+            f"| fixed turns | {result.fixes} | | |",
+        ]
+    )
+
+
+def _md_reasons(result: GateResult) -> str:
+    if not result.reasons:
+        return ""
+    return "**Failed because:**\n\n" + "\n".join(f"- {reason}" for reason in result.reasons)
+
+
+def _md_regressed(result: GateResult) -> str:
+    if not result.regressed:
+        return ""
+    lines = [
+        f"### Regressed cases ({len(result.regressed)})",
+        "",
+        "| case | regressed turns | side by side |",
+        "| --- | --- | --- |",
+    ]
+    lines += [
+        f"| {_md(case.key)} | {', '.join(str(turn) for turn in case.turns)} | "
+        f"[compare]({case.url}) |"
+        for case in result.regressed
+    ]
+    return "\n".join(lines)
+
+
+def _md_metrics(result: GateResult) -> str:
+    shown = [
+        change
+        for change in result.metric_changes
+        if change.limit is not None or (change.drop is not None and change.drop > 0)
+    ]
+    if not shown:
+        return ""
+    lines = [
+        "### Metric drops",
+        "",
+        "| metric | kind | baseline | run | change | allowed drop |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for change in shown:
+        delta = "" if change.drop is None else f"{-change.drop:+.3f}"
+        mark = " ❌" if change.over_limit else ""
+        limit = "" if change.limit is None else f"{change.limit:g}"
+        lines.append(
+            f"| {_md(change.name)}{mark} | {change.kind} | {_score(change.before)} | "
+            f"{_score(change.after)} | {delta} | {limit} |"
+        )
+    return "\n".join(lines)
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}%"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+MARKDOWN_SPECIALS = "\\`*_[]<>|~"
+
+
+def _md(text: str) -> str:
+    """User text (case and metric names, branches) as literal Markdown on one line."""
+    flat = " ".join(text.split())
+    return "".join(f"\\{char}" if char in MARKDOWN_SPECIALS else char for char in flat)
