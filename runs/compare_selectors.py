@@ -95,7 +95,8 @@ def runs_for_compare(run_ids: list[int]) -> list[Run]:
 def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline | None:
     """The baseline for comparing ``runs`` (the newest of them is the subject).
 
-    ``chosen``: the user's pick among the runs. Otherwise, among the other runs asked for (or,
+    ``chosen``: the user's pick among the runs. A re-grade's baseline is the run it re-grades.
+    Otherwise, among the other runs asked for (or,
     when only one run was asked for, among every run of its project or agent): the latest
     finished run of the parent commit of the subject's commit (found with git in the project's
     repository); else the latest earlier finished run of the same project and branch; else the
@@ -109,6 +110,13 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
         return None
     subject = max(runs, key=lambda run: (run.created_at, run.pk))
     others = [run for run in runs if run.pk != subject.pk]
+    if subject.regrade_of_id is not None:
+        original = next((run for run in others if run.pk == subject.regrade_of_id), None)
+        if original is None and not others:
+            found = runs_for_compare([subject.regrade_of_id])
+            original = found[0] if found else None
+        if original is not None:
+            return Baseline(original, "the run it re-grades", added=not others)
     pool = others or _siblings(subject)
     added = not others
     parent = _parent_commit(subject)

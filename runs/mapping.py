@@ -2,7 +2,8 @@
 
 Wire -> rows: ``case_values`` (a case row's result columns) and ``turn_rows`` (a case's turn rows
 with their metric rows); rows -> wire: ``case_to_wire``, built from a case row and, for a
-multi-turn case, its turn rows. Verdicts are decided here, once, as the rows are written
+multi-turn case, its turn rows (``turn_to_wire`` for one turn row). Verdicts are decided here,
+once, as the rows are written
 (``runs.report.outcomes``); nothing recomputes them on read. Adding a result field means adding
 it to the wire model, the row model and this module, nowhere else.
 """
@@ -162,12 +163,12 @@ def case_to_wire(
             result = result.model_copy(update={"tool_invocations": invocations})
         return result
     metrics_by_turn = metrics_by_turn or {}
-    wire_turns = [_turn_to_wire(turn, metrics_by_turn.get(turn.pk, [])) for turn in turns]
+    wire_turns = [turn_to_wire(turn, metrics_by_turn.get(turn.pk, [])) for turn in turns]
     invocations = [call for turn in wire_turns for call in turn.tool_invocations]
     return result.model_copy(update={"turns": wire_turns, "tool_invocations": invocations})
 
 
-def _turn_to_wire(turn: TurnResult, metrics: Sequence[MetricResult]) -> wire.TurnResult:
+def turn_to_wire(turn: TurnResult, metrics: Sequence[MetricResult]) -> wire.TurnResult:
     return wire.TurnResult(
         turn_index=turn.index,
         input=turn.input,

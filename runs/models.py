@@ -52,11 +52,16 @@ class Run(models.Model):
         DASHBOARD = "dashboard"
         CLI = "cli"
         IMPORT = "import"
+        REGRADE = "regrade"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     project = models.ForeignKey(
         AgentProject, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    # A re-grade: this run's transcripts are the original's, graded with another agent.yaml.
+    regrade_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="regrades"
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.DASHBOARD)

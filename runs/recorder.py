@@ -86,7 +86,8 @@ def run_open(
     command's process.
     """
     cases = options["cases"]
-    status = Run.Status.QUEUED if source == Run.Source.DASHBOARD else Run.Status.RUNNING
+    queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
+    status = Run.Status.QUEUED if queued else Run.Status.RUNNING
     with transaction.atomic():
         run = Run.objects.create(
             project=project,
@@ -102,7 +103,7 @@ def run_open(
             config_snapshot=agent.redacted_snapshot(),
             raw_yaml=agent.raw_yaml,
             agent_sources=agent.sources,
-            options=options if source == Run.Source.DASHBOARD else {**options, "owner": _me()},
+            options=options if queued else {**options, "owner": _me()},
             cli_args=list(cli_args),
             created_by=user if getattr(user, "is_authenticated", False) else None,
             total_cases=len(cases),

@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from graders.result import error_text
 from runs import gitutil
-from runs.models import CaseResult, Run
+from runs.engine.events import CaseEvent
+from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
 from runs.recorder import (
     CaseRecorder,
@@ -37,6 +38,7 @@ from runs.recorder import (
     close_thread_connection,
     run_settle,
 )
+from runs.report import models as wire
 from runs.services.launch import LaunchError
 from runs.services.queue import EXECUTE_CASE, task_enqueue
 
@@ -67,6 +69,30 @@ def run_start(*, run_id: int) -> None:
         )
         case_pump(run=run)
         run_settle(run)  # a run with no case left to run finishes here
+
+
+def run_execute_inline(*, run_id: int) -> Run:
+    """Run a queued run's cases in this process, one after another, without a worker (the
+    ``regrade`` command's default). Each case is claimed like a worker would; a case a worker
+    took meanwhile is left to it."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status == Run.Status.QUEUED:
+            run.mark_running()
+    for case in (
+        CaseResult.objects.select_related("run", "run__project")
+        .filter(run_id=run_id, status=CaseResult.Status.PENDING)
+        .order_by("index")
+    ):
+        if case.run.status != Run.Status.RUNNING:
+            break
+        attempt = case_claim(case)
+        if attempt is not None:
+            _case_run(case, attempt)
+    run = Run.objects.get(pk=run_id)
+    if run_settle(run):
+        run_agent_forget(run_id)
+    return Run.objects.get(pk=run_id)
 
 
 def case_pump(*, run: Run) -> int:
@@ -130,7 +156,11 @@ def _case_run(case: CaseResult, attempt: int) -> None:
     try:
         with _heartbeat(case, attempt):
             agent = run_agent(case.run)
-            asyncio.run(_execute(agent, case, attempt))
+            original = case.run.options.get("regrade_of")
+            if original:
+                asyncio.run(_regrade(agent, case, attempt, int(original)))
+            else:
+                asyncio.run(_execute(agent, case, attempt))
     except CaseSuperseded:
         return
     except Exception as exc:
@@ -174,6 +204,53 @@ async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:
         await engine.run_case(case.index)
     finally:
         await sync_to_async(close_thread_connection, thread_sensitive=True)()
+
+
+async def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
+    """Grade the original run's transcript of this case with the run's agent.yaml: the agent
+    is never called. Turns are written as they are graded, like a live case's."""
+    from runs.engine.regrade import regrade_case
+
+    recorder = CaseRecorder(per_turn=True, watch_cancel=True)
+    recorder.track(case, attempt)
+    try:
+        stored = await sync_to_async(_stored_turns, thread_sensitive=True)(original_id, case)
+        result, turns = await regrade_case(
+            agent,
+            case_name=case.name or None,
+            case_index=case.index,
+            stored=stored,
+            multi_turn=case.is_multi_turn,
+            on_turn=lambda turn: recorder(_turn_event(case, turn)),
+        )
+        await recorder(_finished_event(case, result, turns))
+    finally:
+        await sync_to_async(close_thread_connection, thread_sensitive=True)()
+
+
+def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
+    """The original run's turns of the case with this index (the re-grade keeps the indices)."""
+    from runs.mapping import turn_to_wire
+
+    rows = TurnResult.objects.filter(run_id=original_id, case__index=case.index).order_by("index")
+    return [turn_to_wire(row, ()) for row in rows]
+
+
+def _turn_event(case: CaseResult, turn: wire.TurnResult) -> CaseEvent:
+    return CaseEvent("turn_finished", case.index, case.name or None, case.turn_count, turn=turn)
+
+
+def _finished_event(
+    case: CaseResult, result: wire.TestResult, turns: list[wire.TurnResult]
+) -> CaseEvent:
+    return CaseEvent(
+        "case_finished",
+        case.index,
+        case.name or None,
+        case.turn_count,
+        result=result,
+        turns=tuple(turns),
+    )
 
 
 # --- the agent of a run, loaded once per process ---------------------------------------------

@@ -9,7 +9,7 @@ the transaction commits. Nothing is queued when validation fails.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runs import gitutil
 from runs.models import AgentProject, Run
@@ -17,6 +17,9 @@ from runs.recorder import cases_cancel_pending, run_open, run_options, run_settl
 from runs.services.queue import START_RUN, task_enqueue
 from runs.spec.errors import ConfigError, ConfigProblem
 from runs.spec.test_cases import case_label
+
+if TYPE_CHECKING:
+    from runs.spec.loader import LoadedAgent
 
 
 class LaunchError(Exception):
@@ -57,23 +60,9 @@ def run_create(
 
     Raises ConfigError (every problem of the agent.yaml) or LaunchError; nothing is queued then.
     """
-    from runs.spec.loader import load_agent
-
-    directory = Path(project.directory)
+    agent, commit = agent_load_at(project=project, git_ref=git_ref, parallel=parallel)
     ref = git_ref.strip()
-    commit = ""
-    if ref:
-        try:
-            commit = gitutil.resolve_commit(directory, ref)
-        except gitutil.GitError as exc:
-            raise LaunchError(str(exc), field="git_ref") from exc
-    try:
-        with gitutil.checkout(directory, commit or None) as agent_dir:
-            agent = load_agent(agent_dir / project.agent_file, parallel_override=parallel)
-    except gitutil.GitError as exc:
-        raise LaunchError(f"could not check out {ref}: {exc}", field="git_ref") from exc
-    except FileNotFoundError as exc:
-        raise ConfigError([ConfigProblem(project.agent_file, None, None, "", str(exc))]) from exc
+    directory = Path(project.directory)
     indices = cases_select(agent.config.test_cases, case_filter=case_filter, limit=limit)
     if not indices:
         raise LaunchError(f"no test case matches the filter {case_filter!r}", field="case_filter")
@@ -95,6 +84,34 @@ def run_create(
     run.agent_config_path = str(project.agent_path)
     task_enqueue(START_RUN, run.pk)
     return run
+
+
+def agent_load_at(
+    *, project: AgentProject, git_ref: str = "", parallel: int | None = None
+) -> tuple[LoadedAgent, str]:
+    """The project's agent, validated, at ``git_ref`` (a temporary worktree) or as it is on
+    disk; and the commit it was read at ("" for the working tree).
+
+    Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref).
+    """
+    from runs.spec.loader import load_agent
+
+    directory = Path(project.directory)
+    ref = git_ref.strip()
+    commit = ""
+    if ref:
+        try:
+            commit = gitutil.resolve_commit(directory, ref)
+        except gitutil.GitError as exc:
+            raise LaunchError(str(exc), field="git_ref") from exc
+    try:
+        with gitutil.checkout(directory, commit or None) as agent_dir:
+            agent = load_agent(agent_dir / project.agent_file, parallel_override=parallel)
+    except gitutil.GitError as exc:
+        raise LaunchError(f"could not check out {ref}: {exc}", field="git_ref") from exc
+    except FileNotFoundError as exc:
+        raise ConfigError([ConfigProblem(project.agent_file, None, None, "", str(exc))]) from exc
+    return agent, commit
 
 
 def run_cancel(*, run: Run) -> bool:

@@ -1,0 +1,83 @@
+"""Re-grade a finished run: a new run holding the original's transcripts, graded with the
+current agent.yaml (or the one at a git ref), without calling the agent.
+
+The re-grade is an ordinary run (source ``regrade``, ``regrade_of`` the original): it is pinned
+to the agent.yaml it was created with, its cases go through the workers like any run's (LLM
+judges included, with progress, recovery and cancel), and it compares with its original like
+any two runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runs import gitutil
+from runs.models import CaseResult, Run
+from runs.recorder import run_open
+from runs.services.launch import LaunchError, agent_load_at
+from runs.services.queue import START_RUN, task_enqueue
+
+GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
+
+
+def run_regrade_create(
+    *,
+    original: Run,
+    user: Any = None,
+    git_ref: str = "",
+    agent_path: Path | None = None,
+    enqueue: bool = True,
+) -> Run:
+    """A queued re-grade of ``original`` with its project's agent.yaml (at ``git_ref``), or
+    the agent.yaml at ``agent_path``. Raises ConfigError or LaunchError; nothing is queued then.
+    """
+    if original.status not in GRADED:
+        raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
+    project = original.project
+    if agent_path is not None:
+        from runs.services.projects import project_register
+
+        project = project_register(agent_path=agent_path)
+    if project is None:
+        raise LaunchError(
+            f"run {original.pk} has no project (an imported run): give the agent.yaml to "
+            "grade it with (manage.py regrade RUN --agent PATH)"
+        )
+    agent, commit = agent_load_at(project=project, git_ref=git_ref)
+    cases = [
+        [index, name, multi, turns]
+        for index, name, multi, turns in CaseResult.objects.filter(
+            run=original, status__in=[CaseResult.Status.DONE, CaseResult.Status.CANCELLED]
+        )
+        .order_by("index")
+        .values_list("index", "name", "is_multi_turn", "turn_count")
+    ]
+    if not cases:
+        raise LaunchError(f"run {original.pk} has no recorded case to re-grade")
+    options = {
+        "parallel": agent.parallel_test_cases,
+        "case_indices": [case[0] for case in cases],
+        "cases": cases,
+        "checkout_commit": commit,
+        "regrade_of": original.pk,
+    }
+    run = run_open(
+        agent=agent,
+        options=options,
+        source=Run.Source.REGRADE,
+        project=project,
+        user=user,
+        git=gitutil.git_info(Path(project.directory)),
+        git_ref=git_ref.strip(),
+        commit=commit,
+    )
+    Run.objects.filter(pk=run.pk).update(
+        regrade_of=original,
+        agent_config_path=str(project.agent_path),
+        prompt_version=original.prompt_version,
+    )
+    run.refresh_from_db()
+    if enqueue:
+        task_enqueue(START_RUN, run.pk)
+    return run
