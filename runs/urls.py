@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs import compare_views, import_views, token_views, trend_views, views
+from runs import compare_views, import_views, regrade_views, token_views, trend_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run_export"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/regrade/", regrade_views.run_regrade, name="run_regrade"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
     path("compare/", compare_views.compare, name="compare"),

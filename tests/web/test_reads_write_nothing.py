@@ -12,6 +12,7 @@ from django.urls import get_resolver, reverse
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run
+from runs.services.tokens import token_create, token_revoke
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project
 
@@ -32,7 +33,10 @@ def writes_of(client: Client, url: str) -> list[str]:
 def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_path: Path) -> None:
     from django.contrib.auth.models import User
 
-    client.force_login(User.objects.create_superuser("root", password="a-long-password"))
+    root = User.objects.create_superuser("root", password="a-long-password")
+    client.force_login(root)
+    token_revoke(token=token_create(user=root, name="old")[0])
+    token_create(user=root, name="ci")
     project: AgentProject = example_project(tmp_path)
     # A running run whose worker died long ago: the old progress poll would have reaped it.
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
@@ -49,6 +53,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("run_detail", args=[run.pk]),
         reverse("run_progress", args=[run.pk]),
         reverse("run_export", args=[run.pk]),
+        reverse("run_export", args=[run.pk]) + "?format=junit",
+        reverse("import_results"),
         reverse("case_detail", args=[run.pk, case.pk]),
         reverse("case_turns", args=[run.pk, case.pk]),
         reverse("compare") + f"?runs={run.pk},{other.pk}",
@@ -56,13 +62,15 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("compare_case") + f"?runs={other.pk},{run.pk}&key={case.name}",
         reverse("compare_config") + f"?runs={other.pk},{run.pk}",
         reverse("trends") + f"?project={project.pk}",
+        reverse("tokens"),
         reverse("admin:index"),
         reverse("admin:runs_run_changelist"),
         reverse("admin:runs_run_change", args=[run.pk]),
+        reverse("admin:runs_apitoken_changelist"),
     ]
     # Every named dashboard page with a GET handler is in the list above.
     names = {p.name for p in get_resolver().url_patterns[-1].url_patterns}  # runs.urls
-    assert names - {"run_cancel"} <= {url_name(url) for url in urls}
+    assert names - {"run_cancel", "run_regrade", "token_revoke"} <= {url_name(url) for url in urls}
     for url in urls:
         assert writes_of(client, url) == [], url
     run.refresh_from_db()

@@ -1,0 +1,47 @@
+"""Re-grade a finished run from its page."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from runs.models import Run
+from runs.views import staff_required
+
+
+class RegradeForm(forms.Form):
+    git_ref = forms.CharField(required=False, max_length=200)
+
+
+@staff_required
+@require_POST
+def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue a re-grade of the run with its project's agent.yaml (now, or at a git ref) and
+    open it; problems are shown on the original run's page, nothing is queued then."""
+    from runs.services.launch import LaunchError
+    from runs.services.regrade import run_regrade_create
+    from runs.spec.errors import ConfigError
+
+    original = get_object_or_404(Run, pk=run_id)
+    form = RegradeForm(request.POST)
+    back = HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": original.pk}))
+    if not form.is_valid():
+        messages.error(request, "The git ref is too long.")
+        return back
+    try:
+        run = run_regrade_create(
+            original=original, user=request.user, git_ref=form.cleaned_data["git_ref"]
+        )
+    except ConfigError as exc:
+        for line in exc.lines()[:10]:
+            messages.error(request, f"Cannot re-grade: {line}")
+        return back
+    except LaunchError as exc:
+        messages.error(request, f"Cannot re-grade: {exc}")
+        return back
+    messages.success(request, f"Re-grading run {original.pk} as run {run.pk}.")
+    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
