@@ -6,9 +6,10 @@ An expected tool call may assert its arguments. Each asserted value is one of:
   (``206588 == 206588.0``), a bool only equals a bool (``true != 1``), ``None`` only equals
   ``None``, lists compare element-wise, dicts by key set and then element-wise, strings exactly;
 - ``{fuzzy: "206588"}``: both sides normalised (trim, lowercase, collapse whitespace, drop ``,``
-  ``_`` and the narrow no-break space U+202F); a trailing ``%`` divides by 100; when both sides
-  then read as numbers (a plain space between digits counts as a thousands separator) they
-  compare as numbers, else as normalised text;
+  ``_`` and the narrow no-break space U+202F); for the numeric reading every whitespace character
+  is then removed and a trailing ``%`` divides by 100; when both sides read as numbers they are
+  equal when ``math.isclose(a, b, rel_tol=0, abs_tol=1e-9)`` (as HoloDeck: no relative
+  tolerance), else the normalised texts must be equal;
 - ``{regex: "^2009.*$"}``: an anchored full match (``re.fullmatch``) on ``str(actual)``.
 
 Matching never raises on any JSON value: a value that cannot be compared is a failed match
@@ -29,15 +30,16 @@ from graders.result import error_text
 
 MatcherKind = Literal["literal", "fuzzy", "regex"]
 
-# Fuzzy numbers: equal when math.isclose(a, b, rel_tol=FUZZY_REL_TOL, abs_tol=FUZZY_ABS_TOL).
-# The tolerance only absorbs float representation noise ("14.14%" -> 0.14140000000000003,
-# or huge numbers spelled two ways); it is not a user-facing tolerance.
-FUZZY_REL_TOL = 1e-9
+# Fuzzy numbers: equal when math.isclose(a, b, rel_tol=FUZZY_REL_TOL, abs_tol=FUZZY_ABS_TOL),
+# exactly HoloDeck's rule. The absolute tolerance absorbs float noise near everyday magnitudes
+# ("14.14%" -> 0.14140000000000003); there is deliberately no relative tolerance, so two large
+# numbers that differ in their last digits (1234567890123456 vs ...457) do not match.
+FUZZY_REL_TOL = 0.0
 FUZZY_ABS_TOL = 1e-9
 
 _FUZZY_DROP = re.compile("[,_\u202f]")
 _WHITESPACE = re.compile(r"\s+")
-_SPACE_BETWEEN_DIGITS = re.compile(r"(?<=\d) (?=\d)")
+_ANY_WHITESPACE = re.compile(r"\s")
 _MAX_SHOWN = 80
 
 
@@ -214,13 +216,14 @@ def fuzzy_normalize(value: Any) -> str:
 
 
 def fuzzy_number(normalized: str) -> float | None:
-    """Read a fuzzy-normalised string as a number: a trailing % divides by 100."""
-    text = normalized
+    """Read a fuzzy-normalised string as a number, as HoloDeck does: every whitespace character
+    is removed first (``"206 588"``, ``"- 5"``, ``"1 .5"`` read as 206588, -5, 1.5), then a
+    trailing % divides by 100."""
+    text = _ANY_WHITESPACE.sub("", normalized)
     percent = text.endswith("%")
     if percent:
-        text = text[:-1].strip()
-    text = _SPACE_BETWEEN_DIGITS.sub("", text)
-    if not text or " " in text:
+        text = text[:-1]
+    if not text:
         return None
     try:
         number = float(text)

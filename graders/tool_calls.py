@@ -7,9 +7,11 @@ Semantics (DESIGN.md §5-6):
 - every asserted arg must be present and match its matcher; extra args and extra tools are fine;
 - ``count`` is a lower bound on the number of fully matching calls.
 
-Each verdict records the first matching call and, for the closest candidate call (the
-name-matching call with the most passing args, the first on ties), a per-arg verdict the UI
-draws the arg-match diff from.
+Each verdict records ``matched_call_index``, the first matching call, only when the assertion
+passes (as HoloDeck: a ``count`` that is not met leaves it empty), and separately
+``closest_call_index``, the call the per-arg verdicts (the UI's arg-match diff) describe: the
+name-matching call with the most passing args, the first on ties. When the assertion passes the
+two are the same call.
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ class ToolAssertionVerdict:
     args_asserted: list[str]
     count: int
     matching_call_indices: list[int]
-    matched_call_index: int | None
-    candidate_call_index: int | None
+    matched_call_index: int | None  # the first matching call; None unless passed
+    closest_call_index: int | None  # the call arg_verdicts describe; None without a candidate
     arg_verdicts: list[ArgVerdict]
     passed: bool
     unmatched_reason: str | None
@@ -109,7 +111,7 @@ class ToolAssertionVerdict:
             "passed": self.passed,
             "count": self.count,
             "matching_calls": list(self.matching_call_indices),
-            "candidate_call_index": self.candidate_call_index,
+            "closest_call_index": self.closest_call_index,
             "args": [v.to_wire() for v in self.arg_verdicts],
         }
 
@@ -137,27 +139,27 @@ def _assert_one(expectation: ExpectationLike, calls: Sequence[CallLike]) -> Tool
     candidates = [i for i, call in enumerate(calls) if expectation.name in call.name]
     verdicts_by_call = {i: _judge_args(matchers, _call_args(calls[i])) for i in candidates}
     matching = [i for i in candidates if all(v.passed for v in verdicts_by_call[i])]
-    candidate = _closest(candidates, verdicts_by_call)
-    shown = matching[0] if matching else candidate
+    # A fully matching call has every arg passing, so the closest call is the first match.
+    closest = _closest(candidates, verdicts_by_call)
     passed = len(matching) >= count
     reason = None
     if not passed:
         reason = _unmatched_reason(expectation.name, count, calls, candidates, matching)
-        if reason is None and candidate is not None:
-            reason = _args_reason(verdicts_by_call[candidate])
+        if reason is None and closest is not None:
+            reason = _args_reason(verdicts_by_call[closest])
             if len(candidates) > 1:
                 reason += (
                     f" (closest of {len(candidates)} calls named like "
-                    f"'{expectation.name}': call {candidate})"
+                    f"'{expectation.name}': call {closest})"
                 )
     return ToolAssertionVerdict(
         tool=expectation.name,
         args_asserted=list(matchers),
         count=count,
         matching_call_indices=matching,
-        matched_call_index=matching[0] if matching else None,
-        candidate_call_index=candidate,
-        arg_verdicts=verdicts_by_call[shown] if shown is not None else [],
+        matched_call_index=matching[0] if passed else None,
+        closest_call_index=closest,
+        arg_verdicts=verdicts_by_call[closest] if closest is not None else [],
         passed=passed,
         unmatched_reason=reason,
     )

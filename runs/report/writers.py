@@ -169,14 +169,34 @@ def _markdown_turn_details(turn: TurnResult, max_text: int) -> list[str]:
 
 
 def _assertion_line(record: dict[str, Any]) -> str:
-    tool = record.get("tool") or record.get("name") or "?"
+    mark = PASS_MARK if _assertion_passed(record) else FAIL_MARK
+    return f"- {mark} {_inline(_assertion_text(record, code='`'))}"
+
+
+def _assertion_text(record: dict[str, Any], code: str) -> str:
+    """``tool `lookup` args year: matched call #0`` or ``...: <why it failed>``; a failed
+    assertion never names a matched call (its reason names the closest one when it helps)."""
+    tool = record.get("tool") or record.get("expected_tool") or record.get("name") or "?"
     args = record.get("args_asserted")
-    arg_text = f" args {', '.join(map(str, args))}" if args else ""
-    index = record.get("matched_call_index")
-    if index is not None:
-        return f"- {PASS_MARK} tool `{tool}`{arg_text}: matched call #{index}"
-    reason = record.get("unmatched_reason") or "no matching call"
-    return f"- {FAIL_MARK} tool `{tool}`{arg_text}: {_inline(str(reason))}"
+    text = f"tool {code}{tool}{code}" + (f" args {', '.join(map(str, args))}" if args else "")
+    if _assertion_passed(record):
+        matched = record.get("matched_call_index")
+        return text + (f": matched call #{matched}" if _is_index(matched) else ": matched")
+    reason = " ".join(str(record.get("unmatched_reason") or "no matching call").split())
+    return f"{text}: {reason}"
+
+
+def _assertion_passed(record: dict[str, Any]) -> bool:
+    """A tool assertion's verdict: its ``passed`` flag; a record without one (HoloDeck's)
+    passed when it names a matched call (HoloDeck writes -1 for a failed one)."""
+    passed = record.get("passed")
+    if isinstance(passed, bool):
+        return passed
+    return _is_index(record.get("matched_call_index"))
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _turn_verdict(turn: TurnResult) -> str:
@@ -315,6 +335,12 @@ def failure_reasons(result: TestResult) -> list[str]:
     ]
     if result.tools_matched is False:
         reasons.append("expected tools not matched")
+    reasons += [
+        f"turn {turn.turn_index} {_assertion_text(record, code='')}"
+        for turn in result.turns or []
+        for record in turn.arg_match_details or []
+        if not _assertion_passed(record)
+    ]
     reasons += [f"error: {error}" for error in result.errors]
     return reasons or ["test case failed"]
 

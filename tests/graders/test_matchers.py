@@ -111,6 +111,112 @@ def test_regex_records_the_text_it_matched_against() -> None:
     assert result.actual_normalized == "181001.0"
 
 
+# --- fuzzy numbers: HoloDeck's tolerance and whitespace rules ---------------------------------
+
+# (fuzzy pattern, actual, passes?): math.isclose(a, b, rel_tol=0, abs_tol=1e-9), nothing more.
+FUZZY_TOLERANCE_CASES: list[tuple[str, Any, bool]] = [
+    ("0.3", 0.1 + 0.2, True),  # 0.30000000000000004: float noise is absorbed
+    ("0.3", "0.30000000000000004", True),
+    ("0", "0.000000001", True),  # exactly 1e-9 apart: the boundary is inclusive
+    ("1", 1 + 0.9e-9, True),
+    ("1", "1.000000001", False),  # in binary floats these are 1.00000008e-9 apart
+    ("1", 1 + 2e-9, False),
+    ("0", "-0.000000001", True),
+    ("0", "0.000000002", False),
+    ("1234567890123456", 1234567890123457, False),  # no relative tolerance: last digits count
+    ("1234567890123456", "1,234,567,890,123,457", False),
+    ("1234567890123456", 1234567890123456.0, True),
+    ("10000000000000000", "1e16", True),  # 1e16-scale, spelled two ways
+    ("10000000000000000", "10000000000000002", False),  # 2 apart; a relative 1e-9 would pass
+    ("1e16", "1.0000000001e16", False),
+    ("10000000000000000", "10000000000000001", True),  # the same binary float (2^53 < 1e16)
+    ("14.14%", 0.1414, True),
+    ("50%", "0.5", True),
+    ("0.5%", "0.005", True),
+    ("100%", 1, True),
+    ("14.14%", 0.14140001, False),
+    ("206,588", "206588.000000001", True),
+    ("1,000,000", 1000000.01, False),
+    ("-0", "0", True),
+    ("inf", "Infinity", True),
+]
+
+
+@pytest.mark.parametrize(("pattern", "actual", "passes"), FUZZY_TOLERANCE_CASES)
+def test_fuzzy_numbers_are_equal_within_an_absolute_1e_9_and_no_relative_tolerance(
+    pattern: str, actual: Any, passes: bool
+) -> None:
+    assert match_arg(FuzzyMatcher(pattern), actual).passed is passes
+    assert match_arg(FuzzyMatcher(str(actual)), pattern).passed is passes  # symmetric
+
+
+# (fuzzy pattern, actual, passes?): every whitespace character goes before the numeric parse.
+FUZZY_WHITESPACE_CASES: list[tuple[str, Any, bool]] = [
+    ("-5", "- 5", True),
+    ("-5", "-\t5", True),
+    ("1.5", "1 .5", True),
+    ("1.5", "1. 5", True),
+    ("206588", "206 588", True),
+    ("206588", "206\t588", True),
+    ("206588", "206\n588", True),
+    ("206588", "206\u00a0588", True),  # no-break space
+    ("206588", "206\u2009588", True),  # thin space
+    ("206588", "206\u202f588", True),  # narrow no-break space
+    ("206588", " 2 0 6 5 8 8 ", True),
+    ("206588", "206 , 588", True),
+    ("0.1414", "14.14 %", True),
+    ("0.1414", "14.14\t%", True),
+    ("-0.05", "- 5 %", True),
+    ("1500", "1.5 e3", True),
+    ("-5", "- 6", False),
+    ("206588", "206 589", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "actual", "passes"), FUZZY_WHITESPACE_CASES)
+def test_fuzzy_numbers_are_read_without_any_whitespace(
+    pattern: str, actual: Any, passes: bool
+) -> None:
+    assert match_arg(FuzzyMatcher(pattern), actual).passed is passes
+
+
+# (fuzzy pattern, actual, passes?): text that is not a number keeps its words apart.
+FUZZY_TEXT_WHITESPACE_CASES: list[tuple[str, Any, bool]] = [
+    ("operating cash", "operating\tcash", True),
+    ("operating cash", "operating\n\ncash", True),
+    ("operating cash", "operating\u00a0cash", True),
+    ("operating cash", "operatingcash", False),
+    ("a b", "ab", False),
+    ("- x", "-x", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "actual", "passes"), FUZZY_TEXT_WHITESPACE_CASES)
+def test_fuzzy_text_collapses_whitespace_but_does_not_remove_it(
+    pattern: str, actual: Any, passes: bool
+) -> None:
+    assert match_arg(FuzzyMatcher(pattern), actual).passed is passes
+
+
+# Deliberate departure: literal numbers compare exactly (HoloDeck goes through float()).
+@pytest.mark.parametrize(
+    ("expected", "actual", "passes"),
+    [
+        (2**53, 2**53 + 1, False),  # float(2**53) == float(2**53 + 1)
+        (9007199254740993, 9007199254740992.0, False),
+        (12345678901234567890, 12345678901234567891, False),
+        (12345678901234567890, 12345678901234567890, True),
+        (2**53, float(2**53), True),
+        (10**400, 10**400, True),  # beyond float range: no OverflowError
+        (10**400, 10**400 + 1, False),
+    ],
+)
+def test_literal_integers_beyond_2_to_53_compare_exactly(
+    expected: int, actual: Any, passes: bool
+) -> None:
+    assert match_arg(LiteralMatcher(expected), actual).passed is passes
+
+
 # --- parsing ----------------------------------------------------------------------------------
 
 

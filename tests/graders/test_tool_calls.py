@@ -68,11 +68,11 @@ ASSERTION_CASES: list[tuple[str, ToolExpectation, list[ToolCall], bool, int | No
         0,
     ),
     (
-        "count 2 with one matching call fails",
+        "count 2 with one matching call fails and names no matched call",
         expect("subtract", {"a": 206588}, count=2),
         [SUBTRACT, ToolCall("subtract", {"a": 5})],
         False,
-        0,
+        None,
     ),
     ("no calls at all fails", expect("subtract"), [], False, None),
 ]
@@ -109,7 +109,7 @@ def test_no_call_by_that_name_lists_the_calls_that_were_made() -> None:
     assert verdict.unmatched_reason == (
         "no call to a tool named like 'subtract' (calls: add, divide)"
     )
-    assert verdict.candidate_call_index is None
+    assert verdict.closest_call_index is None
     assert verdict.arg_verdicts == []
 
 
@@ -129,6 +129,47 @@ def test_an_unmet_count_says_how_many_matched() -> None:
     assert verdict.matching_call_indices == [0]
 
 
+def test_a_failed_count_names_no_matched_call_but_reports_the_closest_one() -> None:
+    calls = [ToolCall("add", {}), SUBTRACT, ToolCall("subtract", {"a": 5})]
+
+    verdict = one(expect("subtract", {"a": 206588}, count=2), calls)
+
+    assert not verdict.passed
+    assert verdict.matched_call_index is None
+    assert verdict.matching_call_indices == [1]
+    assert verdict.closest_call_index == 1
+    assert [v.passed for v in verdict.arg_verdicts] == [True]
+    wire = verdict.to_wire()
+    assert (wire["matched_call_index"], wire["closest_call_index"]) == (None, 1)
+    assert "candidate_call_index" not in wire
+
+
+def test_a_passing_assertion_names_its_matched_call_and_the_same_closest_call() -> None:
+    calls = [ToolCall("add", {}), ToolCall("subtract", {"a": 5}), SUBTRACT, SUBTRACT]
+
+    verdict = one(expect("subtract", {"a": 206588}, count=2), calls)
+
+    assert verdict.passed
+    assert verdict.matched_call_index == 2
+    assert verdict.matching_call_indices == [2, 3]
+    assert verdict.closest_call_index == 2
+    wire = verdict.to_wire()
+    assert (wire["matched_call_index"], wire["closest_call_index"]) == (2, 2)
+
+
+def test_a_failed_arg_assertion_names_no_matched_call_and_diffs_the_closest() -> None:
+    calls = [ToolCall("subtract", {"a": 1, "b": 2}), ToolCall("subtract", {"a": 206588, "b": 2})]
+
+    verdict = one(expect("subtract", {"a": 206588, "b": 181001}), calls)
+
+    assert verdict.matched_call_index is None
+    assert verdict.closest_call_index == 1
+    assert [(v.arg, v.actual, v.passed) for v in verdict.arg_verdicts] == [
+        ("a", 206588, True),
+        ("b", 2, False),
+    ]
+
+
 def test_a_wrong_arg_reason_shows_the_matcher_and_both_values() -> None:
     calls = [ToolCall("subtract", {"a": 205000})]
 
@@ -146,7 +187,7 @@ def test_the_closest_candidate_is_the_call_with_most_passing_args() -> None:
 
     verdict = one(expect("subtract", {"a": 206588, "b": 181001}), calls)
 
-    assert verdict.candidate_call_index == 1
+    assert verdict.closest_call_index == 1
     assert [v.passed for v in verdict.arg_verdicts] == [True, False]
     assert verdict.unmatched_reason == (
         "arg 'b': expected 181001, got 2 (closest of 3 calls named like 'subtract': call 1)"
@@ -187,7 +228,7 @@ def test_to_wire_has_the_seed_keys_and_the_diff_and_is_json_safe() -> None:
     assert wire["passed"] is False
     assert wire["count"] == 1
     assert wire["matching_calls"] == []
-    assert wire["candidate_call_index"] == 0
+    assert wire["closest_call_index"] == 0
     assert wire["args"][0] == {
         "arg": "a",
         "matcher": "literal",

@@ -3,10 +3,15 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from graders.matchers import LiteralMatcher
+from graders.tool_calls import ToolExpectation, assert_tools
 from runs.report.build import rollup_turns, summarize
 from runs.report.holodeck_io import load_eval_runs
-from runs.report.models import EvalRun, EvalRunMetadata, TestReport
+from runs.report.models import EvalRun, EvalRunMetadata, TestReport, ToolInvocation
 from runs.report.writers import to_json, to_junit_xml, to_markdown
 from tests.report.factories import TIMESTAMP, metric, result, turn
 
@@ -202,3 +207,74 @@ def test_markdown_neutralises_html_in_agent_output() -> None:
 
     assert '> a &lt;b&gt; & "c"  ]]&gt; end' in text
     assert "<b>" not in text
+
+
+# ------------------------------------------------------------------ tool assertion verdicts
+
+
+def _count_report(records: list[dict[str, Any]]) -> TestReport:
+    calls = ["subtract", "subtract"]
+    case = rollup_turns(
+        [turn(0, tool_calls=calls, tools_matched=False, arg_match_details=records, passed=False)],
+        test_name="needs two subtractions",
+        timestamp=TIMESTAMP,
+    )
+    return TestReport(
+        agent_name="Fin Agent",
+        agent_config_path="agent.yaml",
+        results=[case],
+        summary=summarize([case], total_duration_ms=100),
+        timestamp=TIMESTAMP,
+        holodeck_version="0.1.0",
+    )
+
+
+def _failed_count_record() -> dict[str, Any]:
+    """What the graders record for `count: 2` when one of two calls matched."""
+    calls = [
+        ToolInvocation(name="subtract", args={"a": 206588}),
+        ToolInvocation(name="subtract", args={"a": 5}),
+    ]
+    expectation = ToolExpectation("subtract", {"a": LiteralMatcher(206588)}, count=2)
+    [verdict] = assert_tools([expectation], calls)
+    return verdict.to_wire()
+
+
+def test_a_failed_count_assertion_shows_as_failed_in_markdown() -> None:
+    record = _failed_count_record()
+    assert (record["passed"], record["matched_call_index"]) == (False, None)
+
+    text = to_markdown(_count_report([record]))
+
+    assert "- ❌ tool `subtract` args a: 1 of 2 required calls matched" in text
+    assert "✅ tool" not in text
+    assert "matched call #" not in text
+
+
+def test_a_failed_count_assertion_shows_as_a_failure_in_junit() -> None:
+    root = ET.fromstring(to_junit_xml(_count_report([_failed_count_record()])))
+
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None
+    message = failure.get("message", "")
+    assert "turn 0 tool subtract args a: 1 of 2 required calls matched" in message
+    assert "matched call #" not in (failure.text or "")
+
+
+@pytest.mark.parametrize(
+    ("record", "mark"),
+    [
+        # stored before matched_call_index was cleared on failure: `passed` decides
+        ({"tool": "subtract", "matched_call_index": 0, "passed": False}, "❌"),
+        ({"tool": "subtract", "matched_call_index": 0, "passed": True}, "✅"),
+        # HoloDeck's own records: no `passed`, -1 for a failed assertion
+        ({"expected_tool": "subtract", "matched_call_index": -1, "unmatched_reason": "x"}, "❌"),
+        ({"expected_tool": "subtract", "matched_call_index": 1, "unmatched_reason": None}, "✅"),
+    ],
+)
+def test_markdown_takes_an_assertion_verdict_from_passed_else_from_the_matched_call(
+    record: dict[str, Any], mark: str
+) -> None:
+    text = to_markdown(_count_report([record]))
+
+    assert f"- {mark} tool `subtract`" in text
