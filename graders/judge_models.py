@@ -12,6 +12,7 @@ switched off its telemetry, dotenv loading, tracing and internal retries.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -107,9 +108,7 @@ def _temperature(spec: JudgeSpec) -> float:
 
 
 def _openai_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
-    from deepeval.models import OpenAIModel  # GPTModel is its deprecated alias
-
-    return OpenAIModel(
+    return _openai_judge_class()(
         model=spec.name,
         api_key=spec.api_key,
         base_url=spec.endpoint,
@@ -163,3 +162,44 @@ def _ollama_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
         base_url=base_url,
         temperature=_temperature(spec),
     )
+
+
+@functools.cache
+def _openai_judge_class() -> type[DeepEvalBaseLLM]:
+    """deepeval's ``OpenAIModel`` with two fixes, found by the tests over HTTP.
+
+    - deepeval reads ``completion.usage.prompt_tokens`` after every request, so a server that
+      sends no ``usage`` (it is optional in the API) would turn every valid verdict into an
+      ``AttributeError``. Our clients fill a missing ``usage`` with zero tokens; the graders
+      record no judge usage for a grade whose requests reported no tokens.
+    - deepeval builds a new client for every request, and each one loads a fresh TLS context
+      (~0.1 s of CPU that blocks the event loop and eats into ``timeout_ms``). A model is built
+      per grade, inside that grade's event loop, so it keeps one client per mode.
+    """
+    from deepeval.models import OpenAIModel  # GPTModel is its deprecated alias
+    from openai import AsyncOpenAI, OpenAI
+
+    class _SyncClient(OpenAI):
+        def _process_response_data(self, *, data: object, **kwargs: Any) -> Any:
+            return super()._process_response_data(data=_with_usage(data), **kwargs)
+
+    class _AsyncClient(AsyncOpenAI):
+        def _process_response_data(self, *, data: object, **kwargs: Any) -> Any:
+            return super()._process_response_data(data=_with_usage(data), **kwargs)
+
+    class OpenAIJudgeModel(OpenAIModel):  # type: ignore[misc]
+        def load_model(self, async_mode: bool = False) -> Any:
+            clients: dict[bool, Any] = self.__dict__.setdefault("_judge_clients", {})
+            if async_mode not in clients:
+                clients[async_mode] = self._build_client(
+                    _AsyncClient if async_mode else _SyncClient
+                )
+            return clients[async_mode]
+
+    return OpenAIJudgeModel
+
+
+def _with_usage(data: object) -> object:
+    if isinstance(data, dict) and "choices" in data and data.get("usage") is None:
+        return {**data, "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+    return data

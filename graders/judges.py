@@ -358,15 +358,16 @@ def _usage(metric: BaseMetric, model: DeepEvalBaseLLM) -> JudgeUsage | None:
     """Tokens and cost as deepeval reports them for its native models.
 
     deepeval attaches token counts to the cost of each request, and only for models in its
-    price table; custom judge objects report nothing, so we record nothing rather than zeros.
+    price table; custom judge objects and servers that send no ``usage`` report no tokens, so we
+    record nothing rather than zeros (a cost computed from zero tokens means nothing either).
     """
     prompt_tokens = metric.input_tokens or 0
     completion_tokens = metric.output_tokens or 0
+    if not prompt_tokens and not completion_tokens:
+        return None
     model_data = getattr(model, "model_data", None)
     priced = getattr(model_data, "input_price", None) is not None
     cost = metric.evaluation_cost if priced else None
-    if not prompt_tokens and not completion_tokens and cost is None:
-        return None
     return JudgeUsage(
         prompt_tokens=int(prompt_tokens),
         completion_tokens=int(completion_tokens),

@@ -8,8 +8,11 @@ deepeval's ``OpenAIModel`` sends two kinds of request for a judge:
   whose token log-probabilities weight the final score.
 
 The server routes each request by the schema name (``"Steps"``, ``"Verdicts"``...) or
-``"logprobs"``, answers with ``Reply.content`` (and log-probs when given) plus a fixed ``usage``,
-and records every request body so tests can assert what the judge really sent.
+``"logprobs"``, answers with ``Reply.content`` (and log-probs when given) plus a fixed ``usage``
+(or none, with ``report_usage=False``), and records every request body so tests can assert what
+the judge really sent. ``metric_routes(metric)`` answers every prompt of one metric (G-Eval and
+the five RAG metrics) with JSON in the shape deepeval's schemas expect. A ``Reply.delay_s`` sleep
+ends early when the server shuts down, so a "hung" judge never outlives its test.
 """
 
 from __future__ import annotations
@@ -60,16 +63,95 @@ def scored_reply(reason: str, score: int, weights: dict[int, float]) -> Reply:
     return Reply(prefix + str(score) + "}", logprobs=tokens)
 
 
+def relevant_unless(word: str, statement: str) -> Callable[[dict[str, Any]], Reply]:
+    """Contextual relevancy asks once per retrieval node: a node mentioning ``word`` is noise."""
+
+    def verdicts(body: dict[str, Any]) -> Reply:
+        relevant = word not in json.dumps(body["messages"])
+        verdict: dict[str, Any] = {"statement": statement, "verdict": "yes" if relevant else "no"}
+        if not relevant:
+            verdict["reason"] = f"The node is about {word}, not the question."
+        return json_reply({"verdicts": [verdict]})
+
+    return verdicts
+
+
+def metric_routes(metric: str) -> dict[str, Route]:
+    """Valid answers to every request deepeval's metric makes, keyed by ``route_of``.
+
+    The reason of each metric is ``"<metric> reason"``. With the tests' case (two retrieval
+    nodes, the second about potassium) the scores are: geval 0.84 (log-prob weighted 8/9),
+    faithfulness 1/2, answer_relevancy 2/3, contextual_relevancy 1/2, contextual_precision 1,
+    contextual_recall 1/2.
+    """
+    reason = json_reply({"reason": f"{metric} reason"})
+    yes_no = {
+        "verdicts": [{"verdict": "yes", "reason": "in node 1"}, {"verdict": "no", "reason": "-"}]
+    }
+    routes: dict[str, dict[str, Route]] = {
+        "geval": {
+            "Steps": json_reply({"steps": ["Check the capital.", "Check the population."]}),
+            "logprobs": scored_reply("geval reason", 8, {8: 0.6, 9: 0.4}),
+        },
+        "faithfulness": {
+            "Truths": json_reply({"truths": ["Paris is the capital of France."]}),
+            "Claims": json_reply({"claims": ["Paris is the capital.", "Two million live there."]}),
+            "Verdicts": json_reply(
+                {"verdicts": [{"verdict": "yes"}, {"verdict": "no", "reason": "No figure."}]}
+            ),
+            "FaithfulnessScoreReason": reason,
+        },
+        "answer_relevancy": {
+            "Statements": json_reply({"statements": ["Paris is the capital.", "2M", "Hi!"]}),
+            "Verdicts": json_reply(
+                {
+                    "verdicts": [
+                        {"verdict": "yes"},
+                        {"verdict": "yes"},
+                        {"verdict": "no", "reason": "Small talk."},
+                    ]
+                }
+            ),
+            "AnswerRelevancyScoreReason": reason,
+        },
+        "contextual_relevancy": {
+            "ContextualRelevancyVerdicts": relevant_unless("potassium", "Paris is the capital."),
+            "ContextualRelevancyScoreReason": reason,
+        },
+        "contextual_precision": {
+            # Verdicts per retrieval node, in rank order: the relevant node ranks first.
+            "Verdicts": json_reply(yes_no),
+            "ContextualPrecisionScoreReason": reason,
+        },
+        "contextual_recall": {
+            # Verdicts per sentence of the expected output: one of two is attributable.
+            "Verdicts": json_reply(yes_no),
+            "ContextualRecallScoreReason": reason,
+        },
+    }
+    return dict(routes[metric])
+
+
 @dataclass
 class FakeOpenAIJudge:
     routes: dict[str, Route] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     port: int = 0
+    # False: answer without ``usage`` (it is optional in the OpenAI API).
+    report_usage: bool = True
+    # Responses actually written back (a request still sleeping has none).
+    replies: int = 0
+    # Set on shutdown: cuts every pending ``delay_s`` short.
+    released: threading.Event = field(default_factory=threading.Event)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def request_count(self) -> int:
+        return len(self.requests)
 
     def routes_called(self) -> list[str]:
         return [route_of(body) for body in self.requests]
@@ -83,7 +165,7 @@ class FakeOpenAIJudge:
         return Reply(route) if isinstance(route, str) else route
 
 
-def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def _completion(body: dict[str, Any], reply: Reply, *, usage: bool) -> dict[str, Any]:
     choice: dict[str, Any] = {
         "index": 0,
         "finish_reason": "stop",
@@ -92,18 +174,20 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
     if reply.logprobs is not None:
         choice["logprobs"] = {"content": [_token(t, c) for t, c in reply.logprobs], "refusal": None}
-    return {
+    completion: dict[str, Any] = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "unknown"),
         "choices": [choice],
-        "usage": {
+    }
+    if usage:
+        completion["usage"] = {
             "prompt_tokens": PROMPT_TOKENS,
             "completion_tokens": COMPLETION_TOKENS,
             "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-        },
-    }
+        }
+    return completion
 
 
 def _token(token: str, candidates: list[tuple[str, float]]) -> dict[str, Any]:
@@ -122,9 +206,10 @@ def _handler(fake: FakeOpenAIJudge) -> type[BaseHTTPRequestHandler]:
             fake.requests.append(body)
             fake.headers.append({k.lower(): v for k, v in self.headers.items()})
             reply = fake.reply_for(body)
-            if reply.delay_s:
-                time.sleep(reply.delay_s)
-            self._send(200, _completion(body, reply))
+            if reply.delay_s and fake.released.wait(reply.delay_s):
+                return  # shut down while "thinking": the client gave up long ago
+            self._send(200, _completion(body, reply, usage=fake.report_usage))
+            fake.replies += 1
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
@@ -156,6 +241,7 @@ def running_fake_openai_judge() -> Iterator[FakeOpenAIJudge]:
     try:
         yield fake
     finally:
+        fake.released.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

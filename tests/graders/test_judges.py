@@ -27,6 +27,7 @@ from tests.graders.fake_openai_judge import (
     FakeOpenAIJudge,
     Reply,
     json_reply,
+    metric_routes,
     running_fake_openai_judge,
     scored_reply,
 )
@@ -540,6 +541,16 @@ def http_judge(fake: FakeOpenAIJudge) -> JudgeSpec:
     return JudgeSpec(provider="openai", name="gpt-4o-mini", endpoint=fake.base_url, api_key="test")
 
 
+@pytest.fixture(scope="module")
+def warm_http_judge() -> None:
+    """One full grade over HTTP first: the first grade of a process spends seconds importing
+    the OpenAI client's modules inside the timed attempt, which would make a short
+    ``timeout_ms`` expire before any request is sent (and the test prove nothing)."""
+    with running_fake_openai_judge() as fake:
+        fake.routes = metric_routes("contextual_recall")
+        assert rag("contextual_recall", http_judge(fake)).error is None
+
+
 def test_geval_over_http_weights_the_score_by_the_judges_logprobs(
     fake_openai: FakeOpenAIJudge,
 ) -> None:
@@ -606,12 +617,13 @@ def test_an_http_judge_answering_invalid_json_could_not_grade(
     assert fake_openai.routes_called() == ["Steps"]
 
 
+@pytest.mark.usefixtures("warm_http_judge")
 def test_an_http_judge_slower_than_the_timeout_is_called_again_on_retry(
     fake_openai: FakeOpenAIJudge,
 ) -> None:
-    fake_openai.routes = {"Steps": Reply(json.dumps(STEPS), delay_s=1.0)}
+    fake_openai.routes = {"Steps": Reply(json.dumps(STEPS), delay_s=60.0)}
 
-    grade = geval(http_judge(fake_openai), retries=1, timeout_ms=200)
+    grade = geval(http_judge(fake_openai), retries=1, timeout_ms=1000)
 
     assert grade.error is not None and "TimeoutError" in grade.error
     assert grade.retry_count == 1
@@ -624,3 +636,149 @@ def test_scored_reply_logprobs_are_real_probabilities() -> None:
     assert reply.logprobs is not None
     assert json.loads(reply.content) == {"reason": "r", "score": 8}
     assert math.isclose(sum(p for _, p in reply.logprobs[1][1]), 1.0)
+
+
+# --- every judge metric over real HTTP, through deepeval's OpenAIModel -----------------------
+
+JUDGE_METRICS = ["geval", *RAG_CASES]
+EXPECTED_OVER_HTTP: dict[str, tuple[float, float, list[str]]] = {
+    # metric: (score from metric_routes, threshold, the requests deepeval makes, in any order)
+    "geval": (0.84, 0.9, ["Steps", "logprobs"]),
+    "faithfulness": (0.5, 0.5, ["Truths", "Claims", "Verdicts", "FaithfulnessScoreReason"]),
+    "answer_relevancy": (
+        2 / 3,
+        0.7,
+        ["Statements", "Verdicts", "AnswerRelevancyScoreReason"],
+    ),
+    "contextual_relevancy": (
+        0.5,
+        0.4,
+        [
+            "ContextualRelevancyVerdicts",
+            "ContextualRelevancyVerdicts",
+            "ContextualRelevancyScoreReason",
+        ],
+    ),
+    "contextual_precision": (1.0, 0.8, ["Verdicts", "ContextualPrecisionScoreReason"]),
+    "contextual_recall": (0.5, 0.6, ["Verdicts", "ContextualRecallScoreReason"]),
+}
+# gpt-4o-mini in deepeval's price table: $0.15 / $0.60 per million input / output tokens.
+COST_PER_REQUEST = (PROMPT_TOKENS * 0.15 + COMPLETION_TOKENS * 0.60) / 1e6
+
+
+def judged(metric: str, judge: Any, **overrides: Any) -> Grade:
+    if metric == "geval":
+        return geval(judge, **overrides)
+    return rag(metric, judge, **overrides)
+
+
+def assert_could_not_grade(grade: Grade) -> None:
+    assert grade.errored
+    assert grade.error is not None and grade.error.startswith("could not grade: ")
+    assert grade.score is None  # never a low score standing in for "no verdict"
+    assert grade.passed is False
+    assert grade.judge_usage is None
+    assert grade.model_used == "gpt-4o-mini"
+
+
+@pytest.mark.parametrize("metric", JUDGE_METRICS)
+def test_every_judge_metric_grades_over_http(metric: str, fake_openai: FakeOpenAIJudge) -> None:
+    expected_score, threshold, expected_routes = EXPECTED_OVER_HTTP[metric]
+    fake_openai.routes = metric_routes(metric)
+
+    grade = judged(metric, http_judge(fake_openai), threshold=threshold)
+
+    assert grade.error is None
+    assert grade.score is not None and 0.0 <= grade.score <= 1.0
+    assert grade.score == pytest.approx(expected_score)
+    assert grade.threshold == threshold
+    assert grade.passed is (grade.score >= threshold)
+    assert grade.reason == f"{metric} reason"
+    assert grade.model_used == "gpt-4o-mini"
+    # The real HTTP path ran: deepeval's client sent every request to the fake server.
+    assert fake_openai.request_count > 0
+    assert sorted(fake_openai.routes_called()) == sorted(expected_routes)
+    assert {request["model"] for request in fake_openai.requests} == {"gpt-4o-mini"}
+    assert {h["authorization"] for h in fake_openai.headers} == {"Bearer test"}
+    sent = json.dumps([request["messages"] for request in fake_openai.requests])
+    assert ANSWER in sent or CONTEXT[0] in sent  # the case itself went over the wire
+    # Judge usage: the tokens the server reported on every request, priced by deepeval.
+    requests = fake_openai.request_count
+    assert grade.judge_usage is not None
+    assert grade.judge_usage.prompt_tokens == requests * PROMPT_TOKENS
+    assert grade.judge_usage.completion_tokens == requests * COMPLETION_TOKENS
+    assert grade.judge_usage.cost_usd == pytest.approx(requests * COST_PER_REQUEST)
+    assert grade.details is not None
+    if metric == "geval":
+        assert grade.details["evaluation_steps"] == ["Check the capital.", "Check the population."]
+    else:
+        assert grade.details["verdicts"] and all(
+            v["verdict"] in ("yes", "no") for v in grade.details["verdicts"]
+        )
+
+
+def test_the_http_metrics_both_pass_and_fail_against_their_thresholds() -> None:
+    outcomes = {score >= threshold for score, threshold, _ in EXPECTED_OVER_HTTP.values()}
+
+    assert outcomes == {True, False}
+
+
+@pytest.mark.parametrize("metric", JUDGE_METRICS)
+def test_a_server_without_usage_still_grades_and_records_no_usage(
+    metric: str, fake_openai: FakeOpenAIJudge
+) -> None:
+    # ``usage`` is optional in the OpenAI API; deepeval alone would fail on it (AttributeError).
+    fake_openai.routes = metric_routes(metric)
+    fake_openai.report_usage = False
+
+    grade = judged(metric, http_judge(fake_openai))
+
+    assert grade.error is None
+    assert grade.score == pytest.approx(EXPECTED_OVER_HTTP[metric][0])
+    assert grade.judge_usage is None  # nothing reported: nothing recorded, not zeros
+    assert fake_openai.request_count > 0
+
+
+@pytest.mark.usefixtures("warm_http_judge")
+@pytest.mark.parametrize("metric", JUDGE_METRICS)
+def test_a_judge_slower_than_timeout_ms_could_not_grade_within_the_bound(
+    metric: str, fake_openai: FakeOpenAIJudge
+) -> None:
+    # Every answer would take a minute; the fixture's shutdown ends the sleep after the test.
+    fake_openai.routes = {
+        name: Reply(reply.content if isinstance(reply, Reply) else "{}", delay_s=60.0)
+        for name, reply in metric_routes(metric).items()
+    }
+
+    started = time.monotonic()
+    grade = judged(metric, http_judge(fake_openai), timeout_ms=1000)
+    elapsed = time.monotonic() - started
+
+    assert_could_not_grade(grade)
+    assert grade.error == "could not grade: TimeoutError: the judge gave no verdict within 1000 ms"
+    assert grade.retry_count == 0
+    assert 1.0 <= elapsed < 3.0  # bounded by timeout_ms, not by the judge
+    assert fake_openai.request_count > 0  # the requests reached the judge...
+    assert fake_openai.replies == 0  # ...which had not answered when the grade came back
+
+
+@pytest.mark.parametrize(
+    "bad_answer",
+    ["Sure! The verdict is yes.", '{"unexpected": "shape"}'],
+    ids=["not-json", "wrong-shape"],
+)
+@pytest.mark.parametrize("metric", [*JUDGE_METRICS, "geval-given-steps"])
+def test_a_judge_answering_invalid_json_over_http_could_not_grade(
+    metric: str, bad_answer: str, fake_openai: FakeOpenAIJudge
+) -> None:
+    overrides: dict[str, Any] = {}
+    if metric == "geval-given-steps":  # the score request itself is the invalid one
+        metric, overrides = "geval", {"evaluation_steps": ["Check the capital."]}
+    fake_openai.routes = dict.fromkeys(metric_routes(metric), bad_answer)
+
+    grade = judged(metric, http_judge(fake_openai), **overrides)
+
+    assert_could_not_grade(grade)
+    assert fake_openai.request_count > 0
+    if overrides:
+        assert fake_openai.routes_called() == ["logprobs"]
