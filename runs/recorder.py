@@ -22,8 +22,8 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection, transaction
-from django.db.models import Case, Count, F, FloatField, Q, QuerySet, Value, When
-from django.db.models.functions import Round
+from django.db.models import Count, F, FloatField, Q, QuerySet
+from django.db.models.functions import NullIf, Round
 from django.utils import timezone
 
 from runs import gitutil
@@ -198,15 +198,17 @@ def case_finish(
         )
         if not updated:
             return False
+        passed = 1 if result.passed and not cancelled else 0
+        failed = 0 if result.passed or cancelled else 1
         Run.objects.filter(pk=case.run_id).update(
             cases_done=F("cases_done") + 1,
-            passed_cases=F("passed_cases") + (1 if result.passed and not cancelled else 0),
-            failed_cases=F("failed_cases") + (0 if result.passed or cancelled else 1),
+            passed_cases=F("passed_cases") + passed,
+            failed_cases=F("failed_cases") + failed,
+            pass_rate=_pass_rate_after(passed, failed),
             prompt_tokens=F("prompt_tokens") + (usage.prompt_tokens if usage else 0),
             completion_tokens=F("completion_tokens") + (usage.completion_tokens if usage else 0),
             total_tokens=F("total_tokens") + (usage.total_tokens if usage else 0),
         )
-        _pass_rate_update(case.run_id)
     return True
 
 
@@ -221,20 +223,21 @@ def case_fail(case: CaseResult, attempt: int, error: str) -> None:
             finished_at=timezone.now(),
         ):
             Run.objects.filter(pk=case.run_id).update(
-                cases_done=F("cases_done") + 1, failed_cases=F("failed_cases") + 1
+                cases_done=F("cases_done") + 1,
+                failed_cases=F("failed_cases") + 1,
+                pass_rate=_pass_rate_after(0, 1),
             )
-            _pass_rate_update(case.run_id)
 
 
-def _pass_rate_update(run_id: int) -> None:
-    """The live pass rate: passed over settled cases, as a percentage (two decimals)."""
-    settled = F("passed_cases") + F("failed_cases")
-    Run.objects.filter(pk=run_id).update(
-        pass_rate=Case(
-            When(passed_cases=0, then=Value(0.0)),
-            default=Round(F("passed_cases") * 100.0 / settled, 2),
-            output_field=FloatField(),
-        )
+def _pass_rate_after(passed: int, failed: int) -> Round:
+    """The live pass rate once ``passed``/``failed`` more cases are counted: passed over
+    settled cases, in % (two decimals; NULL while none is settled). For the same UPDATE that
+    counts them: the columns on the right of an UPDATE are the values before it."""
+    settled = F("passed_cases") + F("failed_cases") + (passed + failed)
+    return Round(
+        (F("passed_cases") + passed) * 100.0 / NullIf(settled, 0),
+        2,
+        output_field=FloatField(),
     )
 
 

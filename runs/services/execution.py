@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +27,6 @@ from django.utils import timezone
 
 from graders.result import error_text
 from runs import gitutil
-from runs.engine.events import CaseEvent
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
 from runs.recorder import (
@@ -34,9 +35,11 @@ from runs.recorder import (
     case_cancel,
     case_claim,
     case_fail,
+    case_finish,
     case_heartbeat,
     close_thread_connection,
     run_settle,
+    turns_write,
 )
 from runs.report import models as wire
 from runs.services.launch import LaunchError
@@ -138,11 +141,51 @@ def case_execute(*, case_id: int) -> None:
         attempt = case_claim(case, take_over=case_attempt_dead(case))
         if attempt is not None:
             _case_run(case, attempt)
+            _cases_chain(run)
     elif run.status == Run.Status.CANCELLED:
         case_cancel(case)
     case_pump(run=run)
     if run_settle(run):
         run_agent_forget(run.pk)
+
+
+# A task that finished its case takes the run's next queued-to-be case itself, for this long,
+# instead of sending it through the broker: the slot it frees is the one it fills, so the run's
+# parallelism is unchanged, and a run of many short cases (a re-grade) does not pay a broker
+# round trip per case. Past the budget it hands the next case to the broker as usual.
+CHAIN_SECONDS = 20.0
+
+
+def _cases_chain(run: Run) -> None:
+    deadline = time.monotonic() + CHAIN_SECONDS
+    while time.monotonic() < deadline:
+        if not Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).exists():
+            return
+        case = _case_take_next(run)
+        if case is None:
+            return
+        attempt = case_claim(case)
+        if attempt is None:
+            return
+        _case_run(case, attempt)
+
+
+def _case_take_next(run: Run) -> CaseResult | None:
+    """Mark the run's next not-yet-queued case as queued (atomically, as ``case_pump`` does)
+    and return it to run here."""
+    case_id = (
+        CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
+        .order_by("index")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if case_id is None:
+        return None
+    if not CaseResult.objects.filter(pk=case_id, enqueued=False).update(
+        enqueued=True, enqueued_at=timezone.now()
+    ):
+        return None  # a concurrent pump queued it
+    return CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
 
 
 def case_attempt_dead(case: CaseResult) -> bool:
@@ -158,7 +201,7 @@ def _case_run(case: CaseResult, attempt: int) -> None:
             agent = run_agent(case.run)
             original = case.run.options.get("regrade_of")
             if original:
-                asyncio.run(_regrade(agent, case, attempt, int(original)))
+                _regrade(agent, case, attempt, int(original))
             else:
                 asyncio.run(_execute(agent, case, attempt))
     except CaseSuperseded:
@@ -171,27 +214,55 @@ def _case_run(case: CaseResult, attempt: int) -> None:
 @contextlib.contextmanager
 def _heartbeat(case: CaseResult, attempt: int) -> Iterator[None]:
     """Stamp the attempt's heartbeat every HOLODECK_HEARTBEAT_SECONDS while the case runs, so a
-    long turn is not taken for a dead worker."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(settings.HOLODECK_HEARTBEAT_SECONDS):
-                try:
-                    if not case_heartbeat(case, attempt):
-                        return  # the case is not ours any more
-                except Exception:  # a database hiccup: the next beat tries again
-                    log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
-        finally:
-            close_thread_connection()
-
-    thread = threading.Thread(target=beat, name=f"heartbeat-case-{case.pk}", daemon=True)
-    thread.start()
+    long turn is not taken for a dead worker (one thread per process stamps every case it runs).
+    """
+    _HEARTBEATS.add(case, attempt)
     try:
         yield
     finally:
-        stop.set()
-        thread.join(timeout=30)
+        _HEARTBEATS.remove(case, attempt)
+
+
+class _Heartbeats:
+    """The cases this process is running, and the one thread that keeps their heartbeats."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: dict[tuple[int, int], CaseResult] = {}
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def add(self, case: CaseResult, attempt: int) -> None:
+        with self.lock:
+            self.running[(case.pk, attempt)] = case
+            # A forked pool child inherits the parent's object but not its thread.
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                self.pid = os.getpid()
+                self.thread = threading.Thread(
+                    target=self._beat, name="holodeck-heartbeat", daemon=True
+                )
+                self.thread.start()
+
+    def remove(self, case: CaseResult, attempt: int) -> None:
+        with self.lock:
+            self.running.pop((case.pk, attempt), None)
+
+    def _beat(self) -> None:
+        try:
+            while True:
+                time.sleep(settings.HOLODECK_HEARTBEAT_SECONDS)
+                with self.lock:
+                    running = list(self.running.items())
+                for (_, attempt), case in running:
+                    try:
+                        case_heartbeat(case, attempt)
+                    except Exception:  # a database hiccup: the next beat tries again
+                        log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
+        finally:
+            close_thread_connection()
+
+
+_HEARTBEATS = _Heartbeats()
 
 
 async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:
@@ -206,26 +277,23 @@ async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:
         await sync_to_async(close_thread_connection, thread_sensitive=True)()
 
 
-async def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
+def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
-    is never called. Turns are written as they are graded, like a live case's."""
+    is never called. The graded turns are written together, with the case's result."""
     from runs.engine.regrade import regrade_case
 
-    recorder = CaseRecorder(per_turn=True, watch_cancel=True)
-    recorder.track(case, attempt)
-    try:
-        stored = await sync_to_async(_stored_turns, thread_sensitive=True)(original_id, case)
-        result, turns = await regrade_case(
+    stored = _stored_turns(original_id, case)
+    result, turns = asyncio.run(
+        regrade_case(
             agent,
             case_name=case.name or None,
             case_index=case.index,
             stored=stored,
             multi_turn=case.is_multi_turn,
-            on_turn=lambda turn: recorder(_turn_event(case, turn)),
         )
-        await recorder(_finished_event(case, result, turns))
-    finally:
-        await sync_to_async(close_thread_connection, thread_sensitive=True)()
+    )
+    turns_write(case, attempt, turns)
+    case_finish(case, attempt, result, turns)
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
@@ -234,23 +302,6 @@ def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
 
     rows = TurnResult.objects.filter(run_id=original_id, case__index=case.index).order_by("index")
     return [turn_to_wire(row, ()) for row in rows]
-
-
-def _turn_event(case: CaseResult, turn: wire.TurnResult) -> CaseEvent:
-    return CaseEvent("turn_finished", case.index, case.name or None, case.turn_count, turn=turn)
-
-
-def _finished_event(
-    case: CaseResult, result: wire.TestResult, turns: list[wire.TurnResult]
-) -> CaseEvent:
-    return CaseEvent(
-        "case_finished",
-        case.index,
-        case.name or None,
-        case.turn_count,
-        result=result,
-        turns=tuple(turns),
-    )
 
 
 # --- the agent of a run, loaded once per process ---------------------------------------------

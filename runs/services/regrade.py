@@ -19,6 +19,7 @@ from runs.services.launch import LaunchError, agent_load_at
 from runs.services.queue import START_RUN, task_enqueue
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
+REGRADE_PARALLEL = 4
 
 
 def run_regrade_create(
@@ -56,7 +57,8 @@ def run_regrade_create(
     if not cases:
         raise LaunchError(f"run {original.pk} has no recorded case to re-grade")
     options = {
-        "parallel": agent.parallel_test_cases,
+        # No agent is called: only judges bound a re-grade, so more cases may be in flight.
+        "parallel": max(agent.parallel_test_cases, REGRADE_PARALLEL),
         "case_indices": [case[0] for case in cases],
         "cases": cases,
         "checkout_commit": commit,

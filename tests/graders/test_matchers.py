@@ -354,7 +354,7 @@ def test_a_catastrophic_regex_fails_the_match_within_its_time_limit(
     result = match_arg(matcher, "a" * 40 + "!")  # Python's re would run for hours on these
     elapsed = time.perf_counter() - started
     assert not result.passed
-    assert elapsed < REGEX_TIMEOUT_S + 2
+    assert elapsed < REGEX_TIMEOUT_S + 10  # bounded (a loaded machine is slow, not hours)
     assert ("did not finish matching" in (result.reason or "")) is times_out
 
 
