@@ -175,7 +175,8 @@ def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str
         turn_count=sum(len(case.as_turns()) for case in cases),
         parallel=agent.parallel_test_cases,
         case_names=[case_label(case.name, index) for index, case in enumerate(cases)],
-        warnings=judge_warnings(agent),
+        # Judge problems, then the HoloDeck fields that have no effect here.
+        warnings=[*judge_warnings(agent), *agent.warnings],
     )
     return preview, []
 

@@ -14,8 +14,9 @@ pydantic location so a problem points at the exact field
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from runs.spec.resolve import CodeResolver
@@ -31,9 +32,20 @@ UNION_TAGS = frozenset(
 
 
 class StrictModel(BaseModel):
-    """The base of every agent.yaml model: unknown fields are errors."""
+    """The base of every agent.yaml model: unknown fields are errors.
+
+    ``holodeck_ignored`` names the fields a model accepts only because HoloDeck's agent.yaml has
+    them (field -> why it has no effect, or ""); ``_compat_notes`` holds (subpath, message)
+    warnings a validator found (a HoloDeck value run differently here). The loader reports both
+    (``runs.spec.compat``).
+    """
 
     model_config = ConfigDict(extra="forbid")
+    holodeck_ignored: ClassVar[dict[str, str]] = {}
+    _compat_notes: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+
+    def compat_note(self, subpath: str, message: str) -> None:
+        self._compat_notes.append((subpath, message))
 
 
 def spec_error(message: str, subpath: str = "") -> PydanticCustomError:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from runs.spec.agent import AgentConfig
 from runs.spec.common import SPEC_ERROR, UNION_TAGS
+from runs.spec.compat import compat_warnings
 from runs.spec.errors import ConfigError, ConfigProblem
 from runs.spec.limits import (
     MAX_PARALLEL_TEST_CASES,
@@ -58,6 +59,9 @@ class LoadedAgent:
     # and grader modules, turn files) -> sha256: with ``raw_yaml`` the content snapshot a
     # dashboard run is pinned to (``sources_changed`` tells what moved since).
     sources: dict[str, str] = field(default_factory=dict)
+    # HoloDeck agent.yaml fields accepted without effect here (and HoloDeck values run
+    # differently), one line each with its path: shown by validate_agent and the launch form.
+    warnings: list[str] = field(default_factory=list)
 
     def redacted_snapshot(self) -> dict[str, Any]:
         """The config as JSON-safe data, with api keys, tokens and secrets replaced by ``***``."""
@@ -112,7 +116,18 @@ def load_agent(
         raw_yaml=raw_yaml,
         parallel_test_cases=parallel,
         sources=source_hashes(base_dir, _source_paths(config, data, base_dir, context)),
+        warnings=holodeck_warnings(config, cases_label=cases_label, agent_label=label),
     )
+
+
+def holodeck_warnings(config: AgentConfig, *, cases_label: str, agent_label: str) -> list[str]:
+    """One line per HoloDeck field that has no effect here, with its path (a test case's
+    fields under ``test_cases[i]``, after the test cases file's name when they come from one)."""
+    warnings = compat_warnings(config, skip=frozenset({"test_cases"}))
+    prefix = "" if cases_label == agent_label else f"{cases_label}: "
+    for index, case in enumerate(config.test_cases):
+        warnings += [prefix + line for line in compat_warnings(case, f"test_cases[{index}]")]
+    return warnings
 
 
 # --- the content snapshot ----------------------------------------------------------------------
@@ -126,6 +141,7 @@ def _source_paths(
         data.get("test_cases_file") if isinstance(data.get("test_cases_file"), str) else None,
         config.instructions.file,
         config.model.transcript,
+        *(tool.env_file for tool in config.tools if tool.type == "mcp"),
         *(
             file.path
             for case in config.test_cases

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     Discriminator,
@@ -18,11 +18,25 @@ from graders.deterministic import is_valid_response_path
 from graders.judges import RagMetricType
 from runs.report.models import MetricKind
 from runs.spec.common import StrictModel, context_resolver, non_empty, spec_error
+from runs.spec.holodeck import OptimizerConfig
 from runs.spec.limits import Scale, TimeoutMs, Tolerance, shown_number
 from runs.spec.model import ModelConfig
 from runs.spec.resolve import GRADER_PATH_RE, ResolveError
 
-StandardMetricName = Literal["bleu", "rouge", "meteor", "equality", "numeric"]
+# HoloDeck's AI-assisted standard metrics: accepted, but not computed here (disabled, with a
+# warning).
+HOLODECK_AI_METRICS = ("groundedness", "relevance", "coherence", "fluency")
+StandardMetricName = Literal[
+    "bleu",
+    "rouge",
+    "meteor",
+    "equality",
+    "numeric",
+    "groundedness",
+    "relevance",
+    "coherence",
+    "fluency",
+]
 
 GEvalParam = Literal[
     "input",
@@ -95,6 +109,17 @@ class StandardMetric(_MetricBase):
             )
         return value
 
+    @model_validator(mode="after")
+    def _skip_holodeck_ai_metric(self) -> Self:
+        if self.metric in HOLODECK_AI_METRICS and self.enabled:
+            self.enabled = False
+            self.compat_note(
+                "metric",
+                f"metric {self.metric!r} is accepted for HoloDeck compatibility but not "
+                "computed by HoloDeck Web; it is skipped (use a geval metric instead)",
+            )
+        return self
+
     @property
     def metric_name(self) -> str:
         return self.name or self.metric
@@ -136,8 +161,13 @@ class GEvalMetric(_MetricBase):
 class RAGMetric(_MetricBase):
     """An LLM-judged retrieval metric (deepeval)."""
 
+    holodeck_ignored: ClassVar[dict[str, str]] = {
+        "include_reason": "the judge's reason is always kept"
+    }
+
     type: Literal["rag"] = "rag"
     metric_type: RagMetricType
+    include_reason: bool | None = None  # HoloDeck 0.7.1
 
     @property
     def metric_name(self) -> str:
@@ -231,8 +261,11 @@ def unique_metric_names(metrics: list[Any] | None) -> list[Any] | None:
 class EvaluationConfig(StrictModel):
     """Agent-wide metrics and the default judge model for LLM metrics."""
 
+    holodeck_ignored: ClassVar[dict[str, str]] = {"optimizer": "prompt optimisation is not run"}
+
     model: ModelConfig | None = None
     metrics: list[Metric]
+    optimizer: OptimizerConfig | None = None  # HoloDeck 0.7.1
 
     @field_validator("metrics")
     @classmethod

@@ -15,7 +15,8 @@ EXIT_INVALID = 2
 def validate_agent_file(
     path: str | Path, *, environ: Mapping[str, str] | None = None
 ) -> tuple[int, list[str]]:
-    """(exit code, lines): ``OK: <name>: N test cases, M turns`` or one line per problem."""
+    """(exit code, lines): ``OK: <name>: N test cases, M turns`` then ``warning: ...`` for each
+    HoloDeck field that has no effect here, or one line per problem."""
     try:
         agent = load_agent(path, environ=environ)
     except ConfigError as exc:
@@ -24,4 +25,5 @@ def validate_agent_file(
     turns = sum(len(case.as_turns()) for case in cases)
     noun = "test case" if len(cases) == 1 else "test cases"
     turn_noun = "turn" if turns == 1 else "turns"
-    return EXIT_OK, [f"OK: {agent.config.name}: {len(cases)} {noun}, {turns} {turn_noun}"]
+    ok = f"OK: {agent.config.name}: {len(cases)} {noun}, {turns} {turn_noun}"
+    return EXIT_OK, [ok, *(f"warning: {line}" for line in agent.warnings)]
