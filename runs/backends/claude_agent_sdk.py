@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -277,11 +278,13 @@ class ClaudeAgentSession:
         return prompt
 
     def _env(self) -> dict[str, str]:
+        """What the CLI process gets on top of the server's environment (the SDK merges them,
+        this dict winning). ``CLAUDE_CODE_*`` values are defaults only: a variable the user's
+        environment sets (e.g. ``CLAUDE_CODE_MAX_RETRIES``, ``CLAUDE_CODE_USE_BEDROCK``) is left
+        as the user set it."""
         model = self._agent.config.model
         env = {
             "CLAUDE_CONFIG_DIR": str(self._config_dir),
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
             "DISABLE_AUTOUPDATER": "1",
             # The CLI's own per-request timeout; the engine's llm_timeout bounds the whole turn.
             "API_TIMEOUT_MS": str(int(self._agent.config.execution.llm_timeout * 1000)),
@@ -290,8 +293,13 @@ class ClaudeAgentSession:
             env["ANTHROPIC_BASE_URL"] = model.endpoint
         if model.api_key:
             env["ANTHROPIC_API_KEY"] = model.api_key
+        defaults = {
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
+        }
         if model.max_tokens:
-            env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(model.max_tokens)
+            defaults["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(model.max_tokens)
+        env.update({k: v for k, v in defaults.items() if k not in os.environ})
         return env
 
     def _is_function_tool(self, name: str) -> bool:

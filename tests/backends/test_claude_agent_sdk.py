@@ -244,3 +244,26 @@ def test_a_turn_abandoned_by_a_timeout_is_stopped_before_the_next_turn(
     assert not output.is_error, output.error
     assert output.response == "You said: hello again"
     assert output.tool_calls == []
+
+
+def test_the_users_claude_code_variables_are_not_overridden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = write_agent(
+        tmp_path / "agent", provider="anthropic", model=MODEL, endpoint="http://127.0.0.1:9"
+    )
+    session = ClaudeAgentSession(agent)
+    try:
+        defaults = session._options().env
+        assert defaults["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+        assert defaults["CLAUDE_CODE_MAX_RETRIES"] == "2"
+
+        monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "7")
+        monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "0")
+        env = session._options().env
+        # Absent from the overrides, so the CLI inherits the user's values.
+        assert "CLAUDE_CODE_MAX_RETRIES" not in env
+        assert "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC" not in env
+        assert env["CLAUDE_CONFIG_DIR"] == str(session.config_dir)  # isolation stays
+    finally:
+        run_bounded(session.close())
