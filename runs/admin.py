@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, ApiToken, CaseResult, Run, TurnResult
+from runs.services.tokens import token_revoke
 
 
 @admin.register(AgentProject)
@@ -67,3 +69,32 @@ class CaseResultAdmin(_ReadOnlyAdmin):
     list_select_related = ("run",)
     raw_id_fields = ("run",)
     inlines = (TurnInline,)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created on the Tokens page (the secret is shown there once); here they are
+    listed and revoked. The digest is shown read-only; the secret is never stored."""
+
+    list_display = ("name", "user", "prefix", "created_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("user__username", "user__email", "name", "prefix")
+    list_select_related = ("user",)
+    readonly_fields = ("user", "prefix", "digest", "created_at", "revoked_at")
+    fields = ("name", "user", "prefix", "digest", "created_at", "revoked_at")
+    date_hierarchy = "created_at"
+    actions = ("revoke_tokens",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        revoked = sum(token_revoke(token=token) for token in queryset)
+        already = queryset.count() - revoked
+        note = f" ({already} revoked already)" if already else ""
+        self.message_user(
+            request,
+            f"{revoked} token{'s' if revoked != 1 else ''} revoked{note}.",
+            messages.SUCCESS,
+        )
