@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -76,10 +77,8 @@ def run_original(agent: Path) -> object:
 
     from runs.models import Run
 
-    try:
+    with contextlib.suppress(SystemExit):
         call_command("run_agent", str(agent), "--quiet", "--no-results-file")
-    except SystemExit:
-        pass
     run = Run.objects.get()
     print(f"original: run {run.pk}, {run.total_cases} cases / {run.turns_done} turns")
     return run

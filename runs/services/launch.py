@@ -69,6 +69,8 @@ def run_create(
     options = run_options(
         agent=agent, indices=indices, limit=limit, case_filter=case_filter, checkout_commit=commit
     )
+    # Shown on the run page: HoloDeck fields with no effect here, judges that cannot grade.
+    options["warnings"] = launch_warnings(agent)
     run = run_open(
         agent=agent,
         options=options,
@@ -84,6 +86,12 @@ def run_create(
     run.agent_config_path = str(project.agent_path)
     task_enqueue(START_RUN, run.pk)
     return run
+
+
+def launch_warnings(agent: LoadedAgent) -> list[str]:
+    from runs.engine.metrics import judge_warnings
+
+    return [*agent.warnings, *judge_warnings(agent)]
 
 
 def agent_load_at(

@@ -15,7 +15,7 @@ from typing import Any
 from runs import gitutil
 from runs.models import CaseResult, Run
 from runs.recorder import run_open
-from runs.services.launch import LaunchError, agent_load_at
+from runs.services.launch import LaunchError, agent_load_at, launch_warnings
 from runs.services.queue import START_RUN, task_enqueue
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
@@ -63,6 +63,7 @@ def run_regrade_create(
         "cases": cases,
         "checkout_commit": commit,
         "regrade_of": original.pk,
+        "warnings": launch_warnings(agent),
     }
     run = run_open(
         agent=agent,

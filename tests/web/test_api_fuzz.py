@@ -10,7 +10,6 @@ import pytest
 import schemathesis
 from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, settings
-
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from runs.services.tokens import token_create
