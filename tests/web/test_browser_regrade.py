@@ -1,0 +1,71 @@
+"""End to end in a real browser: re-grade a finished run from its page with a stricter
+agent.yaml (a real Celery worker grades it), then open the compare with the original."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from runs.models import Run
+from tests.web.factories import make_user
+from tests.web.services_helpers import example_project
+from tests.web.test_browser import CHROMIUM, browser_page, login, screenshot
+from tests.web.test_browser_launch import celery_worker_thread
+
+__all__ = ["browser_page", "celery_worker_thread"]  # fixtures, imported for this module
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"
+    ),
+]
+
+
+def test_a_run_regraded_from_its_page_compares_with_its_original(
+    tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
+) -> None:
+    from django.core.management import call_command
+
+    page = browser_page
+    project = example_project(tmp_path)
+    # The original run, stored by the CLI (in a thread: Playwright runs an event loop here).
+    def cli() -> None:
+        with pytest.raises(SystemExit):
+            call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
+
+    thread = threading.Thread(target=cli)
+    thread.start()
+    thread.join(timeout=120)
+    original = Run.objects.get()
+    # The team makes numeric answers exact: no tolerance.
+    agent = project.agent_path
+    agent.write_text(
+        agent.read_text()
+        .replace("absolute_tolerance: 0.0001", "absolute_tolerance: 0.0")
+        .replace("relative_tolerance: 0.005", "relative_tolerance: 0.0")
+    )
+    login(page, live_server, make_user("lead", staff=True))
+    page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
+    page.click(".regrade-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    regrade = Run.objects.exclude(pk=original.pk).get()
+    assert page.url.endswith(f"/runs/{regrade.pk}/")
+    page.wait_for_selector("#run-progress:not([hx-trigger])", timeout=60_000)
+    regrade.refresh_from_db()
+    assert regrade.regrade_of_id == original.pk and not regrade.is_active
+    assert f"run #{original.pk}" in page.locator("a.regrade-of").inner_text()
+    screenshot(page, "regrade-run")
+
+    page.click("#run-header >> text=compare")
+    page.wait_for_url(re.compile(r".*/compare/.*"))
+    assert "the run it re-grades" in page.locator(".baseline-rule").inner_text()
+    assert page.locator("table.headline").is_visible()
+    screenshot(page, "regrade-compare")
+    page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
+    assert page.locator("a.regraded-as").inner_text() == f"#{regrade.pk}"
