@@ -187,3 +187,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", LOG_LEVELS)},
     "loggers": {"httpx": {"level": "WARNING"}, "deepeval": {"level": "WARNING"}},
 }
+
+# Importing result files (the Import page, POST /api/v1/imports): the most one request may
+# upload, in bytes; a zip may unpack to five times as much.
+HOLODECK_IMPORT_MAX_BYTES = env_int("HOLODECK_IMPORT_MAX_BYTES", 20_000_000, minimum=1)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -38,6 +38,9 @@ from runs.params import (
     text_param,
 )
 from runs.spec.test_cases import case_label
+
+if TYPE_CHECKING:
+    from runs.report.writers import ExportFormat
 
 RUNS_PER_PAGE = 50
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
@@ -325,16 +328,28 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/run_detail.html", context)
 
 
+EXPORT_FORMATS = {
+    "json": ("application/json", "json"),
+    "markdown": ("text/markdown; charset=utf-8", "md"),
+    "junit": ("application/xml", "xml"),
+}
+
+
 @login_required
 @require_GET
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run as a HoloDeck-compatible result file (an EvalRun), for download."""
-    from runs.report.holodeck_io import dump_eval_run, slugify
+    """The run for download: ``?format=json`` (default) a HoloDeck-compatible result file (an
+    EvalRun), ``markdown`` or ``junit`` (XML); the same text ``run_agent --output`` writes."""
+    from runs.report.holodeck_io import slugify
+    from runs.report.writers import export_text
 
+    fmt = choice_param(request, "format", tuple(EXPORT_FORMATS)) or "json"
+    content_type, suffix = EXPORT_FORMATS[fmt]
     run = selectors.run_get(run_id=run_id)
     eval_run = selectors.run_eval_run(run=run)
-    response = HttpResponse(dump_eval_run(eval_run), content_type="application/json")
-    filename = f"{slugify(run.agent_name)}-run-{run.pk}.json"
+    text = export_text(eval_run, cast("ExportFormat", fmt))
+    response = HttpResponse(text, content_type=content_type)
+    filename = f"{slugify(run.agent_name)}-run-{run.pk}.{suffix}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

@@ -121,20 +121,36 @@ def write_eval_run(
     return target
 
 
+def load_eval_runs_bytes(content: bytes, source: str) -> list[EvalRun]:
+    """Load EvalRuns from the bytes of one result file (an upload); ``source`` names it in
+    errors. UTF-8 with or without a byte-order mark."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReportFormatError(source, [f"not UTF-8 text (byte {exc.start})"]) from None
+    return _runs_from_text(text, source)
+
+
 def _load_file(path: Path) -> list[EvalRun]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportFormatError(str(path), [f"cannot read: {exc}"]) from exc
+    return _runs_from_text(text, str(path))
+
+
+def _runs_from_text(text: str, source: str) -> list[EvalRun]:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportFormatError(
-            str(path), [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+            source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
         ) from exc
     except RecursionError:
-        raise ReportFormatError(str(path), [_TOO_DEEP]) from None
-    return _runs_from_document(document, str(path))
+        raise ReportFormatError(source, [_TOO_DEEP]) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ReportFormatError(source, [f"invalid JSON: {exc}"]) from None
+    return _runs_from_document(document, source)
 
 
 # Real result files nest a dozen levels; anything far deeper is not one, and would exhaust the
