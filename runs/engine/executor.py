@@ -28,7 +28,7 @@ from runs.backends.base import AgentBackend, AgentSession, TurnOutput, backend_f
 from runs.engine.events import CaseEvent, EventCallback, emit
 from runs.engine.files import FileProcessor
 from runs.engine.grading import TurnGrades, grade_turn
-from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for
+from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
 from runs.report.build import rollup_turns, single_turn_result, summarize
 from runs.report.models import (
     ProcessedFileInput,
@@ -265,12 +265,7 @@ class Engine:
         self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: CaseState
     ) -> TurnGrades:
         """Tool assertions always; metrics only when the agent answered (the public grading API)."""
-        evaluations = self.agent.config.evaluations
-        metrics = metrics_for(
-            turn.evaluations,
-            case.evaluations if case.is_multi_turn else None,
-            evaluations.metrics if evaluations else None,
-        )
+        metrics = turn_metrics(self.agent.config, case, turn)
         facts = TurnFacts(
             case_name=case.name,
             turn_index=turn_index,

@@ -16,9 +16,11 @@ from graders.result import Grade, error_text
 from runs.report.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
+    from runs.spec.agent import AgentConfig
     from runs.spec.loader import LoadedAgent
     from runs.spec.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
     from runs.spec.model import ModelConfig
+    from runs.spec.test_cases import TestCase, Turn
 
 # RAG metrics whose deepeval implementation compares against the expected output.
 RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}
@@ -299,3 +301,13 @@ def metrics_for(
         if candidate:
             return [metric for metric in candidate if metric.enabled]
     return []
+
+
+def turn_metrics(config: AgentConfig, case: TestCase, turn: Turn) -> list[Metric]:
+    """The metrics that grade ``turn`` of ``case``: turn > case (multi-turn) > agent."""
+    evaluations = config.evaluations
+    return metrics_for(
+        turn.evaluations,
+        case.evaluations if case.is_multi_turn else None,
+        evaluations.metrics if evaluations else None,
+    )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from runs.engine.executor import as_text, is_tool_of, serialize_expected
 from runs.engine.grading import grade_turn
-from runs.engine.metrics import MetricRunner, TurnFacts, metrics_for
+from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
 from runs.report.build import rollup_turns, single_turn_result
 from runs.report.models import TestResult, TurnResult
 
@@ -101,12 +101,7 @@ def _not_regradable(
 async def _regrade_turn(
     case: TestCase, turn: Turn, old: TurnResult, retrieval: list[str], runner: MetricRunner
 ) -> tuple[TurnResult, str | None]:
-    evaluations = runner.agent.config.evaluations if runner.agent else None
-    metrics = metrics_for(
-        turn.evaluations,
-        case.evaluations if case.is_multi_turn else None,
-        evaluations.metrics if evaluations else None,
-    )
+    metrics = turn_metrics(runner.agent.config, case, turn) if runner.agent else []
     facts = TurnFacts(
         case_name=case.name,
         turn_index=old.turn_index,

@@ -109,17 +109,10 @@ def case_pump(*, run: Run) -> int:
     slots = max(1, int(run.options.get("parallel") or 1)) - in_flight
     queued = 0
     while queued < slots:
-        case_id = (
-            CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
-            .order_by("index")
-            .values_list("pk", flat=True)
-            .first()
-        )
+        case_id = _case_mark_next_queued(run)
         if case_id is None:
             break
-        if CaseResult.objects.filter(pk=case_id, enqueued=False).update(
-            enqueued=True, enqueued_at=timezone.now()
-        ):
+        if case_id:
             task_enqueue(EXECUTE_CASE, case_id)
             queued += 1
     return queued
@@ -171,8 +164,17 @@ def _cases_chain(run: Run) -> None:
 
 
 def _case_take_next(run: Run) -> CaseResult | None:
-    """Mark the run's next not-yet-queued case as queued (atomically, as ``case_pump`` does)
-    and return it to run here."""
+    """The run's next not-yet-queued case, marked queued, to run here."""
+    case_id = _case_mark_next_queued(run)
+    if not case_id:
+        return None
+    return CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
+
+
+def _case_mark_next_queued(run: Run) -> int | None:
+    """Mark the run's next pending, not-yet-queued case as queued (an atomic flag, so two
+    pumps never take the same case); its id, 0 when a concurrent pump took it first, or None
+    when no case is left."""
     case_id = (
         CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
         .order_by("index")
@@ -181,11 +183,10 @@ def _case_take_next(run: Run) -> CaseResult | None:
     )
     if case_id is None:
         return None
-    if not CaseResult.objects.filter(pk=case_id, enqueued=False).update(
+    taken = CaseResult.objects.filter(pk=case_id, enqueued=False).update(
         enqueued=True, enqueued_at=timezone.now()
-    ):
-        return None  # a concurrent pump queued it
-    return CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
+    )
+    return case_id if taken else 0
 
 
 def case_attempt_dead(case: CaseResult) -> bool:

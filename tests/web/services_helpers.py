@@ -31,3 +31,15 @@ def example_project(tmp_path: Path, name: str = "convfinqa") -> AgentProject:
     target = tmp_path / name
     shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("results"))
     return project_register(agent_path=target / "agent.yaml")
+
+
+def git(directory: Path, *args: str) -> str:
+    """Run git in ``directory`` with a throwaway identity; its output."""
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()

@@ -5,7 +5,6 @@ then the regressed turn side by side and the config diff."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from django.urls import reverse
 
 from runs.models import Run
 from tests.web.factories import make_user
-from tests.web.services_helpers import example_project
+from tests.web.services_helpers import example_project, git
 from tests.web.test_browser import CHROMIUM, browser_page, login, screenshot
 from tests.web.test_browser_launch import celery_worker_thread
 
@@ -26,15 +25,6 @@ pytestmark = [
         not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"
     ),
 ]
-
-
-def git(directory: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def launch_at(page: Any, live_server: Any, project_pk: int, ref: str) -> Run:

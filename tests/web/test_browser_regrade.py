@@ -34,6 +34,7 @@ def test_a_run_regraded_from_its_page_compares_with_its_original(
 
     page = browser_page
     project = example_project(tmp_path)
+
     # The original run, stored by the CLI (in a thread: Playwright runs an event loop here).
     def cli() -> None:
         with pytest.raises(SystemExit):

@@ -3,7 +3,6 @@ per-turn side-by-side and the config diff."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run, TurnResult
 from tests.web.factories import RunSpec, build_run, make_project
+from tests.web.services_helpers import git
 
 pytestmark = pytest.mark.django_db
 
@@ -136,15 +136,6 @@ def test_regressions_fixes_and_flaky_rows_can_be_shown_alone(
 
 
 # --- the baseline -----------------------------------------------------------------------------
-
-
-def git(directory: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def three_commits(tmp_path: Path) -> list[str]:

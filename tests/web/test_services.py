@@ -11,7 +11,7 @@ from runs import recorder
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.services import execution, launch, recovery
 from runs.spec.errors import ConfigError
-from tests.web.services_helpers import example_project
+from tests.web.services_helpers import example_project, git
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,17 +193,6 @@ def test_the_staff_user_is_created_once(
     call_command("ensure_admin")
     call_command("ensure_admin")
     assert User.objects.get().is_staff
-
-
-def git(directory: Path, *args: str) -> str:
-    import subprocess
-
-    return subprocess.run(
-        ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def test_a_run_of_an_older_commit_uses_that_commits_agent_yaml(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from django.utils import timezone
 from runs.models import AgentProject, Run
 from runs.services.history import runs_import
 from tests.web.factories import RunSpec, build_run, make_project
+from tests.web.services_helpers import git
 
 pytestmark = pytest.mark.django_db
 
@@ -62,16 +62,6 @@ def trends_page(client: Client, query: str) -> str:
 def table_order(html: str) -> list[int]:
     table = html.split('<table class="grid trend-table">', 1)[1]
     return [int(run_id) for run_id in re.findall(r'<td><a href="/runs/(\d+)/">', table)]
-
-
-def git(directory: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(directory), "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture
