@@ -79,7 +79,7 @@ def run_original(agent: Path) -> object:
 
     with contextlib.suppress(SystemExit):
         call_command("run_agent", str(agent), "--quiet", "--no-results-file")
-    run = Run.objects.get()
+    run = Run.objects.filter(source=Run.Source.CLI).latest("pk")
     print(f"original: run {run.pk}, {run.total_cases} cases / {run.turns_done} turns")
     return run
 
