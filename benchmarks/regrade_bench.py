@@ -8,8 +8,9 @@ end to end through a real worker.
 2. Grading alone: every stored turn graded again with a stricter numeric metric and a code
    grader (``runs.engine.regrade.regrade_case``, in this process, no database writes).
    Target < 1 s.
-3. End to end: ``run_regrade_create`` with a real Celery worker (embedded broker and SQLite, or
-   Redis/PostgreSQL when REDIS_URL/DATABASE_URL are set), from the click to the run's end.
+3. End to end: the "Re-grade" button's ``run_regrade_create`` on the registered project's run,
+   with a real Celery worker (embedded broker and SQLite, or Redis/PostgreSQL when
+   REDIS_URL/DATABASE_URL are set), from the click to the run's end.
    Target < 5 s.
 """
 
@@ -59,6 +60,10 @@ def main() -> None:
         (agent_dir / "agent.yaml").write_text(
             AGENT.format(tolerance=0.01, extra="", fixture=FIXTURE)
         )
+        from runs.services.projects import project_register
+
+        # A registered project, as on the dashboard: its runs are re-graded with its agent.yaml.
+        project_register(agent_path=agent_dir / "agent.yaml")
         original = run_original(agent_dir / "agent.yaml")
         (agent_dir / "brevity.py").write_text(GRADER)
         (agent_dir / "agent.yaml").write_text(
@@ -69,7 +74,7 @@ def main() -> None:
             )
         )
         print(grading_alone(original, agent_dir / "agent.yaml"))
-        print(end_to_end(original, agent_dir / "agent.yaml", args.workers))
+        print(end_to_end(original, args.workers))
 
 
 def run_original(agent: Path) -> object:
@@ -115,7 +120,7 @@ def grading_alone(original: object, agent_path: Path) -> str:
     return f"grading alone: {graded} turns in {elapsed:.2f} s (target < 1 s)"
 
 
-def end_to_end(original: object, agent_path: Path, workers: int) -> str:
+def end_to_end(original: object, workers: int) -> str:
     from django.db import connection
 
     from runs.management.commands.serve import worker_command
@@ -127,7 +132,7 @@ def end_to_end(original: object, agent_path: Path, workers: int) -> str:
     try:
         time.sleep(6)  # worker start-up
         started = time.perf_counter()
-        run = run_regrade_create(original=original, agent_path=agent_path)  # type: ignore[arg-type]
+        run = run_regrade_create(original=original)  # type: ignore[arg-type]
         while run.is_active:
             time.sleep(0.05)
             run.refresh_from_db()
