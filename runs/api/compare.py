@@ -1,5 +1,6 @@
 """Compare: the compare page's data (headline, regressions and fixes by kind, the matrix)."""
 
+from dataclasses import fields
 from typing import Literal
 
 from django.http import HttpRequest
@@ -102,7 +103,11 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         "kinds": list(query.kinds),
         "headline": [
             {
-                **{f: getattr(h, f) for f in HEADLINE_FIELDS},
+                **{
+                    f.name: getattr(h, f.name)
+                    for f in fields(h)
+                    if f.name in HeadlineOut.model_fields
+                },
                 "run_id": h.run.pk,
                 "git_commit": h.run.git_commit,
                 "git_branch": h.run.git_branch,
@@ -129,19 +134,3 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         "row_count": len(matrix.rows),
         "mixed_projects": comparison.mixed_projects,
     }
-
-
-HEADLINE_FIELDS = (
-    "pass_rate",
-    "passed",
-    "failed",
-    "not_graded",
-    "total",
-    "tool_pass_rate",
-    "tokens",
-    "agent_ms",
-    "judge_ms",
-    "cost_usd",
-    "regressions",
-    "fixes",
-)

@@ -158,6 +158,4 @@ def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
 
 def _invocation(call: Any) -> Any:
     """Tool calls may be given as wire ``ToolInvocation`` objects or plain dicts."""
-    if isinstance(call, ToolInvocation | Mapping):
-        return ToolInvocation.model_validate(call) if isinstance(call, Mapping) else call
-    return call
+    return ToolInvocation.model_validate(call) if isinstance(call, Mapping) else call

@@ -24,6 +24,9 @@ def fill_outcomes(apps, schema_editor):
         else:
             outcome = "failed"
         metric_model.objects.filter(pk=metric.pk).update(outcome=outcome)
+    failed_errors: dict = {}  # turn id -> the errors of its failed metrics (one query)
+    for turn_id, error in metric_model.objects.filter(passed=False).values_list("turn_id", "error"):
+        failed_errors.setdefault(turn_id, []).append(error)
     for turn in turn_model.objects.only("id", "passed", "skipped", "errors", "tools_matched"):
         if turn.skipped:
             outcome = "skipped"
@@ -32,8 +35,7 @@ def fill_outcomes(apps, schema_editor):
         elif turn.errors or turn.tools_matched is False:
             outcome = "failed"
         else:
-            failed = metric_model.objects.filter(turn_id=turn.pk, passed=False)
-            ungraded = _ungraded_only(m.error for m in failed)
+            ungraded = _ungraded_only(failed_errors.get(turn.pk, []))
             outcome = "not_graded" if ungraded else "failed"
         turn_model.objects.filter(pk=turn.pk).update(outcome=outcome)
     for case in case_model.objects.only(

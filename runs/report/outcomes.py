@@ -43,10 +43,9 @@ def turn_outcome(turn: TurnResult) -> TurnOutcome:
     return "not_graded" if only_ungraded_failures(turn.metric_results) else "failed"
 
 
-def case_outcome(result: TestResult, *, cancelled: bool = False) -> CaseOutcome:
-    """A case cancelled before it ran is ``cancelled``; otherwise as a turn (its roll-up)."""
-    if cancelled:
-        return "cancelled"
+def case_outcome(result: TestResult) -> CaseOutcome:
+    """As a turn, over the case's roll-up. (A case cancelled before it ran has no result: the
+    recorder stores ``cancelled`` for it.)"""
     if result.passed:
         return "passed"
     if result.errors or result.tools_matched is False:
