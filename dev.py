@@ -97,10 +97,21 @@ def cmd_run(argv):
     os.execv(VENV_PY, [VENV_PY, "manage.py", "serve", *argv])
 
 
+def parallel_args(argv):
+    """pytest-xdist's options: one worker per core (at most 8; each has a Redis database of its
+    own, tests/testenv.py), unless the caller chose (-n ..., -p no:xdist). Tests that start
+    processes or a browser run one at a time on one worker (tests/conftest.py)."""
+    for arg in argv:
+        if arg.startswith(("-n", "--numprocesses", "--dist")) or arg in ("no:xdist", "-pno:xdist"):
+            return []
+    return ["-n", "auto", "--maxprocesses", "8", "--dist", "loadgroup"]
+
+
 def cmd_test(argv):
     ensure_venv()
     env = dict(os.environ, DEEPEVAL_TELEMETRY_OPT_OUT="YES", DEEPEVAL_DISABLE_DOTENV="1")
-    return subprocess.call([VENV_PY, "-m", "pytest", *argv], cwd=ROOT, env=env)
+    args = [VENV_PY, "-m", "pytest"] + parallel_args(argv) + list(argv)
+    return subprocess.call(args, cwd=ROOT, env=env)
 
 
 def cmd_check(argv):

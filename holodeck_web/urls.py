@@ -12,7 +12,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", include("runs.urls")),
+    path("", include("runs.web.urls")),
 ]
 
-handler400 = "runs.views.bad_request"
+handler400 = "runs.web.views.bad_request"

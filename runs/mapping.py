@@ -1,11 +1,14 @@
 """The one mapping between the wire models (``runs.report``) and the database rows.
 
-Wire -> rows: ``case_values`` (a case row's result columns) and ``turn_rows`` (a case's turn rows
-with their metric rows); rows -> wire: ``case_to_wire``, built from a case row and, for a
-multi-turn case, its turn rows (``turn_to_wire`` for one turn row). Verdicts are decided here,
-once, as the rows are written
-(``runs.report.outcomes``); nothing recomputes them on read. Adding a result field means adding
-it to the wire model, the row model and this module, nowhere else.
+Each row model's columns are declared once below, as (wire field, row column) pairs; both
+directions are read off those lists, so a result field is added to the wire model, the row
+model and one list here, nowhere else. Verdicts (``outcome``, ``kind_outcomes``) travel like any
+other field: the wire models decide them when a result is built (``runs.report.outcomes``) and
+the rows store them; nothing here or downstream decides them again.
+
+Wire -> rows: ``case_values`` (a case row's result columns), ``turn_rows`` (a case's turn rows
+with their metric rows). Rows -> wire: ``case_to_wire`` (a case row and, for a multi-turn case,
+its turn rows), ``turn_to_wire`` (one turn row with its metric rows).
 """
 
 from __future__ import annotations
@@ -13,37 +16,99 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from runs.models import CaseResult, MetricResult, TurnResult
 from runs.report import models as wire
-from runs.report.outcomes import (
-    case_kind_outcomes,
-    case_outcome,
-    metric_outcome,
-    turn_kind_outcomes,
-    turn_outcome,
+from runs.report.build import case_turns
+from runs.report.summary import MetricMark, RunSummary, summarize
+
+__all__ = [
+    "CASE_FIELDS",
+    "METRIC_FIELDS",
+    "TURN_FIELDS",
+    "case_to_wire",
+    "case_turns",
+    "case_values",
+    "summary_of_rows",
+    "turn_rows",
+    "turn_to_wire",
+]
+
+Fields = tuple[tuple[str, str], ...]
+
+# (wire field, row column). JSON columns hold the wire value dumped in JSON mode.
+TURN_FIELDS: Fields = (
+    ("turn_index", "index"),
+    ("input", "input"),
+    ("response", "response"),
+    ("ground_truth", "ground_truth"),
+    ("expected_tools", "expected_tools"),
+    ("tool_calls", "tool_calls"),
+    ("tool_invocations", "tool_invocations"),
+    ("tools_matched", "tools_matched"),
+    ("arg_match_details", "arg_match_details"),
+    ("passed", "passed"),
+    ("skipped", "skipped"),
+    ("outcome", "outcome"),
+    ("kind_outcomes", "kind_outcomes"),
+    ("execution_time_ms", "execution_time_ms"),
+    ("token_usage", "token_usage"),
+    ("errors", "errors"),
+    ("grader_details", "grader_details"),
 )
+METRIC_FIELDS: Fields = (
+    ("metric_name", "metric_name"),
+    ("kind", "kind"),
+    ("score", "score"),
+    ("threshold", "threshold"),
+    ("passed", "passed"),
+    ("outcome", "outcome"),
+    ("scale", "scale"),
+    ("error", "error"),
+    ("retry_count", "retry_count"),
+    ("evaluation_time_ms", "evaluation_time_ms"),
+    ("model_used", "model_used"),
+    ("reasoning", "reasoning"),
+    ("judge_usage", "judge_usage"),
+    ("judge_cost_usd", "judge_cost_usd"),
+)
+# A case row's result columns (its roll-up); the name and index are set when the run opens.
+CASE_FIELDS: Fields = (
+    ("test_input", "test_input"),
+    ("agent_response", "agent_response"),
+    ("ground_truth", "ground_truth"),
+    ("expected_tools", "expected_tools"),
+    ("tool_calls", "tool_calls"),
+    ("tools_matched", "tools_matched"),
+    ("metric_results", "metric_results"),
+    ("processed_files", "processed_files"),
+    ("errors", "errors"),
+    ("execution_time_ms", "execution_time_ms"),
+    ("token_usage", "token_usage"),
+    ("timestamp", "timestamp"),
+    ("passed", "passed"),
+    ("outcome", "outcome"),
+    ("kind_outcomes", "kind_outcomes"),
+)
+
+
+def _to_row(model: BaseModel, fields: Fields) -> dict[str, Any]:
+    dumped = model.model_dump(mode="json", include={name for name, _ in fields})
+    return {column: dumped.get(name) for name, column in fields}
+
+
+def _to_wire(row: object, fields: Fields) -> dict[str, Any]:
+    return {name: getattr(row, column) for name, column in fields}
+
 
 # --- wire -> rows ---------------------------------------------------------------------------
 
 
 def case_values(result: wire.TestResult, turns: Sequence[wire.TurnResult]) -> dict[str, Any]:
-    """The result columns of a case row (its roll-up), verdict included."""
+    """The result columns of a case row (its roll-up), verdicts included."""
     return {
-        "test_input": result.test_input,
-        "agent_response": result.agent_response,
-        "ground_truth": result.ground_truth,
-        "expected_tools": result.expected_tools,
-        "tool_calls": result.tool_calls,
-        "tools_matched": result.tools_matched,
-        "metric_results": [m.model_dump(mode="json") for m in result.metric_results],
-        "processed_files": [f.model_dump(mode="json") for f in result.processed_files],
-        "errors": result.errors,
-        "execution_time_ms": result.execution_time_ms,
-        "token_usage": _usage(result.token_usage),
-        "timestamp": result.timestamp,
-        "passed": result.passed,
-        "outcome": case_outcome(result),
-        "kind_outcomes": case_kind_outcomes(turn_kind_outcomes(turn) for turn in turns),
+        **_to_row(result, CASE_FIELDS),
         "turn_count": len(turns),
         "turns_passed": sum(1 for turn in turns if turn.passed),
     }
@@ -56,79 +121,17 @@ def turn_rows(
     return [(_turn_row(run_id, case, turn), _metric_rows(run_id, turn)) for turn in turns]
 
 
-def case_turns(result: wire.TestResult) -> list[wire.TurnResult]:
-    """Every case has turn rows: a single-turn (legacy) case is seen as its one turn."""
-    if result.turns is not None:
-        return list(result.turns)
-    return [
-        wire.TurnResult(
-            turn_index=0,
-            input=result.test_input,
-            response=result.agent_response,
-            ground_truth=result.ground_truth,
-            expected_tools=result.expected_tools,
-            tool_calls=result.tool_calls,
-            tool_invocations=result.tool_invocations,
-            tools_matched=result.tools_matched,
-            metric_results=result.metric_results,
-            passed=result.passed,
-            execution_time_ms=result.execution_time_ms,
-            token_usage=result.token_usage,
-            errors=result.errors,
-        )
-    ]
-
-
 def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResult:
-    return TurnResult(
-        run_id=run_id,
-        case=case,
-        index=turn.turn_index,
-        input=turn.input,
-        response=turn.response,
-        ground_truth=turn.ground_truth,
-        expected_tools=turn.expected_tools,
-        tool_calls=turn.tool_calls,
-        tool_invocations=[call.model_dump(mode="json") for call in turn.tool_invocations],
-        tools_matched=turn.tools_matched,
-        arg_match_details=turn.arg_match_details,
-        passed=turn.passed,
-        skipped=turn.skipped,
-        outcome=turn_outcome(turn),
-        kind_outcomes=turn_kind_outcomes(turn),
-        execution_time_ms=turn.execution_time_ms,
-        token_usage=_usage(turn.token_usage),
-        errors=turn.errors,
-        grader_details=turn.grader_details,
-    )
+    return TurnResult(run_id=run_id, case=case, **_to_row(turn, TURN_FIELDS))
 
 
 def _metric_rows(run_id: int, turn: wire.TurnResult) -> list[MetricResult]:
-    return [
-        MetricResult(
-            run_id=run_id,
-            position=position,
-            metric_name=metric.metric_name,
-            kind=metric.kind,
-            score=metric.score,
-            threshold=metric.threshold,
-            passed=metric.passed,
-            outcome=metric_outcome(metric),
-            scale="" if metric.scale is None else str(metric.scale),
-            error=metric.error,
-            retry_count=metric.retry_count,
-            evaluation_time_ms=metric.evaluation_time_ms,
-            model_used=metric.model_used,
-            reasoning=metric.reasoning,
-            judge_usage=_usage(metric.judge_usage),
-            judge_cost_usd=metric.judge_cost_usd,
-        )
-        for position, metric in enumerate(turn.metric_results)
-    ]
-
-
-def _usage(usage: wire.TokenUsage | None) -> dict[str, int] | None:
-    return usage.model_dump() if usage else None
+    rows = []
+    for position, metric in enumerate(turn.metric_results):
+        values = _to_row(metric, METRIC_FIELDS)
+        values["scale"] = "" if values["scale"] is None else str(values["scale"])
+        rows.append(MetricResult(run_id=run_id, position=position, **values))
+    return rows
 
 
 # --- rows -> wire ---------------------------------------------------------------------------
@@ -140,75 +143,56 @@ def case_to_wire(
     metrics_by_turn: dict[int, list[MetricResult]] | None = None,
 ) -> wire.TestResult:
     """A case row as a wire TestResult; a multi-turn case carries ``turns`` (pass its turn rows
-    and their metric rows by turn id)."""
-    result = wire.TestResult(
-        test_name=case.name or None,
-        test_input=case.test_input,
-        processed_files=[wire.ProcessedFileInput.model_validate(f) for f in case.processed_files],
-        agent_response=case.agent_response,
-        tool_calls=case.tool_calls,
-        expected_tools=case.expected_tools,
-        tools_matched=case.tools_matched,
-        metric_results=[wire.MetricResult.model_validate(m) for m in case.metric_results],
-        ground_truth=case.ground_truth,
-        passed=bool(case.passed),
-        execution_time_ms=case.execution_time_ms,
-        errors=case.errors,
-        timestamp=case.timestamp or (case.finished_at.isoformat() if case.finished_at else ""),
-        token_usage=_wire_usage(case.token_usage),
-    )
-    if not case.is_multi_turn:
-        if turns:  # the legacy shape keeps its one turn's tool invocations
-            invocations = [wire.ToolInvocation.model_validate(i) for i in turns[0].tool_invocations]
-            result = result.model_copy(update={"tool_invocations": invocations})
-        return result
-    metrics_by_turn = metrics_by_turn or {}
-    wire_turns = [turn_to_wire(turn, metrics_by_turn.get(turn.pk, [])) for turn in turns]
-    invocations = [call for turn in wire_turns for call in turn.tool_invocations]
-    return result.model_copy(update={"turns": wire_turns, "tool_invocations": invocations})
+    and their metric rows by turn id). A single-turn case keeps its one turn's tool calls."""
+    values = _to_wire(case, CASE_FIELDS)
+    values["passed"] = bool(case.passed)
+    values["outcome"] = case.outcome or None
+    values["kind_outcomes"] = case.kind_outcomes if case.outcome else None
+    if not values["timestamp"] and case.finished_at:
+        values["timestamp"] = case.finished_at.isoformat()
+    values["test_name"] = case.name or None
+    if case.is_multi_turn:
+        metrics_by_turn = metrics_by_turn or {}
+        wire_turns = [turn_to_wire(turn, metrics_by_turn.get(turn.pk, [])) for turn in turns]
+        values["turns"] = wire_turns
+        values["tool_invocations"] = [call for t in wire_turns for call in t.tool_invocations]
+    elif turns:
+        values["tool_invocations"] = turns[0].tool_invocations
+    return wire.TestResult.model_validate(values)
 
 
 def turn_to_wire(turn: TurnResult, metrics: Sequence[MetricResult]) -> wire.TurnResult:
-    return wire.TurnResult(
-        turn_index=turn.index,
-        input=turn.input,
-        response=turn.response,
-        ground_truth=turn.ground_truth,
-        expected_tools=turn.expected_tools,
-        tool_calls=turn.tool_calls,
-        tool_invocations=[wire.ToolInvocation.model_validate(i) for i in turn.tool_invocations],
-        tools_matched=turn.tools_matched,
-        arg_match_details=turn.arg_match_details,
-        metric_results=[_metric_to_wire(metric) for metric in metrics],
-        passed=turn.passed,
-        execution_time_ms=turn.execution_time_ms,
-        token_usage=_wire_usage(turn.token_usage),
-        errors=turn.errors,
-        skipped=turn.skipped,
-        grader_details=turn.grader_details,
-    )
+    values = _to_wire(turn, TURN_FIELDS)
+    values["metric_results"] = [_metric_to_wire(metric) for metric in metrics]
+    return wire.TurnResult.model_validate(values)
 
 
 def _metric_to_wire(metric: MetricResult) -> wire.MetricResult:
+    values = _to_wire(metric, METRIC_FIELDS)
     scale: int | str | None = metric.scale or None
     if isinstance(scale, str) and scale.isdigit():
         scale = int(scale)
-    return wire.MetricResult(
-        metric_name=metric.metric_name,
-        kind=metric.kind,  # type: ignore[arg-type]  # stored from a MetricKind
-        score=metric.score,
-        threshold=metric.threshold,
-        passed=metric.passed,
-        scale=scale,
-        error=metric.error,
-        retry_count=metric.retry_count,
-        evaluation_time_ms=metric.evaluation_time_ms,
-        model_used=metric.model_used,
-        reasoning=metric.reasoning,
-        judge_usage=_wire_usage(metric.judge_usage),
-        judge_cost_usd=metric.judge_cost_usd,
+    values["scale"] = scale
+    return wire.MetricResult.model_validate(values)
+
+
+# --- rows -> the run's summary ----------------------------------------------------------------
+
+
+def summary_of_rows(run_id: int, *, case_id: int | None = None) -> RunSummary:
+    """The summary of a run (or of one of its cases) from its stored verdicts: three queries
+    of three columns each, whatever the size of the run."""
+    scope: dict[str, int] = {"run_id": run_id}
+    if case_id is not None:
+        scope["case_id"] = case_id
+    case_scope = {"run_id": run_id, **({"pk": case_id} if case_id is not None else {})}
+    return summarize(
+        case_outcomes=CaseResult.objects.filter(**case_scope).values_list("outcome", flat=True),
+        turn_outcomes=TurnResult.objects.filter(**scope).values_list("outcome", flat=True),
+        metrics=(
+            MetricMark(name, kind, outcome, score)
+            for name, kind, outcome, score in MetricResult.objects.filter(
+                **({"run_id": run_id, "turn__case_id": case_id} if case_id else scope)
+            ).values_list("metric_name", "kind", "outcome", "score")
+        ),
     )
-
-
-def _wire_usage(data: dict[str, Any] | None) -> wire.TokenUsage | None:
-    return wire.TokenUsage.model_validate(data) if data else None

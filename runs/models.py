@@ -8,6 +8,7 @@ processed files JSON on the case row (each is always read together with its row,
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,10 @@ class Run(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
+    # The run's identity across databases: every export carries it (report.environment
+    # ENVIRONMENT_KEY), and an import keeps it, so a run exported and imported anywhere it
+    # already is is recognised.
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(
         AgentProject, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
@@ -96,14 +101,17 @@ class Run(models.Model):
     cases_done = models.IntegerField(default=0)
     total_turns = models.IntegerField(default=0)
     turns_done = models.IntegerField(default=0)
+    # Settled cases by verdict (failed counts errored cases too; cancelled ones count in
+    # cases_done only); pass_rate = passed over passed + failed, NULL while none is graded.
     passed_cases = models.IntegerField(default=0)
     failed_cases = models.IntegerField(default=0)
+    not_graded_cases = models.IntegerField(default=0)
     pass_rate = models.FloatField(null=True, blank=True)
     duration_ms = models.BigIntegerField(null=True, blank=True)
     prompt_tokens = models.BigIntegerField(default=0)
     completion_tokens = models.BigIntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
-    # {metrics_evaluated, average_scores} of the wire summary + [{name, kind, average, ...}].
+    # The run's summary (runs.report.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
     metric_summary = models.JSONField(default=list, blank=True)
 

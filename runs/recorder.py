@@ -3,12 +3,17 @@
 Both ways of running an agent write through here, so a run stored by ``manage.py run_agent``
 and the same run executed by the dashboard's workers give the same rows:
 
-- ``run_open`` creates the Run and its case rows (queued for the dashboard, running for the CLI);
+- ``run_open`` creates the Run, with everything it is opened with, and its case rows (queued
+  for the dashboard, running for the CLI);
 - ``case_claim`` takes a case for one attempt of one process (``runs.owner``);
 - ``CaseRecorder`` turns the engine's events into writes: each finished turn at once (a Celery
   task), or each case's turns together when it finishes (the CLI batches);
-- ``case_fail`` / ``case_cancel`` settle a case that produced no result;
+- ``case_fail`` / ``case_cancel`` (``cases_fail_open`` / ``cases_cancel_pending`` for a whole
+  run) settle cases that produced no result;
 - ``run_finish`` computes the roll-up from the rows and ends the run.
+
+A finished report (a HoloDeck file being imported) is written whole by ``run_record``, with the
+same mapping.
 
 Every write of an attempt is conditional on the attempt still owning its case, so a redelivered
 message and a dead worker's late write never interleave rows. Wire -> rows is ``runs.mapping``.
@@ -17,20 +22,26 @@ message and a dead worker's late write never interleave rows. Wire -> rows is ``
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection, transaction
-from django.db.models import Count, F, FloatField, Q, QuerySet
+from django.db.models import F, FloatField, QuerySet
 from django.db.models.functions import NullIf, Round
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from runs import gitutil
-from runs.mapping import case_to_wire, case_values, turn_rows
+from runs.mapping import case_turns, case_values, summary_of_rows, turn_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.owner import process_identity
 from runs.report import models as wire
+from runs.report.build import summary_of_results
+from runs.report.outcomes import Outcome
+from runs.report.summary import RunSummary
 
 log = logging.getLogger(__name__)
 
@@ -79,31 +90,47 @@ def run_open(
     git_ref: str = "",
     commit: str = "",
     cli_args: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+    agent_config_path: str = "",
+    prompt_version: dict[str, Any] | None = None,
+    regrade_of: Run | None = None,
+    uid: uuid.UUID | None = None,
 ) -> Run:
-    """Create the Run and one pending row per selected case, in one transaction.
+    """Create the Run and one pending row per selected case, in one transaction: everything a
+    run is opened with is given here, so nothing patches the run afterwards.
 
     A dashboard run starts queued (a worker starts it); a CLI run starts running, owned by the
-    command's process.
+    command's process. ``warnings`` (about its agent.yaml) are shown on the run page;
+    ``agent_config_path`` is the path to show when the agent was read from a temporary
+    checkout; ``regrade_of`` is the run a re-grade grades again.
     """
     cases = options["cases"]
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     status = Run.Status.QUEUED if queued else Run.Status.RUNNING
+    options = {**options, "warnings": list(warnings)}
+    if regrade_of is not None:
+        options["regrade_of"] = regrade_of.pk  # the case tasks read the original's turns
+    if not queued:
+        options["owner"] = _me()
     with transaction.atomic():
         run = Run.objects.create(
+            **({"uid": uid} if uid is not None else {}),
             project=project,
             source=source,
             status=status,
             started_at=None if status == Run.Status.QUEUED else timezone.now(),
             agent_name=agent.config.name,
-            agent_config_path=str(agent.path),
+            agent_config_path=agent_config_path or str(agent.path),
             git_ref=git_ref,
             git_commit=commit or (git.commit if git else ""),
             git_branch=(git.branch if git and not commit else ""),
             git_dirty=bool(git and git.dirty and not commit),
+            prompt_version=prompt_version,
+            regrade_of=regrade_of,
             config_snapshot=agent.redacted_snapshot(),
             raw_yaml=agent.raw_yaml,
             agent_sources=agent.sources,
-            options=options if queued else {**options, "owner": _me()},
+            options=options,
             cli_args=list(cli_args),
             created_by=user if getattr(user, "is_authenticated", False) else None,
             total_cases=len(cases),
@@ -116,6 +143,115 @@ def run_open(
             ]
         )
     return run
+
+
+def run_record(
+    *,
+    eval_run: wire.EvalRun,
+    project: Any = None,
+    source_hash: str = "",
+    uid: uuid.UUID | None = None,
+    warnings: Sequence[str] = (),
+) -> Run:
+    """Store a finished report (an imported result file) as a finished run: the run, a case
+    row per result with its turn and metric rows, in one transaction and a fixed number of
+    queries whatever its size.
+
+    The results are the truth: counts, status and summary are the results', whatever the
+    file's own summary says (``warnings`` say where it disagreed). ``uid`` is the run the file
+    names, kept so that its exports are recognised where it came from.
+    """
+    report, meta = eval_run.report, eval_run.metadata
+    results = report.results
+    turns_of = [case_turns(result) for result in results]
+    summary = summary_of_results(results)
+    cases = summary.cases
+    all_errored = bool(cases.total) and cases.error == cases.total
+    status = (
+        Run.Status.ERROR
+        if all_errored
+        else Run.Status.PASSED
+        if cases.passed == cases.total
+        else Run.Status.FAILED
+    )
+    usage = [result.token_usage for result in results if result.token_usage]
+    when = _parse_time(report.timestamp)
+    with transaction.atomic():
+        run = Run.objects.create(
+            **({"uid": uid} if uid is not None else {}),
+            project=project,
+            source=Run.Source.IMPORT,
+            status=status,
+            error="every test case failed to execute" if all_errored else "",
+            source_hash=source_hash,
+            agent_name=report.agent_name,
+            agent_config_path=report.agent_config_path,
+            git_commit=meta.git_commit or "",
+            prompt_version=meta.prompt_version,
+            config_snapshot=meta.agent_config,
+            holodeck_version=report.holodeck_version,
+            environment=report.environment,
+            options={"warnings": list(warnings)} if warnings else {},
+            cli_args=meta.cli_args,
+            report_timestamp=report.timestamp,
+            started_at=when,
+            finished_at=when,
+            created_at=when or timezone.now(),
+            total_cases=len(results),
+            total_turns=sum(len(turns) for turns in turns_of),
+            turns_done=sum(len(turns) for turns in turns_of),
+            **run_counters(summary),
+            duration_ms=report.summary.total_duration_ms,
+            prompt_tokens=sum(u.prompt_tokens for u in usage),
+            completion_tokens=sum(u.completion_tokens for u in usage),
+            total_tokens=sum(u.total_tokens for u in usage),
+            summary=summary.model_dump(mode="json"),
+        )
+        _cases_record(run, results, turns_of)
+    return run
+
+
+def _cases_record(
+    run: Run, results: Sequence[wire.TestResult], turns_of: Sequence[Sequence[wire.TurnResult]]
+) -> None:
+    """The finished case rows of a recorded report, then their turn and metric rows."""
+    cases = CaseResult.objects.bulk_create(
+        [
+            CaseResult(
+                run=run,
+                index=index,
+                name=result.test_name or "",
+                status=CaseResult.Status.DONE,
+                enqueued=True,
+                is_multi_turn=result.turns is not None,
+                finished_at=run.finished_at,
+                **case_values(result, turns),
+            )
+            for index, (result, turns) in enumerate(zip(results, turns_of, strict=True))
+        ]
+    )
+    if not all(case.pk for case in cases):  # a backend without RETURNING on bulk insert
+        by_index = {c.index: c for c in CaseResult.objects.filter(run=run)}
+        cases = [by_index[case.index] for case in cases]
+    turn_rows_insert(
+        [
+            pair
+            for case, turns in zip(cases, turns_of, strict=True)
+            for pair in turn_rows(run_id=run.pk, case=case, turns=turns)
+        ]
+    )
+
+
+def _parse_time(value: str) -> datetime | None:
+    """A report's timestamp as an aware datetime (UTC when it names no zone); None when it is
+    not one."""
+    try:
+        parsed = parse_datetime(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, UTC)
+    return parsed
 
 
 # --- one attempt at a case --------------------------------------------------------------------
@@ -190,6 +326,8 @@ def case_finish(
     cancelled = cancelled and any(turn.skipped for turn in turns)
     usage = result.token_usage
     values = case_values(result, turns)
+    if cancelled:
+        values["outcome"] = Outcome.CANCELLED.value
     with transaction.atomic():
         updated = case_owned(case, attempt).update(
             status=CaseResult.Status.CANCELLED if cancelled else CaseResult.Status.DONE,
@@ -198,18 +336,28 @@ def case_finish(
         )
         if not updated:
             return False
-        passed = 1 if result.passed and not cancelled else 0
-        failed = 0 if result.passed or cancelled else 1
         Run.objects.filter(pk=case.run_id).update(
-            cases_done=F("cases_done") + 1,
-            passed_cases=F("passed_cases") + passed,
-            failed_cases=F("failed_cases") + failed,
-            pass_rate=_pass_rate_after(passed, failed),
+            **_counted(values["outcome"]),
             prompt_tokens=F("prompt_tokens") + (usage.prompt_tokens if usage else 0),
             completion_tokens=F("completion_tokens") + (usage.completion_tokens if usage else 0),
             total_tokens=F("total_tokens") + (usage.total_tokens if usage else 0),
         )
     return True
+
+
+def _counted(outcome: str) -> dict[str, Any]:
+    """The run's live counters once a case with ``outcome`` is settled (for one UPDATE):
+    passed, failed (failed or errored) or not graded; cancelled counts as done only."""
+    passed = int(outcome == Outcome.PASSED)
+    failed = int(outcome in (Outcome.FAILED, Outcome.ERROR))
+    not_graded = int(outcome == Outcome.NOT_GRADED)
+    return {
+        "cases_done": F("cases_done") + 1,
+        "passed_cases": F("passed_cases") + passed,
+        "failed_cases": F("failed_cases") + failed,
+        "not_graded_cases": F("not_graded_cases") + not_graded,
+        "pass_rate": _pass_rate_after(passed, failed),
+    }
 
 
 def case_fail(case: CaseResult, attempt: int, error: str) -> None:
@@ -222,17 +370,14 @@ def case_fail(case: CaseResult, attempt: int, error: str) -> None:
             errors=[error],
             finished_at=timezone.now(),
         ):
-            Run.objects.filter(pk=case.run_id).update(
-                cases_done=F("cases_done") + 1,
-                failed_cases=F("failed_cases") + 1,
-                pass_rate=_pass_rate_after(0, 1),
-            )
+            Run.objects.filter(pk=case.run_id).update(**_counted(Outcome.ERROR))
 
 
 def _pass_rate_after(passed: int, failed: int) -> Round:
-    """The live pass rate once ``passed``/``failed`` more cases are counted: passed over
-    settled cases, in % (two decimals; NULL while none is settled). For the same UPDATE that
-    counts them: the columns on the right of an UPDATE are the values before it."""
+    """The live pass rate once ``passed``/``failed`` more cases are counted: passed over graded
+    cases (passed, failed, errored; not graded and cancelled left out), in % with two decimals,
+    NULL while none is graded (``runs.report.numbers.pass_rate_of`` in SQL). For the same
+    UPDATE that counts them: the columns on the right of an UPDATE are the values before it."""
     settled = F("passed_cases") + F("failed_cases") + (passed + failed)
     return Round(
         (F("passed_cases") + passed) * 100.0 / NullIf(settled, 0),
@@ -256,6 +401,21 @@ def cases_cancel_pending(run: Run) -> int:
     )
     Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
     return count
+
+
+def cases_fail_open(run: Run, error: str) -> int:
+    """Settle every case of the run not yet settled (pending or running) as an errored case:
+    the process that was to run them is gone. The run's counters are recomputed when it ends
+    (``run_abort``, ``run_finish``)."""
+    return CaseResult.objects.filter(
+        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).update(
+        status=CaseResult.Status.ERROR,
+        passed=False,
+        outcome=Outcome.ERROR.value,
+        errors=[error],
+        finished_at=timezone.now(),
+    )
 
 
 def _case_reset(case: CaseResult) -> None:
@@ -377,82 +537,48 @@ def run_settle(run: Run) -> bool:
     return True
 
 
-def run_finish(run_id: int) -> None:
-    """Compute the roll-up from the case rows and end the run (once: a conditional UPDATE).
+def run_finish(run_id: int, *, source_hash: str = "") -> None:
+    """Compute the summary from the rows and end the run (once: a conditional UPDATE).
 
     The live counters are recomputed from the rows here, so they end exact whatever happened
-    on the way (redeliveries, recovered cases, cancellation).
+    on the way (redeliveries, recovered cases, cancellation). ``source_hash``: the hash of the
+    result file the run ends with (run_agent's), so importing that file finds the run.
     """
-    from runs.report.build import summarize
-
     run = Run.objects.get(pk=run_id)
-    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
-    graded = [c for c in cases if c.status in (CaseResult.Status.DONE, CaseResult.Status.ERROR)]
-    results = [case_to_wire(case) for case in graded]
+    summary = summary_of_rows(run.pk)
     duration = int((timezone.now() - (run.started_at or run.created_at)).total_seconds() * 1000)
-    summary = summarize(results, duration)
     fields = {
-        **run_counters(run),
-        "pass_rate": summary.pass_rate,
+        **run_counters(summary),
+        "turns_done": TurnResult.objects.filter(run=run).count(),
         "duration_ms": duration,
-        "summary": summary.model_dump(include={"metrics_evaluated", "average_scores"}),
-        "metric_summary": metric_summary(results),
+        "summary": summary.model_dump(mode="json"),
         "report_timestamp": timezone.now().isoformat(),
+        **({"source_hash": source_hash} if source_hash else {}),
     }
-    errored = any(case.status == CaseResult.Status.ERROR for case in cases)
-    if errored and not any(case.status == CaseResult.Status.DONE for case in cases):
+    cases = summary.cases
+    if cases.error and cases.error == cases.total - cases.cancelled:
         ended = run.fail("every test case failed to execute", **fields)
     else:
-        ended = run.finish(passed=summary.failed == 0 and not errored and bool(graded), **fields)
+        ended = run.finish(passed=cases.total > 0 and cases.passed == cases.total, **fields)
     if not ended:
-        # Cancelled (or already finished): keep the status but store the roll-up.
+        # Cancelled (or already finished): keep the status but store the summary.
         Run.objects.filter(pk=run.pk).update(**fields)
 
 
-def run_counters(run: Run) -> dict[str, int]:
-    """The summary counters, counted from the rows (two queries)."""
-    settled = [CaseResult.Status.DONE, CaseResult.Status.ERROR, CaseResult.Status.CANCELLED]
-    counts = CaseResult.objects.filter(run=run).aggregate(
-        n_done=Count("pk", filter=Q(status__in=settled)),
-        n_passed=Count("pk", filter=Q(status=CaseResult.Status.DONE, passed=True)),
-        n_failed=Count(
-            "pk",
-            filter=Q(status=CaseResult.Status.ERROR)
-            | Q(status=CaseResult.Status.DONE, passed=False),
-        ),
-    )
+def run_counters(summary: RunSummary) -> dict[str, Any]:
+    """The run's counter columns from its summary."""
+    cases = summary.cases
     return {
-        "cases_done": counts["n_done"],
-        "passed_cases": counts["n_passed"],
-        "failed_cases": counts["n_failed"],
-        "turns_done": TurnResult.objects.filter(run=run).count(),
+        "cases_done": cases.total - cases.pending,
+        "passed_cases": cases.passed,
+        "failed_cases": cases.failed + cases.error,
+        "not_graded_cases": cases.not_graded,
+        "pass_rate": summary.pass_rate,
     }
 
 
-def metric_summary(results: Sequence[wire.TestResult]) -> list[dict[str, Any]]:
-    """Per metric (over case roll-ups): kind, average score, count, passed count, errors."""
-    table: dict[str, dict[str, Any]] = {}
-    for result in results:
-        for metric in result.metric_results:
-            row = table.setdefault(
-                metric.metric_name,
-                {
-                    "name": metric.metric_name,
-                    "kind": metric.kind,
-                    "scores": [],
-                    "count": 0,
-                    "passed": 0,
-                    "errors": 0,
-                },
-            )
-            row["count"] += 1
-            row["passed"] += int(metric.passed)
-            row["errors"] += int(metric.error is not None)
-            if metric.score is not None:
-                row["scores"].append(metric.score)
-    out = []
-    for row in table.values():
-        scores = row.pop("scores")
-        row["average"] = round(sum(scores) / len(scores), 4) if scores else None
-        out.append(row)
-    return sorted(out, key=lambda row: (row["kind"], row["name"]))
+def run_abort(run: Run, error: str) -> bool:
+    """End a run that cannot go on (its command died, it could not start) as an error, with the
+    summary of what it did write."""
+    summary = summary_of_rows(run.pk)
+    return run.fail(error, **run_counters(summary), summary=summary.model_dump(mode="json"))

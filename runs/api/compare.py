@@ -8,7 +8,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, responses
-from runs.compare_selectors import MAX_RUNS, baseline_choose, compare_runs, runs_for_compare
+from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing, comparison_for
 
 router = Router(tags=["compare"])
 
@@ -86,19 +86,18 @@ class CompareOut(Schema):
 
 @router.get("/compare", response=responses({200: CompareOut}, 404, 422))
 def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
-    runs = runs_for_compare(list(dict.fromkeys(query.runs)))
-    if len(runs) != len(set(query.runs)):
-        missing = sorted(set(query.runs) - {run.pk for run in runs})
-        raise HttpError(404, f"no run #{missing[0]}")
-    baseline = baseline_choose(runs, chosen=query.baseline)
-    if baseline is None:
-        raise HttpError(422, f"run {runs[0].pk} has no other run to compare it with")
-    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-    comparison = compare_runs(shown, baseline.run, list(query.kinds))
+    try:
+        baseline, comparison = comparison_for(
+            list(dict.fromkeys(query.runs)), chosen=query.baseline, kinds=list(query.kinds)
+        )
+    except RunsMissing as exc:
+        raise HttpError(404, f"no run #{min(exc.missing)}") from None
+    except NoBaseline as exc:
+        raise HttpError(422, str(exc)) from None
     matrix = comparison.matrix
     rows = matrix.rows[query.offset : query.offset + query.limit]
     return {
-        "runs": [run.pk for run in shown],
+        "runs": [run.pk for run in comparison.runs],
         "baseline": {"run_id": baseline.run.pk, "rule": baseline.rule, "added": baseline.added},
         "kinds": list(query.kinds),
         "headline": [

@@ -7,7 +7,8 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import ErrorOut, Id, SafeText
-from runs.gate import GateError, GateOptions, gate_baseline, gate_evaluate, gate_run, public_url
+from runs.report.gate import GateOptions
+from runs.services.gate import GateError, gate_baseline, gate_evaluate, gate_run, public_url
 
 router = Router(tags=["gate"])
 
@@ -89,7 +90,7 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
         "passed": result.passed,
         "reasons": result.reasons,
         "run": run.pk,
-        "baseline_run": result.baseline.pk,
+        "baseline_run": result.baseline.id,
         "baseline_rule": result.baseline_rule,
         "regressions": result.regressions,
         "fixes": result.fixes,

@@ -1,13 +1,18 @@
 """Import HoloDeck result files (upload) into a project."""
 
+from typing import TYPE_CHECKING
+
 from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import MAX_ID, ErrorOut
-from runs.import_views import UploadsRejected, max_unpacked_bytes, read_uploads
-from runs.models import AgentProject
+from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
+
+if TYPE_CHECKING:
+    from runs.models import AgentProject
 
 router = Router(tags=["import"])
 
@@ -99,12 +104,12 @@ def imports_create(request: HttpRequest) -> object:
     }
 
 
-def _project(value: str) -> AgentProject | None:
+def _project(value: str) -> "AgentProject | None":
     if not value.strip():
         return None
     if not value.strip().isdigit() or not 1 <= int(value) <= MAX_ID:
         raise HttpError(422, f"project={value[:40]!r} is not a project id")
-    project = AgentProject.objects.filter(pk=int(value)).first()
+    project = selectors.project_find(project_id=int(value))
     if project is None:
         raise HttpError(422, f"no project with id {int(value)}")
     return project

@@ -4,7 +4,6 @@ from datetime import datetime
 from pathlib import Path
 
 from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 from ninja.errors import HttpError
 from ninja.pagination import LimitOffsetPagination, paginate
@@ -42,7 +41,7 @@ def project_list(request: HttpRequest) -> object:
 
 @router.get("/projects/{project_id}", response=responses({200: ProjectOut}, 404))
 def project_detail(request: HttpRequest, project_id: Id) -> object:
-    return get_object_or_404(selectors.project_list(), pk=project_id)
+    return selectors.project_listed(project_id=project_id)
 
 
 @router.post("/projects", response=responses({201: ProjectOut}, 403, 422))
@@ -56,4 +55,4 @@ def project_register(request: HttpRequest, payload: ProjectRegisterIn) -> object
     if not path.is_file():
         raise HttpError(422, f"{path} is not a file the server can read")
     project = register(agent_path=path, name=payload.name)
-    return 201, get_object_or_404(selectors.project_list(), pk=project.pk)
+    return 201, selectors.project_listed(project_id=project.pk)

@@ -1,10 +1,9 @@
 """Runs: launch, list, detail, progress, cancel; a run's cases; a case's turns; export."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.pagination import LimitOffsetPagination, paginate
@@ -12,7 +11,10 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import Id, SafeText, responses
-from runs.models import CaseResult, Run
+from runs.web.exports import run_export_response
+
+if TYPE_CHECKING:
+    from runs.models import Run
 
 router = Router(tags=["runs"])
 
@@ -45,7 +47,7 @@ class RunOut(Schema):
     url: str
 
     @staticmethod
-    def resolve_url(run: Run) -> str:
+    def resolve_url(run: "Run") -> str:
         return run.get_absolute_url()
 
 
@@ -104,24 +106,23 @@ class RunFilters(Schema):
 @router.get("/runs", response=responses({200: list[RunOut]}))
 @paginate(LimitOffsetPagination)
 def run_list(request: HttpRequest, filters: Query[RunFilters]) -> object:
-    runs = selectors.run_list(
+    return selectors.run_list(
         filters=selectors.RunListFilters(
-            project_id=filters.project, status=filters.status or "", commit=filters.commit or ""
+            project_id=filters.project,
+            status=filters.status or "",
+            commit=filters.commit or "",
+            branch=filters.branch or "",
         )
     )
-    if filters.branch:
-        runs = runs.filter(git_branch=filters.branch)
-    return runs
 
 
 @router.post("/runs", response=responses({201: RunOut}, 403, 404, 422))
 def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
     staff_only(request, "launch runs")
-    from runs.models import AgentProject
     from runs.services.launch import LaunchError, run_create
     from runs.spec.errors import ConfigError
 
-    project = get_object_or_404(AgentProject, pk=payload.project)
+    project = selectors.project_get(project_id=payload.project)
     try:
         run = run_create(
             project=project,
@@ -144,7 +145,7 @@ def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
 
 @router.get("/runs/{run_id}", response=responses({200: RunDetailOut}, 404))
 def run_detail(request: HttpRequest, run_id: Id) -> object:
-    run = get_object_or_404(Run.objects.defer("raw_yaml"), pk=run_id)
+    run = selectors.run_row(run_id=run_id, defer=("raw_yaml",))
     counts = selectors.run_case_counts(run=run)
     summary = run.summary or {}
     extra = {
@@ -164,22 +165,9 @@ def run_detail(request: HttpRequest, run_id: Id) -> object:
 
 @router.get("/runs/{run_id}/progress", response=responses({200: ProgressOut}, 404))
 def run_progress(request: HttpRequest, run_id: Id) -> object:
-    run = get_object_or_404(Run.objects.only(*PROGRESS_FIELDS), pk=run_id)
-    return {**{f: getattr(run, f) for f in PROGRESS_FIELDS}, "active": run.is_active,
-            "percent": run.progress_percent}  # fmt: skip
-
-
-PROGRESS_FIELDS = (
-    "id",
-    "status",
-    "total_cases",
-    "cases_done",
-    "total_turns",
-    "turns_done",
-    "passed_cases",
-    "failed_cases",
-    "pass_rate",
-)
+    run = selectors.run_progress_get(run_id=run_id)
+    return {**{f: getattr(run, f) for f in selectors.RUN_PROGRESS_FIELDS},
+            "active": run.is_active, "percent": run.progress_percent}  # fmt: skip
 
 
 @router.post("/runs/{run_id}/cancel", response=responses({200: RunOut}, 403, 404, 409))
@@ -187,7 +175,7 @@ def run_cancel(request: HttpRequest, run_id: Id) -> object:
     staff_only(request, "cancel runs")
     from runs.services.launch import run_cancel as cancel
 
-    run = get_object_or_404(Run, pk=run_id)
+    run = selectors.run_row(run_id=run_id)
     if not cancel(run=run):
         raise HttpError(409, f"run {run.pk} has already ended ({run.status})")
     run.refresh_from_db()
@@ -219,13 +207,9 @@ class CaseFilters(Schema):
 @router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
 @paginate(LimitOffsetPagination)
 def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> object:
-    run = get_object_or_404(Run.objects.only("id"), pk=run_id)
-    return (
-        CaseResult.objects.filter(run=run)
-        .only(*CaseOut.model_fields)
-        .filter(**({"passed": False} if filters.failed else {}))
-        .filter(**({"name__icontains": filters.q} if filters.q else {}))
-        .order_by("index")
+    run = selectors.run_row(run_id=run_id, only=("id",))
+    return selectors.case_rows(
+        run=run, only_failures=filters.failed, query=filters.q, fields=tuple(CaseOut.model_fields)
     )
 
 
@@ -277,12 +261,6 @@ def case_turns(request: HttpRequest, run_id: Id, case_id: Id) -> object:
 
 # --- export ------------------------------------------------------------------------------------
 
-EXPORTS = {
-    "json": ("application/json", "json"),
-    "markdown": ("text/markdown; charset=utf-8", "md"),
-    "junit": ("application/xml", "xml"),
-}
-
 
 @router.get(
     "/runs/{run_id}/export",
@@ -292,14 +270,4 @@ EXPORTS = {
 def run_export(
     request: HttpRequest, run_id: Id, format: Literal["json", "markdown", "junit"] = "json"
 ) -> HttpResponse:
-    from runs.report.holodeck_io import slugify
-    from runs.report.writers import export_text
-
-    run = selectors.run_get(run_id=run_id)
-    content_type, suffix = EXPORTS[format]
-    response = HttpResponse(
-        export_text(selectors.run_eval_run(run=run), format), content_type=content_type
-    )
-    name = f"{slugify(run.agent_name)}-run-{run.pk}.{suffix}"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    return run_export_response(run_id=run_id, fmt=format)

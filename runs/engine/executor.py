@@ -27,9 +27,9 @@ from graders.result import error_text
 from runs.backends.base import AgentBackend, AgentSession, TurnOutput, backend_for
 from runs.engine.events import CaseEvent, EventCallback, emit
 from runs.engine.files import FileProcessor
-from runs.engine.grading import TurnGrades, grade_turn
+from runs.engine.grading import TurnGrades, grade_turn, graded_turn
 from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
-from runs.report.build import rollup_turns, single_turn_result, summarize
+from runs.report.build import rollup_turns, single_turn_result, summarize, summary_of_results
 from runs.report.models import (
     ProcessedFileInput,
     TestReport,
@@ -118,6 +118,7 @@ class Engine:
             agent_config_path=str(self.agent.path),
             results=results,
             summary=summarize(results, elapsed_ms),
+            run_summary=summary_of_results(results),
             timestamp=utc_now(),
             holodeck_version=ENGINE_VERSION,
             environment={"python": platform.python_version(), "engine": ENGINE_VERSION},
@@ -231,7 +232,7 @@ class Engine:
         grades = await self._grade(case, turn, turn_index, output, state)
         if grades.stop_reason is not None and state.stop_reason is None:
             state.stop_reason = grades.stop_reason
-        result = TurnResult(
+        answered = TurnResult(
             turn_index=turn_index,
             input=turn.input,
             response=output.response,
@@ -239,15 +240,12 @@ class Engine:
             expected_tools=serialize_expected(turn.expected_tools),
             tool_calls=[call.name for call in output.tool_calls],
             tool_invocations=list(output.tool_calls),
-            tools_matched=grades.tools_matched,
-            arg_match_details=grades.arg_match_details,
-            metric_results=grades.metric_results,
-            passed=not errors and grades.passed,
+            passed=False,
             execution_time_ms=elapsed_ms,
             token_usage=output.usage,
             errors=errors,
-            grader_details=grades.grader_details or None,
         )
+        result = graded_turn(answered, grades)
         return result, processed
 
     async def _send(self, session: AgentSession, message: str) -> TurnOutput:

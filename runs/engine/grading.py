@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from graders.tool_calls import assert_tools, tools_matched
 from runs.engine.metrics import MetricRunner, TurnFacts, skip_reason
-from runs.report.models import MetricResult, ToolInvocation
+from runs.report.kinds import JUDGE_KINDS
+from runs.report.models import MetricResult, ToolInvocation, TurnResult
 
 if TYPE_CHECKING:
     from runs.spec.metrics import Metric
@@ -41,10 +42,9 @@ __all__ = [
     "expectations_from_yaml",
     "grade_turn",
     "grade_turn_sync",
+    "graded_turn",
     "metrics_from_yaml",
 ]
-
-JUDGE_KINDS = frozenset({"geval", "rag"})
 
 
 @dataclass
@@ -64,6 +64,18 @@ class TurnGrades:
     def passed(self) -> bool:
         """The grading's verdict (a turn also fails on its own errors, which are not grades)."""
         return self.tools_matched is not False and all(m.passed for m in self.metric_results)
+
+
+def graded_turn(turn: TurnResult, grades: TurnGrades) -> TurnResult:
+    """The turn with its grades (live or re-graded): the one place grades become turn fields.
+    A turn with errors of its own fails whatever the grades say."""
+    return turn.changed(
+        tools_matched=grades.tools_matched,
+        arg_match_details=grades.arg_match_details,
+        metric_results=grades.metric_results,
+        grader_details=grades.grader_details or None,
+        passed=not turn.errors and grades.passed,
+    )
 
 
 async def grade_turn(

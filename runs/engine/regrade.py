@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from runs.engine.executor import as_text, is_tool_of, serialize_expected
-from runs.engine.grading import grade_turn
+from runs.engine.grading import grade_turn, graded_turn
 from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
 from runs.report.build import rollup_turns, single_turn_result
 from runs.report.models import TestResult, TurnResult
@@ -119,31 +119,22 @@ async def _regrade_turn(
         expected_tools=turn.tool_expectations(),
         runner=runner,
     )
-    result = old.model_copy(
-        update={
-            "ground_truth": turn.ground_truth,
-            "expected_tools": serialize_expected(turn.expected_tools),
-            "tools_matched": grades.tools_matched,
-            "arg_match_details": grades.arg_match_details,
-            "metric_results": grades.metric_results,
-            "grader_details": grades.grader_details or None,
-            "passed": not old.errors and grades.passed,
-        }
+    base = old.changed(
+        ground_truth=turn.ground_truth, expected_tools=serialize_expected(turn.expected_tools)
     )
+    result = graded_turn(base, grades)
     return result, grades.stop_reason
 
 
 def _ungraded(old: TurnResult, *errors: str) -> TurnResult:
-    return old.model_copy(
-        update={
-            "metric_results": [],
-            "tools_matched": None,
-            "arg_match_details": None,
-            "grader_details": None,
-            "passed": False,
-            "skipped": True,
-            "errors": list(errors),
-        }
+    return old.changed(
+        metric_results=[],
+        tools_matched=None,
+        arg_match_details=None,
+        grader_details=None,
+        passed=False,
+        skipped=True,
+        errors=list(errors),
     )
 
 

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from runs.report import summary as run_summary
 from runs.report.models import (
     MetricResult,
     ProcessedFileInput,
@@ -47,6 +48,29 @@ def summarize(results: Sequence[TestResult], total_duration_ms: int) -> ReportSu
         metrics_evaluated=counts,
         average_scores={name: _mean(values) for name, values in scores.items()},
     )
+
+
+def case_turns(result: TestResult) -> list[TurnResult]:
+    """Every case has turns: a single-turn (legacy) case is seen as its one turn."""
+    if result.turns is not None:
+        return list(result.turns)
+    return [
+        TurnResult(
+            turn_index=0,
+            input=result.test_input,
+            response=result.agent_response,
+            ground_truth=result.ground_truth,
+            expected_tools=result.expected_tools,
+            tool_calls=result.tool_calls,
+            tool_invocations=result.tool_invocations,
+            tools_matched=result.tools_matched,
+            metric_results=result.metric_results,
+            passed=result.passed,
+            execution_time_ms=result.execution_time_ms,
+            token_usage=result.token_usage,
+            errors=result.errors,
+        )
+    ]
 
 
 def single_turn_result(
@@ -192,3 +216,25 @@ def _sum_optional(values: Iterable[int | None]) -> int | None:
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
+
+
+def summary_of_results(
+    results: Sequence[object], *, unfinished: Iterable[str] = ()
+) -> run_summary.RunSummary:
+    """The summary of wire results (``runs.report.models.TestResult`` with their turns; a
+    single-turn case is its one turn), plus the outcomes of cases that have no result
+    (errored, cancelled, pending)."""
+    case_values: list[str | None] = list(unfinished)
+    turn_values: list[str | None] = []
+    marks: list[run_summary.MetricMark] = []
+    for result in results:
+        case_values.append(result.outcome)
+        for turn in case_turns(result):
+            turn_values.append(turn.outcome)
+            marks.extend(
+                run_summary.MetricMark(m.metric_name, m.kind, m.outcome or "", m.score)
+                for m in turn.metric_results
+            )
+    return run_summary.summarize(
+        case_outcomes=case_values, turn_outcomes=turn_values, metrics=marks
+    )

@@ -57,10 +57,13 @@ def load_eval_runs(
     return _load_file(path)
 
 
-def dump_eval_run(run: EvalRun) -> str:
+def dump_eval_run(run: EvalRun, *, holodeck: bool = False) -> str:
     """The run as HoloDeck writes it: 2-space indent, every field present (nulls included),
-    non-ASCII escaped like ``json.dumps`` does; our extension keys only when set."""
-    return json.dumps(run.model_dump(mode="json"), indent=2)
+    non-ASCII escaped like ``json.dumps`` does; our judge-accounting keys only when set.
+
+    ``holodeck``: HoloDeck's exact shape, without our verdict extensions (``outcome``,
+    ``kind_outcomes``, ``run_summary``): what a ``results/`` file holds. An export keeps them."""
+    return json.dumps(run.model_dump(mode="json", context={"holodeck": holodeck}), indent=2)
 
 
 def slugify(name: str) -> str:
@@ -110,7 +113,7 @@ def write_eval_run(
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(dump_eval_run(run))
+            handle.write(dump_eval_run(run, holodeck=True))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)

@@ -12,14 +12,24 @@ understand, and silently dropping its data on import-then-export would be worse 
 ``agent_config``, ``prompt_version``, ``grader_details``) are plain dicts, so HoloDeck can grow
 them without breaking us.
 
-Our two extensions (``MetricResult.judge_usage`` / ``judge_cost_usd``) are omitted from dumps
-when unset, so files without judge accounting keep HoloDeck's exact shape.
+Our extensions are omitted where HoloDeck's exact shape is wanted:
+
+- ``MetricResult.judge_usage`` / ``judge_cost_usd`` (LLM-judge accounting) are omitted from dumps
+  when unset, so files without judge accounting keep HoloDeck's exact shape;
+- ``outcome`` (metric, turn, case) and ``kind_outcomes`` (turn, case) are the stored verdicts of
+  ``runs.report.outcomes``, decided here, once, when a result is built (a validator fills them
+  when absent, so a HoloDeck file gets them on import and a stored verdict is never re-decided);
+- ``TestReport.run_summary`` is our summary (``runs.report.summary``).
+
+``holodeck_dump(model)`` dumps without the verdict extensions (``outcome``, ``kind_outcomes``,
+``run_summary``): the shape of a HoloDeck result file, and what a result file's identity hash
+is computed over.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -31,7 +41,20 @@ from pydantic import (
     model_validator,
 )
 
-MetricKind = Literal["standard", "rag", "geval", "code"]
+from runs.report.kinds import MetricKind
+from runs.report.outcomes import (
+    CaseOutcome,
+    MetricOutcome,
+    TurnOutcome,
+    case_kind_outcomes,
+    case_outcome,
+    metric_outcome,
+    turn_kind_outcomes,
+    turn_outcome,
+)
+from runs.report.summary import RunSummary
+
+__all__ = ["MetricKind"]
 
 # Names HoloDeck (and we) give deterministic / NLP metrics. HoloDeck's legacy reader knows the
 # first five; equality and numeric arrived with feature 032, the rouge variants are spellings
@@ -79,6 +102,23 @@ def infer_metric_kind(metric_name: str) -> MetricKind:
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Our verdict extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}).
+_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary")
+
+
+def _without_verdicts(dumped: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
+    context = info.context if isinstance(info.context, dict) else {}
+    if context.get("holodeck"):
+        for key in _VERDICT_KEYS:
+            dumped.pop(key, None)
+    return dumped
+
+
+def holodeck_dump(model: BaseModel) -> dict[str, Any]:
+    """JSON-safe dump in HoloDeck's own shape (no verdict extensions)."""
+    return model.model_dump(mode="json", context={"holodeck": True})
 
 
 class TokenUsage(_Wire):
@@ -193,6 +233,7 @@ class MetricResult(_Wire):
     # Our extensions (LLM-judge accounting); dropped from dumps when None.
     judge_usage: TokenUsage | None = None
     judge_cost_usd: float | None = None
+    outcome: MetricOutcome | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -211,7 +252,13 @@ class MetricResult(_Wire):
         for key in _EXTENSION_KEYS:
             if dumped.get(key) is None:
                 dumped.pop(key, None)
-        return dumped
+        return _without_verdicts(dumped, info)
+
+    @model_validator(mode="after")
+    def _decide_outcome(self) -> Self:
+        if self.outcome is None:
+            self.outcome = metric_outcome(self).value  # type: ignore[assignment]
+        return self
 
 
 class TurnResult(_Wire):
@@ -235,6 +282,29 @@ class TurnResult(_Wire):
     errors: list[str] = Field(default_factory=list)
     skipped: bool = False
     grader_details: dict[str, Any] | None = None
+    outcome: TurnOutcome | None = None
+    kind_outcomes: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _decide_outcome(self) -> Self:
+        if self.outcome is None:
+            self.outcome = turn_outcome(self).value  # type: ignore[assignment]
+        if self.kind_outcomes is None:
+            self.kind_outcomes = turn_kind_outcomes(self)
+        return self
+
+    def changed(self, **changes: Any) -> TurnResult:
+        """A copy with ``changes`` and its verdicts decided again (``model_copy`` would keep
+        the old ones)."""
+        return TurnResult.model_validate(
+            {**dict(self), **changes, "outcome": None, "kind_outcomes": None}
+        )
+
+    @model_serializer(mode="wrap")
+    def _holodeck_shape(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        return _without_verdicts(handler(self), info)
 
 
 class TestResult(_Wire):
@@ -258,6 +328,26 @@ class TestResult(_Wire):
     timestamp: str
     token_usage: TokenUsage | None = None
     turns: list[TurnResult] | None = None
+    outcome: CaseOutcome | None = None
+    kind_outcomes: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _decide_outcome(self) -> Self:
+        if self.outcome is None:
+            self.outcome = case_outcome(self).value  # type: ignore[assignment]
+        if self.kind_outcomes is None:
+            if self.turns is not None:
+                per_turn = [turn.kind_outcomes or {} for turn in self.turns]
+            else:  # a single-turn case: its own fields are its one turn's
+                per_turn = [turn_kind_outcomes(self)]  # type: ignore[arg-type]
+            self.kind_outcomes = case_kind_outcomes(per_turn)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _holodeck_shape(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        return _without_verdicts(handler(self), info)
 
 
 class ReportSummary(_Wire):
@@ -297,6 +387,17 @@ class TestReport(_Wire):
     timestamp: str
     holodeck_version: str
     environment: dict[str, str] = Field(default_factory=dict)
+    # Our summary (per-turn metric counts, not graded apart); omitted when unset.
+    run_summary: RunSummary | None = None
+
+    @model_serializer(mode="wrap")
+    def _holodeck_shape(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("run_summary") is None:
+            dumped.pop("run_summary", None)
+        return _without_verdicts(dumped, info)
 
     @model_validator(mode="after")
     def _summary_counts_the_results(self) -> Self:

@@ -1,5 +1,9 @@
-"""Import HoloDeck history: result files become finished runs (bulk inserts, a fixed number of
-queries whatever a run's size). Wire -> rows goes through ``runs.mapping`` like every write."""
+"""Import HoloDeck history: result files become finished runs, written by the recorder
+(``runs.recorder.run_record``: bulk inserts, a fixed number of queries whatever a run's size).
+
+A file is recognised, not imported again, when the database already holds the run it names
+(every export names its run: ``runs.report.round_trip``) or a run with the same content (the
+same file imported before, or the result file run_agent wrote for a run it stored)."""
 
 from __future__ import annotations
 
@@ -8,22 +12,20 @@ import io
 import json
 import logging
 import re
+import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from django.db import DataError, IntegrityError, transaction
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
+from django.db import DataError, IntegrityError
 
-from runs.mapping import case_turns, case_values, turn_rows
-from runs.models import AgentProject, CaseResult, Run
-from runs.recorder import metric_summary, turn_rows_insert
+from runs.models import AgentProject, Run
+from runs.recorder import run_record
 from runs.report import models as wire
+from runs.report.models import holodeck_dump
+from runs.report.round_trip import run_identity, summary_contradiction
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ class ImportOutcome:
 def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -> ImportOutcome:
     """Import HoloDeck result files (a file, a list of EvalRuns, or a results/ directory).
 
-    A result already imported (same content) is not imported again.
+    A result already here (the run it names, or the same content) is not imported again.
     """
     from runs.report.holodeck_io import load_eval_runs
 
@@ -52,12 +54,13 @@ def _eval_run_import(
     eval_run: wire.EvalRun, *, project: AgentProject | None, outcome: ImportOutcome
 ) -> None:
     digest = eval_run_hash(eval_run)
-    existing = _imported(digest)
+    uid = run_identity(eval_run)
+    existing = _imported(digest, uid)
     if existing is None:
         try:
             run = run_import(eval_run=eval_run, project=project, source_hash=digest)
         except IntegrityError:  # a concurrent import of the same file won the race
-            existing = _imported(digest)
+            existing = _imported(digest, uid)
             if existing is None:
                 raise
         else:
@@ -105,7 +108,8 @@ def uploads_import(
     or a ``.zip`` of a results/ directory (every ``*.json`` inside, at any depth).
 
     Every file is reported on its own: a malformed one lists its problems and the others still
-    import; a result already imported (same content) is reported with the run holding it.
+    import; a result already here (the run it names, or the same content) is reported with the
+    run holding it.
     """
     reports: list[SourceImport] = []
     for upload in uploads:
@@ -229,98 +233,35 @@ def _megabytes(size: int) -> str:
     return f"{size / 1_000_000:,.1f} MB"
 
 
-def _imported(digest: str) -> Run | None:
-    """The run already holding this result (imported, or stored by run_agent as it wrote it)."""
+def _imported(digest: str, uid: uuid.UUID | None = None) -> Run | None:
+    """The run already holding this result: the run the file names (its export), or the run
+    imported from the same file or stored by run_agent as it wrote it."""
+    if uid is not None:
+        named = Run.objects.filter(uid=uid).first()
+        if named is not None:
+            return named
     return Run.objects.filter(source_hash=digest).order_by("pk").first()
 
 
 def eval_run_hash(eval_run: wire.EvalRun) -> str:
-    canonical = json.dumps(eval_run.model_dump(mode="json"), sort_keys=True)
+    canonical = json.dumps(holodeck_dump(eval_run), sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def run_import(
     *, eval_run: wire.EvalRun, project: AgentProject | None = None, source_hash: str = ""
 ) -> Run:
-    """Store a finished HoloDeck report as a Run with its case, turn and metric rows.
+    """Store a finished HoloDeck report as a Run with its case, turn and metric rows, through
+    the recorder.
 
-    The report's own summary is kept as it is (HoloDeck rounds its pass rate its own way).
+    Its results are the truth: a summary that contradicts them is replaced by theirs, with a
+    warning shown on the run page. A file naming a run (an export) keeps that identity.
     """
-    report, meta = eval_run.report, eval_run.metadata
-    summary = report.summary
-    results = report.results
-    turn_total = sum(len(r.turns) if r.turns else 1 for r in results)
-    usage = [r.token_usage for r in results if r.token_usage]
-    when = _parse_time(report.timestamp)
-    with transaction.atomic():
-        run = Run.objects.create(
-            project=project,
-            source=Run.Source.IMPORT,
-            status=Run.Status.PASSED if summary.failed == 0 else Run.Status.FAILED,
-            source_hash=source_hash,
-            agent_name=report.agent_name,
-            agent_config_path=report.agent_config_path,
-            git_commit=meta.git_commit or "",
-            prompt_version=meta.prompt_version,
-            config_snapshot=meta.agent_config,
-            holodeck_version=report.holodeck_version,
-            environment=report.environment,
-            cli_args=meta.cli_args,
-            report_timestamp=report.timestamp,
-            started_at=when,
-            finished_at=when,
-            created_at=when or timezone.now(),
-            total_cases=summary.total_tests,
-            cases_done=summary.total_tests,
-            total_turns=turn_total,
-            turns_done=turn_total,
-            passed_cases=summary.passed,
-            failed_cases=summary.failed,
-            pass_rate=summary.pass_rate,
-            duration_ms=summary.total_duration_ms,
-            prompt_tokens=sum(u.prompt_tokens for u in usage),
-            completion_tokens=sum(u.completion_tokens for u in usage),
-            total_tokens=sum(u.total_tokens for u in usage),
-            summary=summary.model_dump(include={"metrics_evaluated", "average_scores"}),
-            metric_summary=metric_summary(results),
-        )
-        _cases_import(run, results)
-    return run
-
-
-def _cases_import(run: Run, results: list[wire.TestResult]) -> None:
-    turns_of = [case_turns(result) for result in results]
-    cases = CaseResult.objects.bulk_create(
-        [
-            CaseResult(
-                run=run,
-                index=index,
-                name=result.test_name or "",
-                status=CaseResult.Status.DONE,
-                enqueued=True,
-                is_multi_turn=result.turns is not None,
-                **case_values(result, turns),
-            )
-            for index, (result, turns) in enumerate(zip(results, turns_of, strict=True))
-        ]
+    contradiction = summary_contradiction(eval_run.report)
+    return run_record(
+        eval_run=eval_run,
+        project=project,
+        source_hash=source_hash,
+        uid=run_identity(eval_run),
+        warnings=[contradiction] if contradiction else [],
     )
-    if not all(case.pk for case in cases):  # a backend without RETURNING on bulk insert
-        by_index = {c.index: c for c in CaseResult.objects.filter(run=run)}
-        cases = [by_index[case.index] for case in cases]
-    turn_rows_insert(
-        [
-            pair
-            for case, turns in zip(cases, turns_of, strict=True)
-            for pair in turn_rows(run_id=run.pk, case=case, turns=turns)
-        ]
-    )
-
-
-def _parse_time(value: str) -> Any:
-    try:
-        parsed = parse_datetime(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, UTC)
-    return parsed

@@ -69,8 +69,6 @@ def run_create(
     options = run_options(
         agent=agent, indices=indices, limit=limit, case_filter=case_filter, checkout_commit=commit
     )
-    # Shown on the run page: HoloDeck fields with no effect here, judges that cannot grade.
-    options["warnings"] = launch_warnings(agent)
     run = run_open(
         agent=agent,
         options=options,
@@ -80,10 +78,11 @@ def run_create(
         git=gitutil.git_info(directory),
         git_ref=ref,
         commit=commit,
+        # Shown on the run page: HoloDeck fields with no effect here, judges that cannot grade.
+        warnings=launch_warnings(agent),
+        # A checkout is a temporary worktree: the path to show is the project's own.
+        agent_config_path=str(project.agent_path),
     )
-    # A checkout is a temporary worktree: the path to show is the project's own.
-    Run.objects.filter(pk=run.pk).update(agent_config_path=str(project.agent_path))
-    run.agent_config_path = str(project.agent_path)
     task_enqueue(START_RUN, run.pk)
     return run
 

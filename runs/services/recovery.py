@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from runs.models import CaseResult, Run
 from runs.owner import owner_alive
-from runs.recorder import run_counters, run_settle
+from runs.recorder import cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
 
@@ -87,15 +87,8 @@ def cli_run_recover(*, run: Run) -> bool:
     owner = str(run.options.get("owner") or "")
     if not owner or owner_alive(owner) is not False:
         return False
-    CaseResult.objects.filter(
-        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
-    ).update(
-        status=CaseResult.Status.ERROR,
-        passed=False,
-        errors=["execution error: the run_agent command running this case stopped"],
-        finished_at=timezone.now(),
-    )
-    return run.fail("the run_agent command running this run stopped", **run_counters(run))
+    cases_fail_open(run, "execution error: the run_agent command running this case stopped")
+    return run_abort(run, "the run_agent command running this run stopped")
 
 
 def worktrees_prune() -> int:

@@ -62,8 +62,6 @@ def run_regrade_create(
         "case_indices": [case[0] for case in cases],
         "cases": cases,
         "checkout_commit": commit,
-        "regrade_of": original.pk,
-        "warnings": launch_warnings(agent),
     }
     run = run_open(
         agent=agent,
@@ -74,13 +72,11 @@ def run_regrade_create(
         git=gitutil.git_info(Path(project.directory)),
         git_ref=git_ref.strip(),
         commit=commit,
-    )
-    Run.objects.filter(pk=run.pk).update(
-        regrade_of=original,
+        warnings=launch_warnings(agent),
         agent_config_path=str(project.agent_path),
         prompt_version=original.prompt_version,
+        regrade_of=original,
     )
-    run.refresh_from_db()
     if enqueue:
         task_enqueue(START_RUN, run.pk)
     return run

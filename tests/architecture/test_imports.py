@@ -53,3 +53,17 @@ def test_no_module_of_the_project_is_part_of_an_import_circle() -> None:
 def test_only_the_celery_app_names_the_task_module() -> None:
     graph = grimp.build_graph(*PACKAGES)
     assert graph.find_modules_that_directly_import("runs.tasks") == set()
+
+
+def test_views_and_api_routers_import_no_model() -> None:
+    """They read through selectors and write through services (import-linter checks it too)."""
+    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True)
+    importers = graph.find_modules_that_directly_import("runs.models")
+    layer = {m for m in importers if m.startswith(("runs.web.", "runs.api."))}
+    assert layer == set()
+
+
+def test_the_trend_chart_and_the_gate_summary_import_no_django() -> None:
+    graph = grimp.build_graph(*PACKAGES, include_external_packages=True)
+    for module in ("runs.report.trend_chart", "runs.report.gate"):
+        assert graph.chain_exists(module, "django") is False

@@ -38,6 +38,9 @@ ANSWER = "Paris is the capital of France. About two million people live in Paris
 CONTEXT = ["Paris is the capital of France.", "Bananas are rich in potassium."]
 
 STEPS = {"steps": ["Check the answer names the capital.", "Check the population figure."]}
+# A judge this slow never answers within a test: only a timeout can end its grade, so the timeout
+# tests assert what happened, not how long a busy machine took.
+JUDGE_DELAY_S = 30.0
 
 
 def geval(judge: Any, **overrides: Any) -> Grade:
@@ -371,14 +374,15 @@ def test_a_rag_judge_answering_invalid_json_could_not_grade() -> None:
 
 
 def test_a_slow_judge_times_out_on_every_attempt_and_counts_the_retries() -> None:
-    judge = ScriptedJudge({"g_eval.Steps": STEPS}, delay_s=2.0)
+    judge = ScriptedJudge({"g_eval.Steps": STEPS}, delay_s=JUDGE_DELAY_S)
 
     started = time.monotonic()
-    grade = geval(judge, retries=2, timeout_ms=50)
+    grade = geval(judge, retries=2, timeout_ms=200)
 
-    assert time.monotonic() - started < 1.5
+    # Bounded by the timeouts, not by the judge (however busy the machine is).
+    assert time.monotonic() - started < JUDGE_DELAY_S
     assert grade.error == (
-        "could not grade: TimeoutError: the judge gave no verdict within 50 ms (after 3 attempts)"
+        "could not grade: TimeoutError: the judge gave no verdict within 200 ms (after 3 attempts)"
     )
     assert grade.retry_count == 2
     assert judge.asked == ["g_eval.Steps"] * 3
@@ -543,12 +547,14 @@ def http_judge(fake: FakeOpenAIJudge) -> JudgeSpec:
 
 @pytest.fixture(scope="module")
 def warm_http_judge() -> None:
-    """One full grade over HTTP first: the first grade of a process spends seconds importing
-    the OpenAI client's modules inside the timed attempt, which would make a short
-    ``timeout_ms`` expire before any request is sent (and the test prove nothing)."""
+    """One full grade over HTTP of every judge metric first: a metric's first grade in a process
+    spends seconds importing the OpenAI client's and the metric's modules inside the timed
+    attempt, which would make a short ``timeout_ms`` expire before any request is sent (and the
+    test prove nothing)."""
     with running_fake_openai_judge() as fake:
-        fake.routes = metric_routes("contextual_recall")
-        assert rag("contextual_recall", http_judge(fake)).error is None
+        for metric in JUDGE_METRICS:
+            fake.routes = metric_routes(metric)
+            assert judged(metric, http_judge(fake)).error is None, metric
 
 
 def test_geval_over_http_weights_the_score_by_the_judges_logprobs(
@@ -621,7 +627,7 @@ def test_an_http_judge_answering_invalid_json_could_not_grade(
 def test_an_http_judge_slower_than_the_timeout_is_called_again_on_retry(
     fake_openai: FakeOpenAIJudge,
 ) -> None:
-    fake_openai.routes = {"Steps": Reply(json.dumps(STEPS), delay_s=60.0)}
+    fake_openai.routes = {"Steps": Reply(json.dumps(STEPS), delay_s=JUDGE_DELAY_S)}
 
     grade = geval(http_judge(fake_openai), retries=1, timeout_ms=1000)
 
@@ -744,9 +750,9 @@ def test_a_server_without_usage_still_grades_and_records_no_usage(
 def test_a_judge_slower_than_timeout_ms_could_not_grade_within_the_bound(
     metric: str, fake_openai: FakeOpenAIJudge
 ) -> None:
-    # Every answer would take a minute; the fixture's shutdown ends the sleep after the test.
+    # No answer comes within the test; the fixture's shutdown ends the sleep after the test.
     fake_openai.routes = {
-        name: Reply(reply.content if isinstance(reply, Reply) else "{}", delay_s=60.0)
+        name: Reply(reply.content if isinstance(reply, Reply) else "{}", delay_s=JUDGE_DELAY_S)
         for name, reply in metric_routes(metric).items()
     }
 
@@ -757,7 +763,7 @@ def test_a_judge_slower_than_timeout_ms_could_not_grade_within_the_bound(
     assert_could_not_grade(grade)
     assert grade.error == "could not grade: TimeoutError: the judge gave no verdict within 1000 ms"
     assert grade.retry_count == 0
-    assert 1.0 <= elapsed < 3.0  # bounded by timeout_ms, not by the judge
+    assert 1.0 <= elapsed < JUDGE_DELAY_S  # bounded by timeout_ms, not by the judge
     assert fake_openai.request_count > 0  # the requests reached the judge...
     assert fake_openai.replies == 0  # ...which had not answered when the grade came back
 

@@ -14,6 +14,7 @@ from runs.report.models import (
     TestReport,
     TokenUsage,
     ToolInvocation,
+    holodeck_dump,
     infer_metric_kind,
 )
 from tests.report.factories import TIMESTAMP, metric, result, usage
@@ -44,7 +45,7 @@ def test_a_fixture_run_dumps_back_to_its_own_json_plus_the_turns_key(shared_dir:
     documents = _fixture_documents(shared_dir)
 
     for document in documents:
-        dumped = EvalRun.model_validate(document).model_dump(mode="json")
+        dumped = holodeck_dump(EvalRun.model_validate(document))
         for case in dumped["report"]["results"]:
             # feature 032 added TestResult.turns; older files simply lack the key.
             assert case.pop("turns") is None

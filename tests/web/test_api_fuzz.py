@@ -15,7 +15,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 from runs.services.tokens import token_create
 from tests.web.factories import RunSpec, build_run, make_project, make_user
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
 

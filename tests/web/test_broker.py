@@ -162,6 +162,7 @@ def consume(root: Path, consumer: int) -> None:
     (root / f"consumer-{consumer}.txt").write_text("\n".join(taken))
 
 
+@pytest.mark.stress
 @pytest.mark.skipif(os.cpu_count() is None, reason="needs processes")
 def test_four_producers_and_two_consumers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")

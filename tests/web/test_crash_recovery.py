@@ -20,7 +20,7 @@ from runs.services import launch
 from tests.web.services_helpers import REPO, example_project
 from tests.web.test_worker import services_available
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.process]
 
 RECOVERY_BUDGET_S = 120  # "with default settings the run ends within 2 minutes of the kill"
 

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.web.services_helpers import EXAMPLES, REPO
 from tests.web.test_serve import (
     answers,
@@ -23,10 +25,14 @@ from tests.web.test_serve import (
     wait_for,
 )
 
+pytestmark = pytest.mark.process
+
 RECOVERY_BUDGET_S = 120
 
 LAUNCH = """
 from pathlib import Path
+
+import pytest
 from runs.services.launch import run_create
 from runs.services.projects import project_register
 run = run_create(project=project_register(agent_path=Path({path!r})), parallel=2)

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentProject, Run
-from runs.views import RUNS_PER_PAGE
+from runs.web.views import RUNS_PER_PAGE
 from tests.web.factories import RunSpec, build_run, failing_case
 
 pytestmark = pytest.mark.django_db

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TIMINGS = {"execution_time_ms", "evaluation_time_ms", "duration_ms", "timestamp"}
 ORCHESTRATION = {
     "id",
+    "uid",
     "run",
     "case",
     "turn",

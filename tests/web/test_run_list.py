@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.models import AgentProject, Run
-from runs.views import RUNS_PER_PAGE
+from runs.web.views import RUNS_PER_PAGE
 from tests.web.factories import RunSpec, build_run, make_project
 
 pytestmark = pytest.mark.django_db

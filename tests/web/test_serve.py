@@ -19,6 +19,8 @@ import pytest
 from runs.management.commands.serve import describe_exit, restart_delay, worker_command
 from tests.web.services_helpers import REPO
 
+pytestmark = pytest.mark.process
+
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="serve's children die with it on Linux only"
 )

@@ -18,7 +18,7 @@ from runs.management.commands.serve import worker_command
 from runs.models import Run, TurnResult
 from tests.web.services_helpers import REPO, example_project
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.process]
 
 
 def services_available() -> str | None:

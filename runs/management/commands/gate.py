@@ -49,7 +49,13 @@ class Command(BaseCommand):
         sys.exit(self.gate(options))
 
     def gate(self, options: dict[str, Any]) -> int:
-        from runs.gate import GateError, baseline_spec_parse, gate_baseline, gate_evaluate, gate_run
+        from runs.services.gate import (
+            GateError,
+            baseline_spec_parse,
+            gate_baseline,
+            gate_evaluate,
+            gate_run,
+        )
 
         try:
             gate_options = self._gate_options(options)
@@ -72,7 +78,8 @@ class Command(BaseCommand):
         return EXIT_PASSED if result.passed else EXIT_FAILED
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
-        from runs.gate import GateError, GateOptions, kinds_parse, metric_drops_parse, public_url
+        from runs.report.gate import GateOptions
+        from runs.services.gate import GateError, kinds_parse, metric_drops_parse, public_url
 
         if options["max_regressions"] < 0:
             raise GateError(f"--max-regressions {options['max_regressions']}: must be 0 or more")

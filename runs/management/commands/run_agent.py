@@ -1,17 +1,19 @@
+"""``manage.py run_agent``: argument handling and printing; the run itself is
+``runs.services.cli``."""
+
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from graders.result import error_text
-from runs.engine.events import emit
+
+if TYPE_CHECKING:
+    from runs.services.cli import RunStore
 
 EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
@@ -110,7 +112,7 @@ class Command(BaseCommand):
             self.stderr.write(f"execution error: {error_text(exc)}")
             return EXIT_EXECUTION
         try:
-            self._write_outputs(agent, eval_run, options, git)
+            self._write_outputs(agent, eval_run, options)
         except OSError as exc:
             self.stderr.write(f"execution error: could not write the results: {exc}")
             return EXIT_EXECUTION
@@ -122,60 +124,34 @@ class Command(BaseCommand):
         return EXIT_PASSED if summary.failed == 0 else EXIT_FAILED
 
     def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
-        from runs.engine.executor import Engine
         from runs.engine.progress import TerminalProgress
-        from runs.report.models import EvalRun, EvalRunMetadata
+        from runs.services.cli import cli_run_execute
 
-        cases = agent.config.test_cases
         progress = None
         if not options["quiet"]:
+            cases = agent.config.test_cases
             progress = TerminalProgress(
                 sum(len(cases[i].as_turns()) for i in indices), len(indices), stream=sys.stderr
             )
-        cli_args = ["manage.py", "run_agent", *sys.argv[2:]]
-        store = None if options["no_store"] else self._open_store(agent, indices, options, git)
-        self.store = store
-        listeners = [listener for listener in (progress, store) if listener is not None]
-
-        async def on_event(event: Any) -> None:
-            for listener in listeners:
-                await emit(listener, event)
-
-        engine = Engine(agent, on_event=on_event)
         try:
-            report = asyncio.run(engine.run(case_indices=indices))
-        except Exception as exc:
-            if store is not None:
-                store.fail(f"execution error: {error_text(exc)}")
-            raise
+            outcome = cli_run_execute(
+                agent=agent,
+                indices=indices,
+                git=git,
+                cli_args=["manage.py", "run_agent", *sys.argv[2:]],
+                limit=options["limit"],
+                case_filter=options["filter"],
+                store=not options["no_store"],
+                progress=progress,
+                warn=lambda line: self.stderr.write(line),
+            )
         finally:
             if progress is not None:
                 progress.close()
-        if store is not None:
-            store.close(report)
-        return EvalRun(
-            report=report,
-            metadata=EvalRunMetadata(
-                agent_config=agent.redacted_snapshot(),
-                prompt_version=None,
-                holodeck_version=report.holodeck_version,
-                cli_args=cli_args,
-                git_commit=git.commit if git else None,
-            ),
-        )
+        self.store = outcome.store
+        return outcome.eval_run
 
-    def _open_store(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
-        """The run's rows, written as cases finish through the same recorder as the workers'."""
-        return RunStore.open(
-            agent,
-            indices,
-            options,
-            git,
-            cli_args=["manage.py", "run_agent", *sys.argv[2:]],
-            warn=lambda line: self.stderr.write(line),
-        )
-
-    def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any], git: Any) -> None:
+    def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
         from runs.report.holodeck_io import write_eval_run
         from runs.report.writers import EXPORT_SUFFIXES, export_text
 
@@ -189,108 +165,4 @@ class Command(BaseCommand):
             target.write_text(export_text(eval_run, EXPORT_SUFFIXES[target.suffix]))
             self.stdout.write(f"wrote {target}")
         if self.store is not None and self.store.run is not None:
-            self.store.mark_written(eval_run)
             self.stdout.write(f"stored as run {self.store.run.pk}")
-
-
-class RunStore:
-    """Stores a CLI run as it goes, through ``runs.recorder`` (the write path of the workers).
-
-    Storing is best effort: a database that is missing, unmigrated or failing never changes the
-    run's outcome or its result file; it is said once on stderr and storing stops.
-    """
-
-    def __init__(self, run: Any, recorder: Any, warn: Callable[[str], None]) -> None:
-        self.run = run
-        self.recorder = recorder
-        self.warn = warn
-
-    @classmethod
-    def open(
-        cls,
-        agent: Any,
-        indices: list[int],
-        options: dict[str, Any],
-        git: Any,
-        *,
-        cli_args: list[str],
-        warn: Callable[[str], None],
-    ) -> RunStore | None:
-        from django.db import DatabaseError
-
-        from runs.models import AgentProject, Run
-        from runs.recorder import CaseRecorder, run_open, run_options
-
-        try:
-            project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
-            run = run_open(
-                agent=agent,
-                options=run_options(
-                    agent=agent,
-                    indices=indices,
-                    limit=options["limit"],
-                    case_filter=options["filter"],
-                ),
-                source=Run.Source.CLI,
-                project=project,
-                git=git,
-                cli_args=cli_args,
-            )
-        except DatabaseError as exc:
-            warn(f"warning: the run was not stored in the database: {exc}")
-            return None
-        return cls(run, CaseRecorder(per_turn=False, claim_in=run), warn)
-
-    async def __call__(self, event: Any) -> None:
-        from django.db import DatabaseError
-
-        if self.run is None:
-            return
-        try:
-            await self.recorder(event)
-        except DatabaseError as exc:
-            self.warn(f"warning: storing the run in the database failed: {exc}")
-            self.run = None
-
-    def mark_written(self, eval_run: Any) -> None:
-        """Remember the result file's hash: importing that file later finds this run."""
-        from django.db import DatabaseError
-
-        from runs.models import Run
-        from runs.services.history import eval_run_hash
-
-        if self.run is None:
-            return
-        try:
-            Run.objects.filter(pk=self.run.pk).update(source_hash=eval_run_hash(eval_run))
-        except DatabaseError as exc:
-            self.warn(f"warning: storing the run in the database failed: {exc}")
-
-    def fail(self, error: str) -> None:
-        from django.db import DatabaseError
-
-        from runs.recorder import run_counters
-
-        if self.run is None:
-            return
-        with contextlib.suppress(DatabaseError):
-            self.run.fail(error, **run_counters(self.run))
-
-    def close(self, report: Any) -> None:
-        """Settle what the engine never finished and end the run from its rows."""
-        from django.db import DatabaseError
-
-        from runs.recorder import case_fail, run_finish
-
-        if self.run is None:
-            return
-        by_name = {r.test_name: r for r in report.results}
-        try:
-            for case, attempt in self.recorder.unsettled():
-                result = by_name.get(case.name or None)
-                error = result.errors[0] if result and result.errors else "execution error"
-                case_fail(case, attempt, error)
-            run_finish(self.run.pk)
-        except DatabaseError as exc:
-            self.warn(f"warning: storing the run in the database failed: {exc}")
-            self.run = None

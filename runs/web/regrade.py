@@ -5,12 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from runs.models import Run
-from runs.views import staff_required
+from runs import selectors
+from runs.web.views import staff_required
 
 
 class RegradeForm(forms.Form):
@@ -26,7 +25,7 @@ def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
     from runs.services.regrade import run_regrade_create
     from runs.spec.errors import ConfigError
 
-    original = get_object_or_404(Run, pk=run_id)
+    original = selectors.run_row(run_id=run_id)
     form = RegradeForm(request.POST)
     back = HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": original.pk}))
     if not form.is_valid():

@@ -1,72 +1,32 @@
-"""Trends over a project's (or an imported agent's) finished runs: the reads and the chart.
+"""The trends chart from plain data: runs in commit order, pass-rate drops, prompt and model
+changes, and the geometry of the SVG chart ``templates/runs/trends.html`` draws.
 
-The reads cost two queries whatever the number of runs: the runs (only the columns the chart
-shows) and the metric averages (one aggregate grouped by run, kind and metric name). Runs are
-put in commit order with ``git rev-list --first-parent`` when the project's directory is a git
-repository, else in date order. The chart is drawn on the server as inline SVG by
-``templates/runs/trends.html`` from the geometry computed here; every text in it comes from a
-run and is escaped by the template.
+No database and no Django here: the reads (``runs.selectors.trends``) hand over ``TrendRun``
+values and metric averages; every text in the chart comes from a run and is escaped by the
+template.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
-from django.core.exceptions import BadRequest
-from django.db.models import Avg
-from django.db.models.fields.json import KT
-from django.http import HttpRequest
-from django.urls import reverse
-from django.utils import timezone
-
-from runs.gitutil import GitError, commit_order
-from runs.models import AgentProject, MetricResult, Run
-from runs.params import MAX_TEXT
 from runs.report.models import MetricKind
 
 METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
-FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 DEFAULT_MARGIN = 10.0  # percentage points
-DEFAULT_POINTS = 100
-MAX_POINTS = 500
 # A commit this short or shorter is not matched against the history by prefix.
 MIN_PREFIX = 4
 
 MINUS = "\u2212"
 
 
-# --- parameters ------------------------------------------------------------------------------
-
-
-def kinds_param(request: HttpRequest) -> tuple[str, ...]:
-    """``?kinds=standard,code`` and/or repeated ``kinds=``; none given means every kind."""
-    chosen: list[str] = []
-    for raw in request.GET.getlist("kinds"):
-        if "\x00" in raw:
-            raise BadRequest("?kinds= must not contain a NUL character")
-        if len(raw) > MAX_TEXT:
-            raise BadRequest(f"?kinds= is longer than {MAX_TEXT} characters")
-        for word in (part.strip() for part in raw.split(",")):
-            if not word:
-                continue
-            if word not in METRIC_KINDS:
-                raise BadRequest(f"?kinds= must be among {', '.join(METRIC_KINDS)}")
-            if word not in chosen:
-                chosen.append(word)
-    return tuple(kind for kind in METRIC_KINDS if kind in chosen) or METRIC_KINDS
-
-
-# --- reads -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TrendRun:
-    """One finished run as the trends page shows it."""
+    """One finished run as the trends page shows it (``created_at`` in the time zone shown)."""
 
     id: int
     status: str
@@ -79,111 +39,17 @@ class TrendRun:
     provider: str
     pass_rate: float | None
     created_at: datetime
+    url: str = ""  # its run page, set by the view for the runs it shows
 
     @property
     def short_commit(self) -> str:
         return self.commit[:8]
 
-    @property
-    def url(self) -> str:
-        return reverse("run_detail", args=[self.id])
-
-
-def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]:
-    """The finished runs (passed, failed, error) of a project and/or agent, oldest first. One
-    query reading only the columns shown (the model is read out of the config snapshot)."""
-    runs = Run.objects.filter(status__in=FINISHED)
-    if project is not None:
-        runs = runs.filter(project=project)
-    if agent:
-        runs = runs.filter(agent_name=agent)
-    rows = runs.order_by("created_at", "id").values_list(
-        "id",
-        "status",
-        "agent_name",
-        "git_commit",
-        "git_branch",
-        "git_dirty",
-        "prompt_version",
-        KT("config_snapshot__model__name"),
-        KT("config_snapshot__model__provider"),
-        "pass_rate",
-        "created_at",
-    )
-    return [
-        TrendRun(
-            id=row[0],
-            status=row[1],
-            agent_name=row[2],
-            commit=row[3],
-            branch=row[4],
-            dirty=row[5],
-            prompt_version=prompt_label(row[6]),
-            model=row[7] or "",
-            provider=row[8] or "",
-            pass_rate=row[9],
-            created_at=row[10],
-        )
-        for row in rows
-    ]
-
-
-def prompt_label(prompt_version: Any) -> str:
-    """HoloDeck's ``{version, author, tags, ...}`` as its version; a bare value as text."""
-    if isinstance(prompt_version, dict):
-        version = prompt_version.get("version")
-        return "" if version is None else str(version)
-    if prompt_version is None:
-        return ""
-    return str(prompt_version)
-
-
-def branch_choices(runs: Iterable[TrendRun]) -> list[str]:
-    return sorted({run.branch for run in runs if run.branch})
-
 
 MetricKey = tuple[str, str]  # (kind, metric name)
 
 
-def metric_averages(
-    *, run_ids: Sequence[int], kinds: Sequence[str]
-) -> dict[MetricKey, dict[int, float]]:
-    """{(kind, metric): {run id: average score}} over the scored metric rows; one query."""
-    if not run_ids or not kinds:
-        return {}
-    rows = (
-        MetricResult.objects.filter(run_id__in=run_ids, kind__in=kinds, score__isnull=False)
-        .values("run_id", "kind", "metric_name")
-        .annotate(average=Avg("score"))
-        .order_by()
-    )
-    averages: dict[MetricKey, dict[int, float]] = {}
-    for row in rows:
-        averages.setdefault((row["kind"], row["metric_name"]), {})[row["run_id"]] = row["average"]
-    return averages
-
-
 # --- ordering --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ordering:
-    runs: list[TrendRun]
-    by_commit: bool
-    note: str
-
-
-def runs_ordered(runs: list[TrendRun], *, directory: str | None, branch: str) -> Ordering:
-    """Commit order on ``branch``'s first-parent history (HEAD's when no branch is chosen) when
-    ``directory`` is in a git repository; date order otherwise."""
-    if not directory:
-        return Ordering(runs, False, "in date order (runs without a project)")
-    try:
-        history = commit_order(Path(directory), branch)
-    except GitError:
-        return Ordering(runs, False, "in date order (the project is not in a git repository)")
-    where = branch or "HEAD"
-    return Ordering(commit_ordered(runs, history), True, f"in commit order of {where}")
 
 
 def commit_ordered(runs: list[TrendRun], history: list[str]) -> list[TrendRun]:
@@ -341,7 +207,7 @@ def model_label(run: TrendRun) -> str:
 
 
 def local_time(moment: datetime) -> str:
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def point_title(run: TrendRun) -> str:

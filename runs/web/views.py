@@ -17,9 +17,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
@@ -28,8 +27,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
-from runs.models import AgentProject, CaseResult, Run
-from runs.params import (
+from runs.spec.test_cases import case_label
+from runs.web.exports import EXPORT_FORMATS, run_export_response
+from runs.web.params import (
     choice_param,
     datetime_param,
     flag_param,
@@ -37,9 +37,11 @@ from runs.params import (
     int_param,
     text_param,
 )
-from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from runs.models import AgentProject, CaseResult, Run
     from runs.report.writers import ExportFormat
 
 RUNS_PER_PAGE = 50
@@ -126,12 +128,12 @@ SUGGESTED_NAMES = 12
 @staff_required
 @require_http_methods(["GET", "POST"])
 def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = get_object_or_404(AgentProject, pk=project_id)
+    project = selectors.project_get(project_id=project_id)
     form = LaunchForm(request.POST or None)
     problems: list[str] = []
     if request.method == "POST" and form.is_valid():
         outcome = _launch(request, project, form)
-        if isinstance(outcome, Run):
+        if not isinstance(outcome, list):
             return redirect("run_detail", run_id=outcome.pk)
         problems = outcome
     # Loaded lazily, only to render the form: the working tree's agent.yaml, as it is now.
@@ -225,8 +227,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     context = {
         "page": page,
-        "projects": AgentProject.objects.only("id", "name"),
-        "statuses": Run.Status.choices,
+        "projects": selectors.project_choices(),
+        "statuses": selectors.RUN_STATUSES,
         "agents": selectors.agent_names(),
         "facets": selectors.run_facets(),
         "selected": filters,
@@ -244,7 +246,7 @@ def _run_list_filters(request: HttpRequest) -> selectors.RunListFilters:
         raise BadRequest("?since= must be before ?until=")
     return selectors.RunListFilters(
         project_id=int_param(request, "project"),
-        status=choice_param(request, "status", Run.Status.values),
+        status=choice_param(request, "status", [value for value, _ in selectors.RUN_STATUSES]),
         commit=text_param(request, "commit", max_length=64),
         agent=text_param(request, "agent"),
         since=since,
@@ -328,30 +330,13 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/run_detail.html", context)
 
 
-EXPORT_FORMATS = {
-    "json": ("application/json", "json"),
-    "markdown": ("text/markdown; charset=utf-8", "md"),
-    "junit": ("application/xml", "xml"),
-}
-
-
 @login_required
 @require_GET
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run for download: ``?format=json`` (default) a HoloDeck-compatible result file (an
     EvalRun), ``markdown`` or ``junit`` (XML); the same text ``run_agent --output`` writes."""
-    from runs.report.holodeck_io import slugify
-    from runs.report.writers import export_text
-
     fmt = choice_param(request, "format", tuple(EXPORT_FORMATS)) or "json"
-    content_type, suffix = EXPORT_FORMATS[fmt]
-    run = selectors.run_get(run_id=run_id)
-    eval_run = selectors.run_eval_run(run=run)
-    text = export_text(eval_run, cast("ExportFormat", fmt))
-    response = HttpResponse(text, content_type=content_type)
-    filename = f"{slugify(run.agent_name)}-run-{run.pk}.{suffix}"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return run_export_response(run_id=run_id, fmt=cast("ExportFormat", fmt))
 
 
 @login_required
@@ -388,7 +373,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     from runs.services.launch import run_cancel as cancel_run
 
-    run = get_object_or_404(Run, pk=run_id)
+    run = selectors.run_row(run_id=run_id)
     if cancel_run(run=run):
         messages.success(request, f"Run {run.pk} cancelled.")
     else:

@@ -10,71 +10,24 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, SuspiciousOperation, TooManyFilesSent
-from django.http import HttpRequest, HttpResponse, UnreadablePostError
-from django.http.multipartparser import MultiPartParserError
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
-from runs.models import AgentProject
-from runs.services.history import ZIP_MAX_EXPANSION, SourceImport, Upload, uploads_import
+from runs import selectors
+from runs.services.history import SourceImport, Upload, uploads_import
+from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 
 class ImportForm(forms.Form):
     project = forms.ModelChoiceField(
-        queryset=AgentProject.objects.order_by("name"),
+        queryset=selectors.project_choices(),
         required=False,
         empty_label="no project",
         help_text="the project the imported runs belong to",
     )
-
-
-class UploadsRejected(Exception):
-    """The request's files cannot be read: too large, too many, or a broken multipart body."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def read_uploads(request: HttpRequest, field: str = "files") -> list[Upload]:
-    """The request's uploaded files. A request larger than ``HOLODECK_IMPORT_MAX_BYTES`` is
-    refused from its Content-Length, before its body is read (413)."""
-    limit = settings.HOLODECK_IMPORT_MAX_BYTES
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > limit:
-        raise UploadsRejected(413, too_large_message(length, limit))
-    try:
-        files = request.FILES.getlist(field)
-    except TooManyFilesSent:
-        raise UploadsRejected(
-            413,
-            f"Too many files in one upload (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES}): "
-            "upload a .zip of the results/ directory instead.",
-        ) from None
-    except (SuspiciousOperation, MultiPartParserError, UnreadablePostError) as exc:
-        raise UploadsRejected(400, f"The upload could not be read: {exc}") from None
-    total = sum(file.size or 0 for file in files)
-    if total > limit:  # a body without a usable Content-Length
-        raise UploadsRejected(413, too_large_message(total, limit))
-    return [Upload(name=file.name or "upload", content=file.read()) for file in files]
-
-
-def too_large_message(size: int, limit: int) -> str:
-    return (
-        f"The upload is too large: {size / 1_000_000:,.1f} MB, at most "
-        f"{limit / 1_000_000:,.1f} MB per upload. Upload fewer files at a time, or a .zip "
-        "of the results/ directory."
-    )
-
-
-def max_unpacked_bytes() -> int:
-    return int(settings.HOLODECK_IMPORT_MAX_BYTES) * ZIP_MAX_EXPANSION
 
 
 @csrf_exempt  # checked by _import_post once the body is known to be within the size limit

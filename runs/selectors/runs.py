@@ -1,67 +1,23 @@
-"""Reads for the dashboard pages.
-
-Every function here returns what one screen needs in a fixed number of queries, whatever the
-size of the run: lists read the summary columns, turn details are fetched only for one case.
-"""
+"""Reads of runs: the runs list (filters, facets), one run, its metric averages and counts."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, get_args
 
-from django.db.models import (
-    Avg,
-    BooleanField,
-    Count,
-    F,
-    Func,
-    OuterRef,
-    Prefetch,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db.models import Avg, BooleanField, Count, F, Func, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
-from runs.mapping import case_to_wire
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
-from runs.report import models as wire
+from runs.models import CaseResult, MetricResult, Run
 from runs.report.models import MetricKind
 
 METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
-
-# Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
-CASE_ROW_FIELDS = (
-    "id",
-    "run_id",
-    "index",
-    "name",
-    "status",
-    "is_multi_turn",
-    "turn_count",
-    "turns_passed",
-    "passed",
-    "execution_time_ms",
-    "finished_at",
-    "outcome",
-)
-
-# Large run columns the case pages (case_detail.html and the case turns fragment) never read.
-CASE_PAGE_UNUSED_RUN_FIELDS = (
-    "raw_yaml",
-    "config_snapshot",
-    "environment",
-    "cli_args",
-    "options",
-    "prompt_version",
-    "summary",
-    "metric_summary",
-    "error",
-)
+# The runs list's status filter: (value, label) of every status a run can have.
+RUN_STATUSES: list[tuple[str, str]] = Run.Status.choices
 
 
 @dataclass(frozen=True)
@@ -74,46 +30,12 @@ class MetricAverage:
     errored: int
 
 
-def project_list() -> QuerySet[AgentProject]:
-    """Projects with their last run's id, status, pass rate and time, in one query."""
-    last_runs = Run.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
-    return AgentProject.objects.annotate(
-        last_run_id=Subquery(last_runs.values("id")[:1]),
-        last_run_status=Subquery(last_runs.values("status")[:1]),
-        last_run_passed=Subquery(last_runs.values("passed_cases")[:1]),
-        last_run_total=Subquery(last_runs.values("total_cases")[:1]),
-        last_run_commit=Subquery(last_runs.values("git_commit")[:1]),
-        last_run_created_at=Subquery(last_runs.values("created_at")[:1]),
-    ).order_by("name")
-
-
 @dataclass(frozen=True)
 class CaseCounts:
     """Run-wide counts the tiles show beside the stored passed/failed counters."""
 
     not_graded: int
     cancelled: int
-
-
-# --- outcomes ------------------------------------------------------------------------------
-# Verdicts are stored when a result is written (runs.report.outcomes); these only name them
-# the way the pages do ("not-graded" as a CSS-friendly word, "none" for no verdict yet).
-
-
-def case_outcome(case: CaseResult) -> str:
-    """passed | failed | not-graded | cancelled | none (pending, running: no verdict yet)."""
-    if case.status == CaseResult.Status.ERROR:
-        return "failed"
-    return _shown(case.outcome) if case.outcome else "none"
-
-
-def turn_outcome(turn: TurnResult) -> str:
-    """passed | failed | not-graded | skipped (an errored turn shows as failed)."""
-    return "failed" if turn.outcome == "error" else _shown(turn.outcome)
-
-
-def _shown(outcome: str) -> str:
-    return "not-graded" if outcome == "not_graded" else outcome
 
 
 def run_case_counts(*, run: Run) -> CaseCounts:
@@ -148,6 +70,7 @@ class RunListFilters:
     project_id: int | None = None
     status: str = ""
     commit: str = ""
+    branch: str = ""  # exactly this branch (the API's filter; the page has none)
     agent: str = ""
     since: datetime | None = None  # created at or after
     before: datetime | None = None  # created strictly before
@@ -235,6 +158,8 @@ def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
         runs = runs.filter(status=f.status)
     if f.commit:
         runs = runs.filter(git_commit__startswith=f.commit.lower())
+    if f.branch:
+        runs = runs.filter(git_branch=f.branch)
     if f.agent:
         runs = runs.filter(agent_name=f.agent)
     if f.since is not None:
@@ -305,6 +230,7 @@ def _tag_list(text: str) -> list[str]:
 
 
 def run_get(*, run_id: int) -> Run:
+    """One run for its page, with its project and who launched it, or 404."""
     return get_object_or_404(
         Run.objects.select_related("project", "created_by").defer("raw_yaml", "config_snapshot"),
         pk=run_id,
@@ -344,101 +270,31 @@ def run_metric_averages(*, run: Run) -> dict[str, list[MetricAverage]]:
     return {kind: grouped[kind] for kind in ordered}
 
 
-def case_rows(*, run: Run, only_failures: bool = False, query: str = "") -> QuerySet[CaseResult]:
-    """The case rows of a run; ``query`` keeps names containing it (case-insensitive)."""
-    cases = CaseResult.objects.filter(run=run).only(*CASE_ROW_FIELDS).order_by("index")
-    if only_failures:
-        cases = cases.filter(passed=False)
-    if query:
-        cases = cases.filter(name__icontains=query)
-    return cases
+def run_row(*, run_id: int, only: Sequence[str] = (), defer: Sequence[str] = ()) -> Run:
+    """One run, or 404: every column (what a service acting on the run may read), just
+    ``only``'s, or all but ``defer``'s."""
+    runs = Run.objects.all()
+    if only:
+        runs = runs.only(*only)
+    if defer:
+        runs = runs.defer(*defer)
+    return get_object_or_404(runs, pk=run_id)
 
 
-def case_rows_finished_since(
-    *, run: Run, since: datetime, only_failures: bool = False, query: str = ""
-) -> list[CaseResult]:
-    """Case rows that finished after ``since`` (the progress poll swaps just these)."""
-    rows = case_rows(run=run, only_failures=only_failures, query=query)
-    return list(rows.filter(finished_at__gt=since))
+# What a run's progress says (the API's progress endpoint reads just these columns).
+RUN_PROGRESS_FIELDS = (
+    "id",
+    "status",
+    "total_cases",
+    "cases_done",
+    "total_turns",
+    "turns_done",
+    "passed_cases",
+    "failed_cases",
+    "pass_rate",
+)
 
 
-def next_failed_case(*, case: CaseResult) -> CaseResult | None:
-    """The next failed case of the same run after ``case`` (by index), if any."""
-    return (
-        CaseResult.objects.filter(run_id=case.run_id, passed=False, index__gt=case.index)
-        .only("id", "run_id", "index", "name")
-        .order_by("index")
-        .first()
-    )
-
-
-def case_get(*, run_id: int, case_id: int) -> CaseResult:
-    """One case with its run, turns and each turn's metrics (three queries).
-
-    The case pages read only the run's id, agent name and status, so the run's project is not
-    joined and its large text/JSON columns stay in the database.
-    """
-    turns = TurnResult.objects.order_by("index").prefetch_related(
-        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
-    )
-    return get_object_or_404(
-        CaseResult.objects.select_related("run")
-        .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
-        .prefetch_related(Prefetch("turns", queryset=turns)),
-        pk=case_id,
-        run_id=run_id,
-    )
-
-
-# --- export ----------------------------------------------------------------------------------
-
-
-def run_eval_run(*, run: Run) -> wire.EvalRun:
-    """The run as a HoloDeck-compatible EvalRun (``{report, metadata}``), rebuilt from its rows.
-
-    Three queries whatever the run's size: cases, turns, metrics. An imported run keeps the
-    summary it was imported with; others are summarised from their cases.
-    """
-    from runs.report.build import summarize
-
-    cases = list(
-        CaseResult.objects.filter(
-            run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
-        ).order_by("index")
-    )
-    turns_by_case: dict[int, list[TurnResult]] = {}
-    metrics_by_turn: dict[int, list[MetricResult]] = {}
-    for metric in MetricResult.objects.filter(run=run).order_by("turn_id", "position"):
-        metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
-    for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
-        turns_by_case.setdefault(turn.case_id, []).append(turn)
-    results = [
-        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases
-    ]
-    summary = summarize(results, run.duration_ms or 0)
-    if run.source == Run.Source.IMPORT:
-        summary = wire.ReportSummary(
-            total_tests=run.total_cases,
-            passed=run.passed_cases,
-            failed=run.failed_cases,
-            pass_rate=run.pass_rate or 0.0,
-            total_duration_ms=run.duration_ms or 0,
-            **run.summary,
-        )
-    report = wire.TestReport(
-        agent_name=run.agent_name,
-        agent_config_path=run.agent_config_path,
-        results=results,
-        summary=summary,
-        timestamp=run.report_timestamp or run.created_at.isoformat(),
-        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
-        environment=run.environment,
-    )
-    metadata = wire.EvalRunMetadata(
-        agent_config=run.config_snapshot,
-        prompt_version=run.prompt_version,
-        holodeck_version=report.holodeck_version,
-        cli_args=run.cli_args,
-        git_commit=run.git_commit or None,
-    )
-    return wire.EvalRun(report=report, metadata=metadata)
+def run_progress_get(*, run_id: int) -> Run:
+    """One run with only its progress columns, or 404."""
+    return run_row(run_id=run_id, only=RUN_PROGRESS_FIELDS)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs import compare_views, import_views, regrade_views, token_views, trend_views, views
+from runs.web import compare, imports, regrade, tokens, trends, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,14 +12,14 @@ urlpatterns = [
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run_export"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
-    path("runs/<int:run_id>/regrade/", regrade_views.run_regrade, name="run_regrade"),
+    path("runs/<int:run_id>/regrade/", regrade.run_regrade, name="run_regrade"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
-    path("compare/", compare_views.compare, name="compare"),
-    path("compare/case/", compare_views.compare_case, name="compare_case"),
-    path("compare/config/", compare_views.compare_config, name="compare_config"),
-    path("trends/", trend_views.trends, name="trends"),
-    path("tokens/", token_views.tokens, name="tokens"),
-    path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
-    path("import/", import_views.import_results, name="import_results"),
+    path("compare/", compare.compare, name="compare"),
+    path("compare/case/", compare.compare_case, name="compare_case"),
+    path("compare/config/", compare.compare_config, name="compare_config"),
+    path("trends/", trends.trends, name="trends"),
+    path("tokens/", tokens.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("import/", imports.import_results, name="import_results"),
 ]

@@ -7,19 +7,19 @@ marked ``no-store`` so no cache keeps it either.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from runs.models import ApiToken
+from runs.selectors.tokens import token_get, token_list
 from runs.services.tokens import (
     MAX_ACTIVE_TOKENS,
     TokenLimitReached,
@@ -27,6 +27,9 @@ from runs.services.tokens import (
     token_create,
 )
 from runs.services.tokens import token_revoke as revoke_token
+
+if TYPE_CHECKING:
+    from runs.models import ApiToken
 
 
 class TokenForm(forms.Form):
@@ -58,7 +61,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     # Only the owner may revoke: someone else's token is as unknown as a missing one.
-    token = get_object_or_404(ApiToken, pk=token_id, user=_owner(request))
+    token = token_get(token_id=token_id, user=_owner(request))
     if revoke_token(token=token):
         messages.success(request, f"Token “{token.name}” ({token.prefix}…) revoked.")
     else:
@@ -73,7 +76,7 @@ def _context(
         "form": form,
         "created": created,
         "secret": secret,
-        "tokens": ApiToken.objects.filter(user=_owner(request)),
+        "tokens": token_list(user=_owner(request)),
         "active_count": token_active_count(user=request.user),
         "max_active": MAX_ACTIVE_TOKENS,
         "api_url": request.build_absolute_uri(reverse("api:run_list")),

@@ -1,9 +1,12 @@
 """Reads for comparing runs, a fixed number of queries whatever the runs' size.
 
+- ``comparison_for``: the runs asked for, their baseline and their comparison: what the compare
+  page and ``GET /api/v1/compare`` both show;
 - ``runs_for_compare``: the runs asked for (1 query);
 - ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
 - ``compare_runs``: their case rows (1 query) and turn rows (1), aligned by
-  ``runs.report.compare``, and per-metric averages with judge time and cost (1 aggregate).
+  ``runs.report.compare``, and per-metric averages with judge time and cost (1 aggregate);
+- ``cases_by_key`` and ``runs_for_config``: one case in two runs, two runs' configurations.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db.models import Avg, Count, Q, Sum, TextField
+from django.db.models import Avg, Count, Prefetch, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs import gitutil
@@ -80,6 +83,43 @@ class Baseline:
     run: Run
     rule: str  # how it was chosen, said on the page
     added: bool  # not among the runs asked for: found by the rule and added
+
+
+class RunsMissing(Exception):
+    """Some of the runs asked for do not exist (``missing``: their ids, in the order asked)."""
+
+    def __init__(self, missing: list[int]) -> None:
+        super().__init__(f"no run #{missing[0]}")
+        self.missing = missing
+
+
+class NoBaseline(Exception):
+    """A lone run with no other run to compare it with."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(f"run {run.pk} has no other run to compare it with")
+        self.run = run
+
+
+def comparison_for(
+    run_ids: list[int], *, chosen: int | None = None, kinds: list[str] | None = None
+) -> tuple[Baseline, Comparison]:
+    """The runs ``run_ids`` compared with their baseline (the baseline first, then the others
+    in the order asked), filtered by ``kinds``; ``chosen``: the user's pick of the baseline.
+
+    Raises ``RunsMissing`` when a run does not exist, ``NoBaseline`` when a lone run has no
+    baseline (5–7 queries).
+    """
+    runs = runs_for_compare(run_ids)
+    found = {run.pk for run in runs}
+    missing = [run_id for run_id in run_ids if run_id not in found]
+    if missing:
+        raise RunsMissing(missing)
+    baseline = baseline_choose(runs, chosen=chosen)
+    if baseline is None:
+        raise NoBaseline(runs[0])
+    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
+    return baseline, compare_runs(shown, baseline.run, list(kinds or []))
 
 
 def runs_for_compare(run_ids: list[int]) -> list[Run]:
@@ -318,3 +358,25 @@ def _headline(
         regressions=regressions,
         fixes=fixes,
     )
+
+
+# --- one case, two runs; two runs' configurations ---------------------------------------------
+
+
+def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
+    """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
+    turns and metrics (3 queries)."""
+    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    if key.startswith("#") and key[1:].isdigit():
+        cases = cases.filter(name="", index=int(key[1:]))
+    else:
+        cases = cases.filter(name=key)
+    turns = TurnResult.objects.order_by("index").prefetch_related(
+        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+    )
+    return list(cases.order_by("index").prefetch_related(Prefetch("turns", queryset=turns)))
+
+
+def runs_for_config(run_ids: list[int]) -> dict[int, Run]:
+    """The runs by id with every column (their agent.yaml and snapshots) and project (1 query)."""
+    return {run.pk: run for run in Run.objects.select_related("project").filter(pk__in=run_ids)}

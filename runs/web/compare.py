@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.html import format_html, format_html_join
@@ -21,19 +20,24 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.compare_selectors import (
+from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows, verdict
+from runs.selectors.compare import (
     MAX_RUNS,
     Comparison,
     Headline,
-    baseline_choose,
-    compare_runs,
+    NoBaseline,
+    RunsMissing,
+    cases_by_key,
+    comparison_for,
     runs_for_compare,
+    runs_for_config,
 )
-from runs.diffs import config_rows, line_diff, tool_call_diff, word_diff
-from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.params import choice_list_param, choice_param, int_list_param, int_param, text_param
-from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows, verdict
 from runs.templatetags.dashboard import duration, percent, score, thousands
+from runs.web.diffs import config_rows, line_diff, tool_call_diff, word_diff
+from runs.web.params import choice_list_param, choice_param, int_list_param, int_param, text_param
+
+if TYPE_CHECKING:
+    from runs.models import MetricResult, Run, TurnResult
 
 ROWS_PER_PAGE = 100
 SHOWS = ("all", "regressions", "fixes", "flaky", "changed", "partial")
@@ -53,15 +57,13 @@ def compare(request: HttpRequest) -> HttpResponse:
     chosen = int_param(request, "baseline")
     if not run_ids:
         return render(request, "runs/compare.html", {"empty": True, "max_runs": MAX_RUNS})
-    runs = runs_for_compare(run_ids)
-    missing = [run_id for run_id in run_ids if run_id not in {run.pk for run in runs}]
-    if missing:
-        raise Http404(f"no run #{missing[0]}")
-    baseline = baseline_choose(runs, chosen=chosen)
-    if baseline is None:
-        return render(request, "runs/compare.html", {"alone": runs[0], "max_runs": MAX_RUNS})
-    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-    comparison = compare_runs(shown, baseline.run, kinds)
+    try:
+        baseline, comparison = comparison_for(run_ids, chosen=chosen, kinds=kinds)
+    except RunsMissing as exc:
+        raise Http404(str(exc)) from None
+    except NoBaseline as exc:
+        return render(request, "runs/compare.html", {"alone": exc.run, "max_runs": MAX_RUNS})
+    shown = comparison.runs
     rows = sort_rows(select_rows(comparison.matrix.rows, show), sort)
     page = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
     state = {
@@ -351,7 +353,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     if not key:
         raise BadRequest("?key= names the case to compare (its name, or #index)")
     kinds = choice_list_param(request, "kinds", KINDS)
-    cases = {case.run_id: case for case in _cases_by_key([left.pk, right.pk], key)}
+    cases = {case.run_id: case for case in cases_by_key([left.pk, right.pk], key)}
     if not cases:
         raise Http404(f"neither run has a case {key!r}")
     before, after = cases.get(left.pk), cases.get(right.pk)
@@ -382,20 +384,6 @@ def _two_runs(request: HttpRequest) -> tuple[Run, Run]:
     if len(runs) != 2:
         raise Http404("no such run")
     return runs[0], runs[1]
-
-
-def _cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
-    """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
-    turns and metrics (3 queries)."""
-    cases = CaseResult.objects.filter(run_id__in=run_ids)
-    if key.startswith("#") and key[1:].isdigit():
-        cases = cases.filter(name="", index=int(key[1:]))
-    else:
-        cases = cases.filter(name=key)
-    turns = TurnResult.objects.order_by("index").prefetch_related(
-        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
-    )
-    return list(cases.order_by("index").prefetch_related(Prefetch("turns", queryset=turns)))
 
 
 @dataclass(frozen=True)
@@ -489,7 +477,7 @@ def compare_config(request: HttpRequest) -> HttpResponse:
     run_ids = int_list_param(request, "runs", most=2)
     if len(run_ids) != 2:
         raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
-    runs = {run.pk: run for run in Run.objects.select_related("project").filter(pk__in=run_ids)}
+    runs = runs_for_config(run_ids)
     if len(runs) != 2:
         raise Http404("no such run")
     left, right = runs[run_ids[0]], runs[run_ids[1]]

@@ -1,0 +1,209 @@
+"""The CI gate's verdict as plain data, and its Markdown summary for a pull-request comment.
+
+``runs.services.gate`` finds the runs, compares them and fills a ``GateResult``; this module
+only writes it out. No database and no Django here: the runs come as ``GateRun`` values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    max_regressions: int = 0
+    min_pass_rate: float | None = None  # 0–100
+    kinds: tuple[str, ...] = ()  # empty: every kind
+    max_metric_drop: dict[str, float] = field(default_factory=dict)  # metric name -> limit
+    base_url: str = DEFAULT_URL
+
+
+@dataclass(frozen=True)
+class RegressedCase:
+    key: str
+    turns: list[int]  # turn indexes, as the dashboard numbers them (from 0)
+    url: str  # the side-by-side page of the case
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    name: str
+    kind: str
+    before: float | None
+    after: float | None
+    limit: float | None  # the allowed drop, when one was set
+
+    @property
+    def drop(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.before - self.after
+
+    @property
+    def over_limit(self) -> bool:
+        if self.limit is None or self.before is None:
+            return False
+        return self.after is None or (self.drop or 0.0) > self.limit + 1e-9
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """What the summary says about a run (the gated run or its baseline)."""
+
+    id: int
+    agent_name: str
+    status: str
+    git_commit: str
+    git_branch: str
+    passed_cases: int
+    total_cases: int
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    reasons: list[str]  # why it failed (empty when it passed)
+    run: GateRun
+    baseline: GateRun
+    baseline_rule: str
+    regressions: int  # regressed turns
+    fixes: int  # fixed turns
+    pass_rate: float | None
+    baseline_pass_rate: float | None
+    regressed: list[RegressedCase]
+    metric_changes: list[MetricChange]
+    compare_url: str
+    markdown: str = ""
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+
+def gate_markdown(result: GateResult, options: GateOptions) -> str:
+    """The summary for a pull-request comment."""
+    parts = [
+        _md_title(result),
+        _md_runs(result, options),
+        _md_table(result),
+        _md_reasons(result),
+        _md_regressed(result),
+        _md_metrics(result),
+        f"[Full comparison]({result.compare_url})",
+    ]
+    return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _md_title(result: GateResult) -> str:
+    if result.passed:
+        return f"## ✅ HoloDeck gate passed: {_md(result.run.agent_name)}"
+    return f"## ❌ HoloDeck gate failed: {_md(result.run.agent_name)}"
+
+
+def _md_runs(result: GateResult, options: GateOptions) -> str:
+    base_url = options.base_url.rstrip("/")
+    kinds = ""
+    if options.kinds:
+        kinds = f" Regressions and metrics counted for {', '.join(options.kinds)} only."
+    return (
+        f"Run {_md_run(result.run, base_url)} against baseline "
+        f"{_md_run(result.baseline, base_url)}: {_md(result.baseline_rule)}.{kinds}"
+    )
+
+
+def _md_run(run: GateRun, base_url: str) -> str:
+    where = [f"`{run.git_commit[:8]}`" if run.git_commit else "", _md(run.git_branch)]
+    said = " on ".join(part for part in where if part)
+    return f"[#{run.id}]({base_url}/runs/{run.id}/)" + (f" ({said})" if said else "")
+
+
+def _md_table(result: GateResult) -> str:
+    run, base = result.run, result.baseline
+    rate_change = (
+        f"{result.pass_rate - result.baseline_pass_rate:+.2f} pts"
+        if result.pass_rate is not None and result.baseline_pass_rate is not None
+        else ""
+    )
+    return "\n".join(
+        [
+            f"| | run #{run.id} | baseline #{base.id} | change |",
+            "| --- | --- | --- | --- |",
+            f"| pass rate | {percent(result.pass_rate)} | "
+            f"{percent(result.baseline_pass_rate)} | {rate_change} |",
+            f"| cases passed | {run.passed_cases}/{run.total_cases} | "
+            f"{base.passed_cases}/{base.total_cases} | "
+            f"{run.passed_cases - base.passed_cases:+d} |",
+            f"| regressed turns | {result.regressions} | | |",
+            f"| fixed turns | {result.fixes} | | |",
+        ]
+    )
+
+
+def _md_reasons(result: GateResult) -> str:
+    if not result.reasons:
+        return ""
+    return "**Failed because:**\n\n" + "\n".join(f"- {reason}" for reason in result.reasons)
+
+
+def _md_regressed(result: GateResult) -> str:
+    if not result.regressed:
+        return ""
+    lines = [
+        f"### Regressed cases ({len(result.regressed)})",
+        "",
+        "| case | regressed turns | side by side |",
+        "| --- | --- | --- |",
+    ]
+    lines += [
+        f"| {_md(case.key)} | {', '.join(str(turn) for turn in case.turns)} | "
+        f"[compare]({case.url}) |"
+        for case in result.regressed
+    ]
+    return "\n".join(lines)
+
+
+def _md_metrics(result: GateResult) -> str:
+    shown = [
+        change
+        for change in result.metric_changes
+        if change.limit is not None or (change.drop is not None and change.drop > 0)
+    ]
+    if not shown:
+        return ""
+    lines = [
+        "### Metric drops",
+        "",
+        "| metric | kind | baseline | run | change | allowed drop |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for change in shown:
+        delta = "" if change.drop is None else f"{-change.drop:+.3f}"
+        mark = " ❌" if change.over_limit else ""
+        limit = "" if change.limit is None else f"{change.limit:g}"
+        lines.append(
+            f"| {_md(change.name)}{mark} | {change.kind} | {_score(change.before)} | "
+            f"{_score(change.after)} | {delta} | {limit} |"
+        )
+    return "\n".join(lines)
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}%"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+MARKDOWN_SPECIALS = "\\`*_[]<>|~"
+
+
+def _md(text: str) -> str:
+    """User text (case and metric names, branches) as literal Markdown on one line."""
+    flat = " ".join(text.split())
+    return "".join(f"\\{char}" if char in MARKDOWN_SPECIALS else char for char in flat)

@@ -1,0 +1,42 @@
+"""How numbers read, the same on every page, export, the CI gate and trends.
+
+A pass rate is a percentage 0–100 or None when nothing was graded (never "0 %" for that); a
+score is 0..1 shown with two decimals. ``None`` reads as an en dash everywhere.
+"""
+
+from __future__ import annotations
+
+NONE_TEXT = "–"
+
+
+def pass_rate_of(passed: int, graded: int) -> float | None:
+    """Passed over graded, in % with two decimals; None when nothing was graded."""
+    return round(passed * 100 / graded, 2) if graded else None
+
+
+def format_rate(value: float | None) -> str:
+    """A pass rate: whole numbers as they are ("90%"), others with one decimal that never lies
+    at the ends: 99.96 shows as "99.9%" (not "100%") and 0.04 as "0.1%" (not "0%")."""
+    if value is None:
+        return NONE_TEXT
+    if value == int(value):
+        return f"{value:.0f}%"
+    shown = min(max(round(value, 1), 0.1), 99.9) if 0 < value < 100 else round(value, 1)
+    return f"{shown:.1f}%"
+
+
+def format_score(value: float | None) -> str:
+    """A metric score (0..1 for built-in metrics) with two decimals."""
+    return NONE_TEXT if value is None else f"{value:.2f}"
+
+
+def format_points(value: float | None) -> str:
+    """A change of a pass rate, in percentage points with a sign ("+12.5 pts")."""
+    if value is None:
+        return NONE_TEXT
+    return f"{value:+.1f} pts".replace(".0 pts", " pts")
+
+
+def format_count(passed: int, total: int) -> str:
+    """``"8/9"``."""
+    return f"{passed}/{total}"

@@ -1,0 +1,66 @@
+"""Round trips of result files: the identity an exported run carries, and the check of an
+imported file's summary against its results.
+
+Every export of a run (the run page's JSON, the API's, ``run_agent``'s result file) names the
+run in ``report.environment[ENVIRONMENT_KEY]``: ``environment`` is HoloDeck's free
+``{str: str}`` block, so the file stays one HoloDeck reads. Importing a file that names a run
+the database already holds is recognised instead of adding a second copy; a file naming a run
+it does not hold is imported with that identity, so exporting it there and importing it back
+where it came from is recognised too.
+
+A HoloDeck summary (``ReportSummary``) counts cases as passed or failed (every case that did
+not pass is failed). A file whose summary says something its results do not is imported with
+its results as the truth and a warning saying what the file claimed.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from runs.report.models import EvalRun, TestReport
+from runs.report.numbers import pass_rate_of
+
+ENVIRONMENT_KEY = "holodeck_web_run"
+
+# HoloDeck rounds its stored pass rate its own way (58.0 for 7 of 12): a difference below one
+# percentage point is rounding, not a contradiction.
+PASS_RATE_TOLERANCE = 1.0
+
+
+def run_identity(eval_run: EvalRun) -> uuid.UUID | None:
+    """The run a result file names (``report.environment``), None when it names none or its
+    value is not a UUID (a file edited by hand: it is imported as a new run)."""
+    value = eval_run.report.environment.get(ENVIRONMENT_KEY)
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def with_identity(environment: dict[str, str], uid: uuid.UUID | str) -> dict[str, str]:
+    """``environment`` naming the run ``uid`` (any identity it held before replaced)."""
+    return {**environment, ENVIRONMENT_KEY: str(uid)}
+
+
+def summary_contradiction(report: TestReport) -> str | None:
+    """What the report's summary claims that its results contradict, as one sentence; None
+    when they agree (counts equal, pass rate within rounding)."""
+    stated = report.summary
+    total = len(report.results)
+    passed = sum(1 for result in report.results if result.passed)
+    rate = pass_rate_of(passed, total) or 0.0
+    counts_agree = (stated.total_tests, stated.passed, stated.failed) == (
+        total,
+        passed,
+        total - passed,
+    )
+    if counts_agree and abs(stated.pass_rate - rate) < PASS_RATE_TOLERANCE:
+        return None
+    return (
+        f"The file's summary says {stated.passed} passed and {stated.failed} failed of "
+        f"{stated.total_tests} test cases (pass rate {stated.pass_rate:g}%), but its results "
+        f"say {passed} passed and {total - passed} failed of {total} ({rate:g}%): the results "
+        "are shown."
+    )

@@ -1,0 +1,115 @@
+"""Reads of a run's cases: the case rows of the run page, one case with its turns, and the
+verdicts as the pages name them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+
+# Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
+CASE_ROW_FIELDS = (
+    "id",
+    "run_id",
+    "index",
+    "name",
+    "status",
+    "is_multi_turn",
+    "turn_count",
+    "turns_passed",
+    "passed",
+    "execution_time_ms",
+    "finished_at",
+    "outcome",
+)
+
+# Large run columns the case pages (case_detail.html and the case turns fragment) never read.
+CASE_PAGE_UNUSED_RUN_FIELDS = (
+    "raw_yaml",
+    "config_snapshot",
+    "environment",
+    "cli_args",
+    "options",
+    "prompt_version",
+    "summary",
+    "metric_summary",
+    "error",
+)
+
+
+# --- outcomes ------------------------------------------------------------------------------
+# Verdicts are stored when a result is written (runs.report.outcomes); these only name them
+# the way the pages do ("not-graded" as a CSS-friendly word, "none" for no verdict yet).
+
+
+def case_outcome(case: CaseResult) -> str:
+    """passed | failed | not-graded | cancelled | none (pending, running: no verdict yet)."""
+    if case.status == CaseResult.Status.ERROR:
+        return "failed"
+    return _shown(case.outcome) if case.outcome else "none"
+
+
+def turn_outcome(turn: TurnResult) -> str:
+    """passed | failed | not-graded | skipped (an errored turn shows as failed)."""
+    return "failed" if turn.outcome == "error" else _shown(turn.outcome)
+
+
+def _shown(outcome: str) -> str:
+    return "not-graded" if outcome == "not_graded" else outcome
+
+
+def case_rows(
+    *,
+    run: Run,
+    only_failures: bool = False,
+    query: str = "",
+    fields: Sequence[str] = CASE_ROW_FIELDS,
+) -> QuerySet[CaseResult]:
+    """The case rows of a run (reading ``fields``); ``query`` keeps names containing it
+    (case-insensitive)."""
+    cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index")
+    if only_failures:
+        cases = cases.filter(passed=False)
+    if query:
+        cases = cases.filter(name__icontains=query)
+    return cases
+
+
+def case_rows_finished_since(
+    *, run: Run, since: datetime, only_failures: bool = False, query: str = ""
+) -> list[CaseResult]:
+    """Case rows that finished after ``since`` (the progress poll swaps just these)."""
+    rows = case_rows(run=run, only_failures=only_failures, query=query)
+    return list(rows.filter(finished_at__gt=since))
+
+
+def next_failed_case(*, case: CaseResult) -> CaseResult | None:
+    """The next failed case of the same run after ``case`` (by index), if any."""
+    return (
+        CaseResult.objects.filter(run_id=case.run_id, passed=False, index__gt=case.index)
+        .only("id", "run_id", "index", "name")
+        .order_by("index")
+        .first()
+    )
+
+
+def case_get(*, run_id: int, case_id: int) -> CaseResult:
+    """One case with its run, turns and each turn's metrics (three queries).
+
+    The case pages read only the run's id, agent name and status, so the run's project is not
+    joined and its large text/JSON columns stay in the database.
+    """
+    turns = TurnResult.objects.order_by("index").prefetch_related(
+        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+    )
+    return get_object_or_404(
+        CaseResult.objects.select_related("run")
+        .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
+        .prefetch_related(Prefetch("turns", queryset=turns)),
+        pk=case_id,
+        run_id=run_id,
+    )

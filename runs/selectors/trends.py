@@ -1,0 +1,131 @@
+"""Reads for the trends page: a project's (or an imported agent's) finished runs and their
+metric averages, and the runs in commit order.
+
+Two queries whatever the number of runs: the runs (only the columns the chart shows) and the
+metric averages (one aggregate grouped by run, kind and metric name). Runs are put in commit
+order with ``git rev-list --first-parent`` when the project's directory is a git repository,
+else in date order. The chart itself is drawn from these by ``runs.report.trend_chart``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Avg
+from django.db.models.fields.json import KT
+from django.utils import timezone
+
+from runs.gitutil import GitError, commit_order
+from runs.models import AgentProject, MetricResult, Run
+from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
+
+FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
+
+
+def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]:
+    """The finished runs (passed, failed, error) of a project and/or agent, oldest first. One
+    query reading only the columns shown (the model is read out of the config snapshot)."""
+    runs = Run.objects.filter(status__in=FINISHED)
+    if project is not None:
+        runs = runs.filter(project=project)
+    if agent:
+        runs = runs.filter(agent_name=agent)
+    rows = runs.order_by("created_at", "id").values_list(
+        "id",
+        "status",
+        "agent_name",
+        "git_commit",
+        "git_branch",
+        "git_dirty",
+        "prompt_version",
+        KT("config_snapshot__model__name"),
+        KT("config_snapshot__model__provider"),
+        "pass_rate",
+        "created_at",
+    )
+    return [
+        TrendRun(
+            id=row[0],
+            status=row[1],
+            agent_name=row[2],
+            commit=row[3],
+            branch=row[4],
+            dirty=row[5],
+            prompt_version=prompt_label(row[6]),
+            model=row[7] or "",
+            provider=row[8] or "",
+            pass_rate=row[9],
+            # In the time zone the page shows: the chart's labels read it as it is.
+            created_at=timezone.localtime(row[10]),
+        )
+        for row in rows
+    ]
+
+
+def prompt_label(prompt_version: Any) -> str:
+    """HoloDeck's ``{version, author, tags, ...}`` as its version; a bare value as text."""
+    if isinstance(prompt_version, dict):
+        version = prompt_version.get("version")
+        return "" if version is None else str(version)
+    if prompt_version is None:
+        return ""
+    return str(prompt_version)
+
+
+def agents_without_project() -> list[str]:
+    """The agents of finished runs that have no project (imported runs), by name."""
+    agents = (
+        Run.objects.filter(project__isnull=True, status__in=FINISHED)
+        .order_by("agent_name")
+        .values_list("agent_name", flat=True)
+        .distinct()
+    )
+    return list(agents)
+
+
+def branch_choices(runs: Iterable[TrendRun]) -> list[str]:
+    return sorted({run.branch for run in runs if run.branch})
+
+
+def metric_averages(
+    *, run_ids: Sequence[int], kinds: Sequence[str]
+) -> dict[MetricKey, dict[int, float]]:
+    """{(kind, metric): {run id: average score}} over the scored metric rows; one query."""
+    if not run_ids or not kinds:
+        return {}
+    rows = (
+        MetricResult.objects.filter(run_id__in=run_ids, kind__in=kinds, score__isnull=False)
+        .values("run_id", "kind", "metric_name")
+        .annotate(average=Avg("score"))
+        .order_by()
+    )
+    averages: dict[MetricKey, dict[int, float]] = {}
+    for row in rows:
+        averages.setdefault((row["kind"], row["metric_name"]), {})[row["run_id"]] = row["average"]
+    return averages
+
+
+# --- ordering --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ordering:
+    runs: list[TrendRun]
+    by_commit: bool
+    note: str
+
+
+def runs_ordered(runs: list[TrendRun], *, directory: str | None, branch: str) -> Ordering:
+    """Commit order on ``branch``'s first-parent history (HEAD's when no branch is chosen) when
+    ``directory`` is in a git repository; date order otherwise."""
+    if not directory:
+        return Ordering(runs, False, "in date order (runs without a project)")
+    try:
+        history = commit_order(Path(directory), branch)
+    except GitError:
+        return Ordering(runs, False, "in date order (the project is not in a git repository)")
+    where = branch or "HEAD"
+    return Ordering(commit_ordered(runs, history), True, f"in commit order of {where}")

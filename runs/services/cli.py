@@ -1,0 +1,203 @@
+"""Run an agent from the command line (``manage.py run_agent``, ``manage.py gate --agent``).
+
+The engine runs in this process. The run is stored as it goes, through the recorder (the write
+path of the workers), so it lists in the dashboard like a dashboard run; storing is best effort
+(``RunStore``). What the command writes is a HoloDeck result file (``cli_run_execute``'s
+EvalRun), which names the stored run (``runs.report.round_trip``), so importing it anywhere
+the run already is is recognised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError
+
+from graders.result import error_text
+from runs.engine.events import emit
+from runs.models import AgentProject, Run
+from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open, run_options
+from runs.report import models as wire
+from runs.report.round_trip import with_identity
+from runs.services.history import eval_run_hash
+from runs.services.launch import launch_warnings
+
+if TYPE_CHECKING:
+    from runs import gitutil
+    from runs.spec.loader import LoadedAgent
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What a command-line run produced: its result file, and the store that kept it in the
+    database (None when it was not stored)."""
+
+    eval_run: wire.EvalRun
+    store: RunStore | None
+
+
+def cli_run_execute(
+    *,
+    agent: LoadedAgent,
+    indices: Sequence[int],
+    git: gitutil.GitInfo | None,
+    cli_args: Sequence[str],
+    limit: int | None = None,
+    case_filter: str = "",
+    store: bool = True,
+    progress: Any = None,
+    warn: Warn,
+) -> CliRun:
+    """Run the selected cases of ``agent`` in this process; ``progress`` (an event listener)
+    follows it, and with ``store`` the run is stored as it goes.
+
+    Raises what the engine raised (the backend could not start, ...): a stored run is ended as
+    an error first.
+    """
+    from runs.engine.executor import Engine
+
+    run_store = (
+        RunStore.open(
+            agent=agent,
+            indices=indices,
+            limit=limit,
+            case_filter=case_filter,
+            git=git,
+            cli_args=cli_args,
+            warn=warn,
+        )
+        if store
+        else None
+    )
+    listeners = [listener for listener in (progress, run_store) if listener is not None]
+
+    async def on_event(event: Any) -> None:
+        for listener in listeners:
+            await emit(listener, event)
+
+    try:
+        report = asyncio.run(Engine(agent, on_event=on_event).run(case_indices=list(indices)))
+    except Exception as exc:
+        if run_store is not None:
+            run_store.fail(f"execution error: {error_text(exc)}")
+        raise
+    stored = run_store.run if run_store is not None else None
+    eval_run = cli_eval_run(
+        report=report,
+        agent=agent,
+        git=git,
+        cli_args=cli_args,
+        uid=stored.uid if stored is not None else uuid.uuid4(),
+    )
+    if run_store is not None:
+        run_store.close(eval_run)
+    return CliRun(eval_run=eval_run, store=run_store)
+
+
+def cli_eval_run(
+    *,
+    report: wire.TestReport,
+    agent: LoadedAgent,
+    git: gitutil.GitInfo | None,
+    cli_args: Sequence[str],
+    uid: uuid.UUID,
+) -> wire.EvalRun:
+    """The HoloDeck result file of a command-line run, naming the run ``uid``."""
+    report = report.model_copy(update={"environment": with_identity(report.environment, uid)})
+    return wire.EvalRun(
+        report=report,
+        metadata=wire.EvalRunMetadata(
+            agent_config=agent.redacted_snapshot(),
+            prompt_version=None,
+            holodeck_version=report.holodeck_version,
+            cli_args=list(cli_args),
+            git_commit=git.commit if git else None,
+        ),
+    )
+
+
+class RunStore:
+    """Stores a command-line run as it goes, through ``runs.recorder``: the engine's event
+    listener (each case's turns written when it finishes, as the workers' recorder does).
+
+    Storing is best effort: a database that is missing, unmigrated or failing never changes the
+    run's outcome or its result file; it is said once through ``warn`` and storing stops
+    (``run`` becomes None).
+    """
+
+    def __init__(self, run: Run, recorder: CaseRecorder, warn: Warn) -> None:
+        self.run: Run | None = run
+        self.recorder = recorder
+        self.warn = warn
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        agent: LoadedAgent,
+        indices: Sequence[int],
+        limit: int | None,
+        case_filter: str,
+        git: gitutil.GitInfo | None,
+        cli_args: Sequence[str],
+        warn: Warn,
+    ) -> RunStore | None:
+        """The run opened (running, owned by this process), or None when it cannot be stored."""
+        try:
+            project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
+            run = run_open(
+                agent=agent,
+                options=run_options(
+                    agent=agent, indices=indices, limit=limit, case_filter=case_filter
+                ),
+                source=Run.Source.CLI,
+                project=project,
+                git=git,
+                cli_args=cli_args,
+                warnings=launch_warnings(agent),
+            )
+        except DatabaseError as exc:
+            warn(f"warning: the run was not stored in the database: {exc}")
+            return None
+        return cls(run, CaseRecorder(per_turn=False, claim_in=run), warn)
+
+    async def __call__(self, event: Any) -> None:
+        if self.run is None:
+            return
+        try:
+            await self.recorder(event)
+        except DatabaseError as exc:
+            self._stop(exc)
+
+    def fail(self, error: str) -> None:
+        """End the run as an error (the engine could not run it)."""
+        if self.run is None:
+            return
+        with contextlib.suppress(DatabaseError):
+            run_abort(self.run, error)
+
+    def close(self, eval_run: wire.EvalRun) -> None:
+        """Settle what the engine never finished and end the run from its rows, remembering the
+        result file's hash (importing that file finds this run)."""
+        if self.run is None:
+            return
+        by_name = {result.test_name: result for result in eval_run.report.results}
+        try:
+            for case, attempt in self.recorder.unsettled():
+                result = by_name.get(case.name or None)
+                error = result.errors[0] if result and result.errors else "execution error"
+                case_fail(case, attempt, error)
+            run_finish(self.run.pk, source_hash=eval_run_hash(eval_run))
+        except DatabaseError as exc:
+            self._stop(exc)
+
+    def _stop(self, exc: DatabaseError) -> None:
+        self.warn(f"warning: storing the run in the database failed: {exc}")
+        self.run = None

@@ -1,0 +1,96 @@
+"""Trends over a project's runs: pass rate and per-metric averages in commit order."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from runs import selectors
+from runs.report import trend_chart
+from runs.report.trend_chart import METRIC_KINDS
+from runs.selectors import trends as trend
+from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text_param
+
+DEFAULT_POINTS = 100
+MAX_POINTS = 500
+
+
+def kinds_param(request: HttpRequest) -> tuple[str, ...]:
+    """``?kinds=standard,code`` and/or repeated ``kinds=``; none given means every kind."""
+    chosen: list[str] = []
+    for raw in request.GET.getlist("kinds"):
+        if "\x00" in raw:
+            raise BadRequest("?kinds= must not contain a NUL character")
+        if len(raw) > MAX_TEXT:
+            raise BadRequest(f"?kinds= is longer than {MAX_TEXT} characters")
+        for word in (part.strip() for part in raw.split(",")):
+            if not word:
+                continue
+            if word not in METRIC_KINDS:
+                raise BadRequest(f"?kinds= must be among {', '.join(METRIC_KINDS)}")
+            if word not in chosen:
+                chosen.append(word)
+    return tuple(kind for kind in METRIC_KINDS if kind in chosen) or METRIC_KINDS
+
+
+@login_required
+@require_GET
+def trends(request: HttpRequest) -> HttpResponse:
+    """``/trends/?project=ID`` (or ``?agent=NAME`` for imported runs without a project)."""
+    project_id = int_param(request, "project", minimum=1)
+    agent = text_param(request, "agent")
+    margin = float_param(request, "margin", minimum=0, maximum=100)
+    last = int_param(request, "last", minimum=1, maximum=MAX_POINTS)
+    kinds = kinds_param(request)
+    if project_id is None and not agent:
+        return _picker(request)
+    project = selectors.project_get(project_id=project_id) if project_id else None
+    runs = trend.finished_runs(project=project, agent=agent)
+    branches = trend.branch_choices(runs)
+    branch = choice_param(request, "branch", branches)
+    if branch:
+        runs = [run for run in runs if run.branch == branch]
+    ordering = trend.runs_ordered(
+        runs, directory=project.directory if project else None, branch=branch
+    )
+    limit = last or DEFAULT_POINTS
+    # Links only for the runs shown: reversing a URL is not free.
+    shown = [
+        replace(run, url=reverse("run_detail", args=[run.id])) for run in ordering.runs[-limit:]
+    ]
+    averages = trend.metric_averages(run_ids=[run.id for run in shown], kinds=kinds)
+    margin = trend_chart.DEFAULT_MARGIN if margin is None else margin
+    chart = trend_chart.chart(shown, averages, margin=margin)
+    context = {
+        "project": project,
+        "agent": agent,
+        "subject": project.name if project else agent,
+        "runs": shown,
+        "total": len(ordering.runs),
+        "ordering": ordering,
+        "chart": chart,
+        "branches": branches,
+        "metric_kinds": METRIC_KINDS,
+        "selected": {
+            "branch": branch,
+            "kinds": kinds,
+            "margin": trend_chart.number(margin),
+            "last": limit,
+        },
+    }
+    return render(request, "runs/trends.html", context)
+
+
+def _picker(request: HttpRequest) -> HttpResponse:
+    """No project or agent chosen: the projects, and the agents of runs without a project."""
+    context = {
+        "projects": selectors.project_choices(),
+        "agents": trend.agents_without_project(),
+    }
+    return render(request, "runs/trends.html", context)

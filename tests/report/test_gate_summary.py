@@ -1,0 +1,69 @@
+"""The CI gate's Markdown summary from a plain result: no database, no Django."""
+
+from __future__ import annotations
+
+from runs.report.gate import (
+    GateOptions,
+    GateResult,
+    GateRun,
+    MetricChange,
+    RegressedCase,
+    gate_markdown,
+)
+
+URL = "https://holodeck.example"
+
+
+def gate_run(run_id: int, *, branch: str = "main", passed: int = 3) -> GateRun:
+    return GateRun(
+        id=run_id,
+        agent_name="convfinqa-analyst",
+        status="failed",
+        git_commit="3f2a9c1d0b7e4f6a",
+        git_branch=branch,
+        passed_cases=passed,
+        total_cases=4,
+    )
+
+
+def result(**changes: object) -> GateResult:
+    values: dict[str, object] = {
+        "passed": False,
+        "reasons": ["1 regressed turn (at most 0 allowed)"],
+        "run": gate_run(2, branch="fix_*tables*", passed=2),
+        "baseline": gate_run(1),
+        "baseline_rule": "chosen by you",
+        "regressions": 1,
+        "fixes": 0,
+        "pass_rate": 50.0,
+        "baseline_pass_rate": 75.0,
+        "regressed": [RegressedCase("rev | 2009", [1], f"{URL}/compare/case/?key=x#turn-1")],
+        "metric_changes": [MetricChange("rouge", "standard", 0.8, 0.7, 0.05)],
+        "compare_url": f"{URL}/compare/?runs=1,2",
+    }
+    values.update(changes)
+    return GateResult(**values)  # type: ignore[arg-type]
+
+
+def test_a_failed_gate_says_why_which_cases_regressed_and_which_metrics_dropped() -> None:
+    text = gate_markdown(result(), GateOptions(base_url=URL))
+
+    assert text.startswith("## ❌ HoloDeck gate failed: convfinqa-analyst\n")
+    assert f"[#2]({URL}/runs/2/) (`3f2a9c1d` on fix\\_\\*tables\\*)" in text
+    assert "| pass rate | 50% | 75% | -25.00 pts |" in text
+    assert "| cases passed | 2/4 | 3/4 | -1 |" in text
+    assert "- 1 regressed turn (at most 0 allowed)" in text
+    assert "| rev \\| 2009 | 1 |" in text  # a case name cannot break the table
+    assert "| rouge ❌ | standard | 0.800 | 0.700 | -0.100 | 0.05 |" in text
+    assert text.endswith(f"[Full comparison]({URL}/compare/?runs=1,2)\n")
+
+
+def test_a_passed_gate_has_no_reasons_and_no_regressed_cases() -> None:
+    text = gate_markdown(
+        result(passed=True, reasons=[], regressions=0, regressed=[], metric_changes=[]),
+        GateOptions(base_url=URL, kinds=("code",)),
+    )
+
+    assert text.startswith("## ✅ HoloDeck gate passed")
+    assert "Regressions and metrics counted for code only." in text
+    assert "Failed because" not in text and "Regressed cases" not in text

@@ -1,0 +1,96 @@
+"""The trends chart from plain runs: no database, no Django."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from runs.report.trend_chart import (
+    TrendRun,
+    changes,
+    chart,
+    commit_ordered,
+    drops,
+    number,
+    point_title,
+)
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def trend_run(
+    run_id: int,
+    *,
+    rate: float | None = 100.0,
+    commit: str = "",
+    prompt: str = "v1",
+    model: str = "gpt-4o",
+    day: int | None = None,
+) -> TrendRun:
+    return TrendRun(
+        id=run_id,
+        status="passed",
+        agent_name="agent",
+        commit=commit,
+        branch="main",
+        dirty=False,
+        prompt_version=prompt,
+        model=model,
+        provider="openai",
+        pass_rate=rate,
+        created_at=START + timedelta(days=run_id if day is None else day),
+    )
+
+
+def test_a_drop_beyond_the_margin_is_called_out_against_the_previous_rated_run() -> None:
+    runs = [trend_run(1, rate=90), trend_run(2, rate=None), trend_run(3, rate=70)]
+
+    found = drops(runs, margin=10)
+
+    assert [(index, previous.id, drop) for index, previous, drop in found] == [(2, 1, 20)]
+    assert drops(runs, margin=20) == []
+
+
+def test_a_new_prompt_version_or_model_is_marked_at_the_run_that_changed_it() -> None:
+    runs = [trend_run(1), trend_run(2, prompt="v2"), trend_run(3, prompt="v2", model="o3")]
+
+    assert [(index, label) for index, label, _ in changes(runs)] == [(1, "v2"), (2, "o3")]
+
+
+def test_runs_on_the_history_go_by_commit_and_the_others_merge_in_by_date() -> None:
+    history = ["a" * 40, "b" * 40, "c" * 40]
+    late_first_commit = trend_run(1, commit="a" * 40, day=5)
+    second = trend_run(2, commit="bbbbbbb", day=1)  # a short commit matches by prefix
+    off_history = trend_run(3, commit="f" * 40, day=3)
+
+    ordered = commit_ordered([second, off_history, late_first_commit], history)
+
+    assert [run.id for run in ordered] == [3, 1, 2]
+
+
+def test_the_chart_places_one_point_per_run_and_breaks_lines_at_missing_rates() -> None:
+    runs = [trend_run(1, rate=100), trend_run(2, rate=None), trend_run(3, rate=0)]
+
+    drawn = chart(runs, {("standard", "bleu"): {1: 0.5, 3: 1.0}})
+
+    assert [point.has_rate for point in drawn.points] == [True, False, True]
+    assert len(drawn.pass_segments) == 2  # no line through the run without a pass rate
+    assert [panel.title for panel in drawn.panels] == [
+        "Pass rate (%)",
+        "Metric average score (0–1)",
+    ]
+    (series,) = drawn.series
+    assert [point.run.id for point in series.points] == [1, 3]
+    assert drawn.points[0].y < drawn.points[2].y  # 100 % is drawn above 0 %
+
+
+def test_a_point_says_its_run_in_its_title_with_the_time_as_given() -> None:
+    title = point_title(trend_run(7, rate=87.5, commit="3f2a9c1d0b7e"))
+
+    assert title.splitlines() == [
+        "Run #7 · passed · pass rate 87.5 %",
+        "commit 3f2a9c1d on main",
+        "prompt v1",
+        "model gpt-4o (openai)",
+        "2026-03-08 09:00",
+    ]
+    assert number(12.0) == "12"
