@@ -55,7 +55,8 @@ def git_info(directory: Path) -> GitInfo | None:
         branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
     except GitError:
         branch = ""
-    dirty = bool(_git(directory, "status", "--porcelain", "--", "."))
+    # HoloDeck's CLI writes results/ beside agent.yaml: result files change nothing that runs.
+    dirty = bool(_git(directory, "status", "--porcelain", "--", ".", ":(exclude)results/"))
     return GitInfo(root, commit, "" if branch == "HEAD" else branch, dirty)
 
 

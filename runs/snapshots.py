@@ -50,7 +50,9 @@ HOW_TO_LEAVE_OUT = (
     "(the results/ folder is always left out)."
 )
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-_ZIP_LEVEL = 6
+# Launch latency over archive size: on 5 MB of text level 1 packs in ~0.14 s, level 6 in ~0.57 s
+# for an archive ~30 % smaller; and an archive is made once per distinct tree.
+_ZIP_LEVEL = 1
 _UNIX = 3  # ZipInfo.create_system: the external attributes hold a Unix mode
 _MAX_LINK_HOPS = 40
 _GIT_TIMEOUT = 120

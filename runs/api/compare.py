@@ -1,6 +1,11 @@
-"""Compare: the compare page's data (headline, regressions and fixes by kind, the matrix)."""
+"""Compare: the compare page's data (headline, regressions and fixes by kind, the matrix).
 
-from dataclasses import fields
+Each run's headline carries its summary (``RunSummary``, the run page's numbers: cases and
+turns by outcome, the pass rate, per metric the turns it graded), whatever the kind filter;
+``kind_pass_rate`` is the one number the filter changes. Matrix cells are outcomes
+(``runs.report.outcomes.Outcome``): the stored verdict, ``pending``, ``absent`` or ``none``.
+"""
+
 from typing import Literal
 
 from django.http import HttpRequest
@@ -8,11 +13,15 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, responses
+from runs.report.kinds import MetricKind
+from runs.report.summary import RunSummary
 from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing, comparison_for
 
 router = Router(tags=["compare"])
 
-Kind = Literal["standard", "rag", "geval", "code", "tools"]
+# ``runs.report.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
+# they agree).
+Kind = Literal[MetricKind, "tools"]
 
 
 class CompareQuery(Schema):
@@ -31,28 +40,19 @@ class BaselineOut(Schema):
     added: bool
 
 
-class MetricAverageOut(Schema):
-    name: str
-    kind: str
-    average: float | None
-    count: int
-
-
 class HeadlineOut(Schema):
     run_id: int
     git_commit: str
     git_branch: str
-    pass_rate: float | None
-    passed: int
-    failed: int
-    not_graded: int
-    total: int
-    tool_pass_rate: float | None
+    summary: RunSummary = Field(description="the run's own numbers; metrics counted per turn")
+    kind_pass_rate: float | None = Field(
+        description="with a kind filter: the pass rate over those kinds' case verdicts"
+    )
+    tool_pass_rate: float | None = Field(description="tool assertions, over turns")
     tokens: int | None
     agent_ms: int
     judge_ms: int
     cost_usd: float | None
-    metrics: list[MetricAverageOut]
     regressions: int
     fixes: int
 
@@ -65,8 +65,8 @@ class ChangesOut(Schema):
 
 class RowOut(Schema):
     key: str
-    cells: dict[str, str] = Field(description="run id -> verdict of the case")
-    turns: list[dict[str, str]] = Field(description="per turn index: run id -> verdict")
+    cells: dict[str, str] = Field(description="run id -> outcome of the case")
+    turns: list[dict[str, str]] = Field(description="per turn index: run id -> outcome")
     regressions: int
     fixes: int
     flaky: bool
@@ -102,15 +102,18 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         "kinds": list(query.kinds),
         "headline": [
             {
-                **{
-                    f.name: getattr(h, f.name)
-                    for f in fields(h)
-                    if f.name in HeadlineOut.model_fields
-                },
                 "run_id": h.run.pk,
                 "git_commit": h.run.git_commit,
                 "git_branch": h.run.git_branch,
-                "metrics": [m for lines in h.metrics.values() for m in lines],
+                "summary": h.summary,
+                "kind_pass_rate": h.kind_pass_rate,
+                "tool_pass_rate": h.tool_pass_rate,
+                "tokens": h.tokens,
+                "agent_ms": h.agent_ms,
+                "judge_ms": h.judge_ms,
+                "cost_usd": h.cost_usd,
+                "regressions": h.regressions,
+                "fixes": h.fixes,
             }
             for h in comparison.headlines
         ],

@@ -1,18 +1,19 @@
 """The CI gate: compare a run with its baseline and say whether it may merge (read-only)."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
+from runs.api.compare import Kind
 from runs.api.schemas import ErrorOut, Id, SafeText
 from runs.report.gate import GateOptions
+from runs.report.summary import MetricSummary, RunSummary
 from runs.services.gate import GateError, gate_baseline, gate_evaluate, gate_run, public_url
 
 router = Router(tags=["gate"])
 
-Kind = Literal["standard", "rag", "geval", "code", "tools"]
 Drop = Annotated[float, Field(ge=0, le=1e9)]
 
 
@@ -45,6 +46,7 @@ class MetricChangeOut(Schema):
     after: float | None
     limit: float | None
     over_limit: bool
+    turns: MetricSummary | None = Field(description="the run's counts of it, per turn")
 
 
 class GateOut(Schema):
@@ -57,6 +59,8 @@ class GateOut(Schema):
     fixes: int
     pass_rate: float | None
     baseline_pass_rate: float | None
+    summary: RunSummary = Field(description="the run's stored summary: its run page's numbers")
+    baseline_summary: RunSummary
     regressed: list[RegressedCaseOut]
     metrics: list[MetricChangeOut]
     compare_url: str
@@ -96,6 +100,8 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
         "fixes": result.fixes,
         "pass_rate": result.pass_rate,
         "baseline_pass_rate": result.baseline_pass_rate,
+        "summary": result.run.summary,
+        "baseline_summary": result.baseline.summary,
         "regressed": result.regressed,
         "metrics": [
             {**vars(change), "over_limit": change.over_limit} for change in result.metric_changes

@@ -11,6 +11,10 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import Id, SafeText, responses
+from runs.report.models import TurnResult
+from runs.report.outcomes import CaseOutcome
+from runs.report.summary import RunSummary
+from runs.selectors.export import case_turn_results, run_summary
 from runs.web.exports import run_export_response
 
 if TYPE_CHECKING:
@@ -22,6 +26,9 @@ RunStatus = Literal["queued", "running", "passed", "failed", "error", "cancelled
 
 
 class RunOut(Schema):
+    """A run's facts and live counters (``failed_cases`` counts errored cases too;
+    ``pass_rate`` is passed over graded cases, null while none is graded)."""
+
     id: int
     project_id: int | None
     agent_name: str
@@ -41,6 +48,7 @@ class RunOut(Schema):
     turns_done: int
     passed_cases: int
     failed_cases: int
+    not_graded_cases: int
     pass_rate: float | None
     duration_ms: int | None
     total_tokens: int
@@ -51,25 +59,31 @@ class RunOut(Schema):
         return run.get_absolute_url()
 
 
-class MetricSummaryOut(Schema):
-    name: str
-    kind: str
-    average: float | None
-    count: int
-    passed: int
-    errors: int
-
-
 class RunDetailOut(RunOut):
+    """A run with its launch options and its summary: outcome counts of its cases and turns,
+    and per metric the turns it graded (the numbers every page and export shows)."""
+
     error: str
-    not_graded_cases: int
-    cancelled_cases: int
     parallel: int | None
     limit: int | None
     case_filter: str
-    metrics_evaluated: dict[str, int]
-    average_scores: dict[str, float]
-    metric_summary: list[MetricSummaryOut]
+    summary: RunSummary
+
+    @staticmethod
+    def resolve_parallel(run: "Run") -> int | None:
+        return run.options.get("parallel")
+
+    @staticmethod
+    def resolve_limit(run: "Run") -> int | None:
+        return run.options.get("limit")
+
+    @staticmethod
+    def resolve_case_filter(run: "Run") -> str:
+        return run.options.get("case_filter") or ""
+
+    @staticmethod
+    def resolve_summary(run: "Run") -> RunSummary:
+        return run_summary(run=run)
 
 
 class RunLaunchIn(Schema):
@@ -145,22 +159,7 @@ def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
 
 @router.get("/runs/{run_id}", response=responses({200: RunDetailOut}, 404))
 def run_detail(request: HttpRequest, run_id: Id) -> object:
-    run = selectors.run_row(run_id=run_id, defer=("raw_yaml",))
-    counts = selectors.run_case_counts(run=run)
-    summary = run.summary or {}
-    extra = {
-        "not_graded_cases": counts.not_graded,
-        "cancelled_cases": counts.cancelled,
-        "parallel": run.options.get("parallel"),
-        "limit": run.options.get("limit"),
-        "case_filter": run.options.get("case_filter") or "",
-        "metrics_evaluated": summary.get("metrics_evaluated", {}),
-        "average_scores": summary.get("average_scores", {}),
-        "metric_summary": run.metric_summary or [],
-    }
-    for name, value in extra.items():
-        setattr(run, name, value)
-    return run
+    return selectors.run_row(run_id=run_id, defer=("raw_yaml",))
 
 
 @router.get("/runs/{run_id}/progress", response=responses({200: ProgressOut}, 404))
@@ -186,21 +185,30 @@ def run_cancel(request: HttpRequest, run_id: Id) -> object:
 
 
 class CaseOut(Schema):
+    """A case row: its facts (id, index, name, status, turns) beside its result's fields,
+    named as in the result (``TestResult``). ``outcome`` is null while it has no verdict."""
+
     id: int
     index: int
     name: str
     status: str
-    outcome: str
-    passed: bool | None
     is_multi_turn: bool
     turn_count: int
     turns_passed: int
-    execution_time_ms: int
+    outcome: CaseOutcome | None
     kind_outcomes: dict[str, str]
+    passed: bool | None
+    tools_matched: bool | None
+    execution_time_ms: int
+    errors: list[str]
+
+    @staticmethod
+    def resolve_outcome(case: Any) -> str | None:
+        return case.outcome or None
 
 
 class CaseFilters(Schema):
-    failed: bool = Field(default=False, description="only failed cases")
+    failed: bool = Field(default=False, description="only cases that did not pass")
     q: SafeText = Field(default="", description="names containing this (case-insensitive)")
 
 
@@ -213,50 +221,13 @@ def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> 
     )
 
 
-class MetricOut(Schema):
-    metric_name: str
-    kind: str
-    outcome: str
-    score: float | None
-    threshold: float | None
-    passed: bool
-    error: str | None
-    reasoning: str | None
-    model_used: str | None
-    evaluation_time_ms: int | None
-    judge_usage: dict[str, int] | None
-    judge_cost_usd: float | None
-
-
-class TurnOut(Schema):
-    index: int
-    input: str
-    response: str | None
-    ground_truth: str | None
-    outcome: str
-    passed: bool
-    skipped: bool
-    errors: list[str]
-    expected_tools: list[Any] | None
-    tool_calls: list[str]
-    tool_invocations: list[dict[str, Any]]
-    tools_matched: bool | None
-    arg_match_details: list[dict[str, Any]] | None
-    grader_details: dict[str, Any] | None
-    kind_outcomes: dict[str, str]
-    execution_time_ms: int
-    token_usage: dict[str, int] | None
-    metrics: list[MetricOut]
-
-    @staticmethod
-    def resolve_metrics(turn: Any) -> list[Any]:
-        return list(turn.metrics.all())
-
-
-@router.get("/runs/{run_id}/cases/{case_id}/turns", response=responses({200: list[TurnOut]}, 404))
+@router.get(
+    "/runs/{run_id}/cases/{case_id}/turns",
+    response=responses({200: list[TurnResult]}, 404),
+    summary="A case's turns, as in a result file (TurnResult) with their verdicts",
+)
 def case_turns(request: HttpRequest, run_id: Id, case_id: Id) -> object:
-    case = selectors.case_get(run_id=run_id, case_id=case_id)
-    return list(case.turns.all())
+    return case_turn_results(run_id=run_id, case_id=case_id)
 
 
 # --- export ------------------------------------------------------------------------------------

@@ -219,7 +219,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def summary_of_results(
-    results: Sequence[object], *, unfinished: Iterable[str] = ()
+    results: Sequence[TestResult], *, unfinished: Iterable[str] = ()
 ) -> run_summary.RunSummary:
     """The summary of wire results (``runs.report.models.TestResult`` with their turns; a
     single-turn case is its one turn), plus the outcomes of cases that have no result

@@ -2,38 +2,44 @@
 regressions and fixes against a baseline, per kind. Django-free: it works on the stored
 verdicts (``outcome`` and ``kind_outcomes`` of case and turn rows) handed to it as plain data.
 
-A cell's verdict, with a kind filter, looks only at the selected kinds of grading (``standard``,
-``rag``, ``geval``, ``code``, and ``tools`` for tool assertions): failed if any of them failed,
-else not graded if any could not grade, else passed; "none" when the turn ran none of them. An
-errored or skipped turn is that whatever the filter. "Not graded" is never a pass nor a fail,
-so it is never a regression nor a fix.
+Cells hold ``Outcome`` values (``runs.report.outcomes``), the one vocabulary of every layer:
+the stored verdict (a cancelled case shows as cancelled), or ``pending`` (no verdict yet),
+``absent`` (the run has no such case or turn) and ``none`` (the turn ran none of the selected
+kinds).
+
+A cell's verdict, with a kind filter, looks only at the selected kinds of grading (``KINDS``:
+tool assertions are a kind of their own), combined as ``outcomes.combined`` does: failed if any
+of them failed, else not graded if any could not grade, else passed. An errored or skipped turn
+is that whatever the filter. "Not graded" is never a pass nor a fail, so it is never a
+regression nor a fix.
+
+Only the matrix is decided here; the runs' own numbers (case and turn counts, pass rate, metric
+summaries) are their stored summaries, never recounted from cells.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-KINDS: tuple[str, ...] = ("standard", "rag", "geval", "code", "tools")
+from runs.report.kinds import KINDS
+from runs.report.outcomes import BAD, GRADED, Outcome, combined
 
-# Cell verdicts, as the page names them.
-PASS, FAIL, ERROR, NOT_GRADED, SKIPPED, NONE, ABSENT, PENDING = (
-    "pass",
-    "fail",
-    "error",
-    "not_graded",
-    "skipped",
-    "none",
-    "absent",
-    "pending",
-)
-BAD = frozenset({FAIL, ERROR})
+Change = Literal["regression", "fix"]
+REGRESSION: Change = "regression"
+FIX: Change = "fix"
+# Case states (runs.models.CaseResult.Status): with no verdict yet, and given up on.
+OPEN_CASE_STATES = ("pending", "running")
+GAVE_UP_CASE_STATE = "error"
+# Stored outcomes a cell shows as they are when no kind is selected.
+_SHOWN_AS_STORED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.NOT_GRADED})
 
 
 @dataclass(frozen=True)
 class TurnData:
     index: int
-    outcome: str  # passed | failed | error | not_graded | skipped
+    outcome: str  # the stored one: passed | failed | error | not_graded | skipped
     kinds: dict[str, str]
 
 
@@ -43,7 +49,7 @@ class CaseData:
     index: int
     name: str
     status: str  # pending | running | done | error | cancelled
-    outcome: str  # passed | failed | not_graded | cancelled | error | ""
+    outcome: str  # the stored one: passed | failed | not_graded | cancelled | error | ""
     kinds: dict[str, str]
     turns: tuple[TurnData, ...] = ()
 
@@ -59,16 +65,16 @@ class Row:
     key: str
     name: str
     index: int  # in the first run that has it
-    cells: dict[int, str]  # run id -> case verdict
+    cells: dict[int, Outcome]  # run id -> case verdict
     case_ids: dict[int, int]  # run id -> case row id (absent runs missing)
-    turns: list[dict[int, str]]  # turn index -> run id -> turn verdict
+    turns: list[dict[int, Outcome]]  # turn index -> run id -> turn verdict
     regressions: int = 0  # turn-level, against the baseline, over every other run
     fixes: int = 0
     flaky: bool = False
 
     @property
     def partial(self) -> bool:
-        return ABSENT in self.cells.values()
+        return Outcome.ABSENT in self.cells.values()
 
     @property
     def changed(self) -> bool:
@@ -88,46 +94,43 @@ class Matrix:
         regressions = fixes = 0
         for row in self.rows:
             for turn in row.turns:
-                change = change_of(turn.get(self.baseline_id, ABSENT), turn.get(run_id, ABSENT))
-                regressions += change == "regression"
-                fixes += change == "fix"
+                change = change_of(
+                    turn.get(self.baseline_id, Outcome.ABSENT), turn.get(run_id, Outcome.ABSENT)
+                )
+                regressions += change == REGRESSION
+                fixes += change == FIX
         return regressions, fixes
 
+    def cells_of(self, run_id: int) -> list[Outcome]:
+        """The case verdicts of one run (``absent`` where it lacks a case)."""
+        return [row.cells[run_id] for row in self.rows]
 
-def verdict(outcome: str, kinds: dict[str, str], selected: frozenset[str]) -> str:
+
+def verdict(outcome: str, kinds: dict[str, str], selected: frozenset[str]) -> Outcome:
     """The verdict of a turn (or a case roll-up) under a kind filter (empty: every kind)."""
-    if outcome == "skipped":
-        return SKIPPED
-    if outcome == "error":
-        return ERROR
-    if outcome == "cancelled":
-        return NONE
+    stored = Outcome.of(outcome)
+    if stored in (Outcome.SKIPPED, Outcome.ERROR, Outcome.CANCELLED):
+        return stored
     if not selected:
-        return {"passed": PASS, "failed": FAIL, "not_graded": NOT_GRADED}.get(outcome, NONE)
+        return stored if stored in _SHOWN_AS_STORED else Outcome.NONE
     found = [kinds[kind] for kind in selected if kind in kinds]
-    if not found:
-        return NONE
-    if "failed" in found:
-        return FAIL
-    if "not_graded" in found:
-        return NOT_GRADED
-    return PASS
+    return combined(found) if found else Outcome.NONE
 
 
-def case_verdict(case: CaseData, selected: frozenset[str]) -> str:
-    if case.status in ("pending", "running"):
-        return PENDING
-    if case.status == "error":
-        return ERROR  # it never produced a result (the worker gave up on it)
+def case_verdict(case: CaseData, selected: frozenset[str]) -> Outcome:
+    if case.status in OPEN_CASE_STATES:
+        return Outcome.PENDING
+    if case.status == GAVE_UP_CASE_STATE:
+        return Outcome.ERROR  # it never produced a result (the worker gave up on it)
     return verdict(case.outcome, case.kinds, selected)
 
 
-def change_of(before: str, after: str) -> str | None:
-    """ "regression" (pass -> fail or error), "fix" (fail or error -> pass), or None."""
-    if before == PASS and after in BAD:
-        return "regression"
-    if before in BAD and after == PASS:
-        return "fix"
+def change_of(before: Outcome, after: Outcome) -> Change | None:
+    """A regression (passed -> failed or errored), a fix (the other way round), or None."""
+    if before is Outcome.PASSED and after in BAD:
+        return REGRESSION
+    if before in BAD and after is Outcome.PASSED:
+        return FIX
     return None
 
 
@@ -143,7 +146,7 @@ def build_matrix(
     by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
     rows = [_row(key, run_ids, by_run, chosen, baseline_id) for key in _keys(run_ids, by_run)]
     matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows)
-    for kind in sorted(chosen) if chosen else KINDS:
+    for kind in (kind for kind in KINDS if kind in chosen) if chosen else KINDS:
         matrix.by_kind[kind] = _kind_changes(run_ids, by_run, baseline_id, kind)
     return matrix
 
@@ -179,23 +182,25 @@ def _row(
     present = {run_id: by_run[run_id][key] for run_id in run_ids if key in by_run[run_id]}
     first = next(iter(present.values()))
     turn_count = max(len(case.turns) for case in present.values())
-    turns: list[dict[int, str]] = []
+    turns: list[dict[int, Outcome]] = []
     for turn_index in range(turn_count):
-        line: dict[int, str] = {}
+        line: dict[int, Outcome] = {}
         for run_id in run_ids:
             case = present.get(run_id)
             turn = case.turns[turn_index] if case and turn_index < len(case.turns) else None
-            if turn is None:
-                line[run_id] = PENDING if case and case.status in ("pending", "running") else ABSENT
-            else:
+            if turn is not None:
                 line[run_id] = verdict(turn.outcome, turn.kinds, selected)
+            elif case and case.status in OPEN_CASE_STATES:
+                line[run_id] = Outcome.PENDING
+            else:
+                line[run_id] = Outcome.ABSENT
         turns.append(line)
     row = Row(
         key=key,
         name=first.name,
         index=first.index,
         cells={
-            run_id: case_verdict(present[run_id], selected) if run_id in present else ABSENT
+            run_id: case_verdict(present[run_id], selected) if run_id in present else Outcome.ABSENT
             for run_id in run_ids
         },
         case_ids={run_id: case.case_id for run_id, case in present.items()},
@@ -204,10 +209,10 @@ def _row(
     others = [run_id for run_id in run_ids if run_id != baseline_id]
     for line in turns:
         for run_id in others:
-            change = change_of(line.get(baseline_id, ABSENT), line[run_id])
-            row.regressions += change == "regression"
-            row.fixes += change == "fix"
-        graded = {line[run_id] for run_id in others if line[run_id] in (PASS, FAIL, ERROR)}
+            change = change_of(line.get(baseline_id, Outcome.ABSENT), line[run_id])
+            row.regressions += change == REGRESSION
+            row.fixes += change == FIX
+        graded = {line[run_id] for run_id in others if line[run_id] in GRADED}
         row.flaky = row.flaky or len(graded) > 1
     return row
 
@@ -235,8 +240,8 @@ def _kind_changes(
                 change = change_of(
                     verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
                 )
-                regressions += change == "regression"
-                fixes += change == "fix"
+                regressions += change == REGRESSION
+                fixes += change == FIX
         counts[run_id] = (regressions, fixes)
     return counts
 
@@ -263,11 +268,3 @@ def sort_rows(rows: list[Row], sort: str) -> list[Row]:
     if sort == "name":
         return sorted(rows, key=lambda row: row.key.lower())
     return rows
-
-
-def pass_rate(cells: Iterable[str]) -> float | None:
-    """Passed over graded cases (not graded and cases without a verdict left out), in %."""
-    values = list(cells)
-    passed = sum(1 for value in values if value == PASS)
-    graded = passed + sum(1 for value in values if value in BAD)
-    return round(passed * 100 / graded, 2) if graded else None

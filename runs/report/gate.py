@@ -1,12 +1,19 @@
 """The CI gate's verdict as plain data, and its Markdown summary for a pull-request comment.
 
 ``runs.services.gate`` finds the runs, compares them and fills a ``GateResult``; this module
-only writes it out. No database and no Django here: the runs come as ``GateRun`` values.
+only writes it out. No database and no Django here: the runs come as ``GateRun`` values, each
+with its stored summary (``RunSummary``), so the summary's case and turn counts, pass rate and
+per-turn metric counts are the numbers of the run page. Numbers read as ``runs.report.numbers``
+writes them everywhere ("–" for a run with no pass rate, never 0 %).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from runs.report.numbers import NONE_TEXT, format_points, format_rate, format_score
+from runs.report.outcomes import Outcome
+from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -34,6 +41,7 @@ class MetricChange:
     before: float | None
     after: float | None
     limit: float | None  # the allowed drop, when one was set
+    turns: MetricSummary | None = None  # the run's per-turn counts of it (None: it has none)
 
     @property
     def drop(self) -> float | None:
@@ -57,8 +65,7 @@ class GateRun:
     status: str
     git_commit: str
     git_branch: str
-    passed_cases: int
-    total_cases: int
+    summary: RunSummary
 
 
 @dataclass
@@ -70,12 +77,18 @@ class GateResult:
     baseline_rule: str
     regressions: int  # regressed turns
     fixes: int  # fixed turns
-    pass_rate: float | None
-    baseline_pass_rate: float | None
     regressed: list[RegressedCase]
     metric_changes: list[MetricChange]
     compare_url: str
     markdown: str = ""
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.run.summary.pass_rate
+
+    @property
+    def baseline_pass_rate(self) -> float | None:
+        return self.baseline.summary.pass_rate
 
 
 # --- the summary ------------------------------------------------------------------------------
@@ -118,26 +131,45 @@ def _md_run(run: GateRun, base_url: str) -> str:
     return f"[#{run.id}]({base_url}/runs/{run.id}/)" + (f" ({said})" if said else "")
 
 
+# (row label, field of OutcomeCounts, shown for cases and for turns)
+_COUNT_ROWS: tuple[tuple[str, str], ...] = (
+    ("passed", Outcome.PASSED.value),
+    ("failed", Outcome.FAILED.value),
+    (Outcome.ERROR.label, Outcome.ERROR.value),
+    (Outcome.NOT_GRADED.label, Outcome.NOT_GRADED.value),
+)
+
+
 def _md_table(result: GateResult) -> str:
     run, base = result.run, result.baseline
     rate_change = (
-        f"{result.pass_rate - result.baseline_pass_rate:+.2f} pts"
+        format_points(result.pass_rate - result.baseline_pass_rate)
         if result.pass_rate is not None and result.baseline_pass_rate is not None
         else ""
     )
-    return "\n".join(
-        [
-            f"| | run #{run.id} | baseline #{base.id} | change |",
-            "| --- | --- | --- | --- |",
-            f"| pass rate | {percent(result.pass_rate)} | "
-            f"{percent(result.baseline_pass_rate)} | {rate_change} |",
-            f"| cases passed | {run.passed_cases}/{run.total_cases} | "
-            f"{base.passed_cases}/{base.total_cases} | "
-            f"{run.passed_cases - base.passed_cases:+d} |",
-            f"| regressed turns | {result.regressions} | | |",
-            f"| fixed turns | {result.fixes} | | |",
+    lines = [
+        f"| | run #{run.id} | baseline #{base.id} | change |",
+        "| --- | --- | --- | --- |",
+        f"| pass rate | {format_rate(result.pass_rate)} | "
+        f"{format_rate(result.baseline_pass_rate)} | {rate_change} |",
+    ]
+    for scope in ("cases", "turns"):
+        now: OutcomeCounts = getattr(run.summary, scope)
+        then: OutcomeCounts = getattr(base.summary, scope)
+        lines.append(_count_row(scope, now.total, then.total))
+        lines += [
+            _count_row(f"{scope} {label}", getattr(now, name), getattr(then, name))
+            for label, name in _COUNT_ROWS
         ]
-    )
+    lines += [
+        f"| regressed turns | {result.regressions} | | |",
+        f"| fixed turns | {result.fixes} | | |",
+    ]
+    return "\n".join(lines)
+
+
+def _count_row(label: str, now: int, then: int) -> str:
+    return f"| {label} | {now} | {then} | {now - then:+d} |"
 
 
 def _md_reasons(result: GateResult) -> str:
@@ -164,36 +196,32 @@ def _md_regressed(result: GateResult) -> str:
 
 
 def _md_metrics(result: GateResult) -> str:
-    shown = [
-        change
-        for change in result.metric_changes
-        if change.limit is not None or (change.drop is not None and change.drop > 0)
-    ]
-    if not shown:
+    """Every metric of either run: the run's per-turn counts, its average and the change from
+    the baseline's, with the drop allowed when one was set."""
+    if not result.metric_changes:
         return ""
     lines = [
-        "### Metric drops",
+        "### Metrics (counted per turn)",
         "",
-        "| metric | kind | baseline | run | change | allowed drop |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| metric | kind | turns graded | passed | failed | not graded | average | baseline "
+        "| change | allowed drop |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for change in shown:
+    for change in result.metric_changes:
         delta = "" if change.drop is None else f"{-change.drop:+.3f}"
         mark = " ❌" if change.over_limit else ""
         limit = "" if change.limit is None else f"{change.limit:g}"
+        turns = change.turns
+        counts = (
+            f"{turns.evaluated} | {turns.passed} | {turns.failed} | {turns.not_graded}"
+            if turns is not None
+            else " | ".join([NONE_TEXT] * 4)
+        )
         lines.append(
-            f"| {_md(change.name)}{mark} | {change.kind} | {_score(change.before)} | "
-            f"{_score(change.after)} | {delta} | {limit} |"
+            f"| {_md(change.name)}{mark} | {change.kind} | {counts} | "
+            f"{format_score(change.after)} | {format_score(change.before)} | {delta} | {limit} |"
         )
     return "\n".join(lines)
-
-
-def _score(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def percent(value: float | None) -> str:
-    return "–" if value is None else f"{value:g}%"
 
 
 def plural(count: int, noun: str) -> str:

@@ -35,11 +35,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     SerializationInfo,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from runs.report.kinds import MetricKind
 from runs.report.outcomes import (
@@ -102,6 +105,23 @@ def infer_metric_kind(metric_name: str) -> MetricKind:
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # A dumped model is described by its fields (the API's OpenAPI document): the wrap
+        # serializers below only drop keys, and their ``dict`` return type would hide them all.
+        return handler(_without_serializer(core_schema))
+
+
+def _without_serializer(schema: Any) -> Any:
+    """A model's core schema (under its validators' wrappers) without its serializer."""
+    if schema.get("type") == "model":
+        return {key: value for key, value in schema.items() if key != "serialization"}
+    if isinstance(schema.get("schema"), dict):
+        return {**schema, "schema": _without_serializer(schema["schema"])}
+    return schema
 
 
 # Our verdict extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}).

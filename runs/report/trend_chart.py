@@ -12,11 +12,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import get_args
 
-from runs.report.models import MetricKind
+from runs.report.kinds import kind_order
+from runs.report.numbers import format_points, format_rate
+from runs.report.outcomes import Outcome
+from runs.report.summary import OutcomeCounts
 
-METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
 DEFAULT_MARGIN = 10.0  # percentage points
 # A commit this short or shorter is not matched against the history by prefix.
 MIN_PREFIX = 4
@@ -26,7 +27,9 @@ MINUS = "\u2212"
 
 @dataclass(frozen=True)
 class TrendRun:
-    """One finished run as the trends page shows it (``created_at`` in the time zone shown)."""
+    """One finished run as the trends page shows it (``created_at`` in the time zone shown):
+    its pass rate and case counts are those of its stored summary (``pass_rate`` None: no case
+    was graded, and the run has no point on the pass-rate line)."""
 
     id: int
     status: str
@@ -40,6 +43,7 @@ class TrendRun:
     pass_rate: float | None
     created_at: datetime
     url: str = ""  # its run page, set by the view for the runs it shows
+    cases: OutcomeCounts | None = None  # of its stored summary (None: stored without one)
 
     @property
     def short_commit(self) -> str:
@@ -89,6 +93,10 @@ RIGHT = 20
 PANEL_TITLE = 18
 PASS_HEIGHT = 220
 PANEL_GAP = 18
+# A run without a pass rate is drawn as a hollow point in a lane under the pass-rate panel, never
+# at 0 %: the lane is this tall, its points this far under the panel.
+NO_RATE_LANE = 20
+NO_RATE_OFFSET = 11
 METRIC_HEIGHT = 160
 AXIS_LABELS = 24
 LABEL_CHARS = 24
@@ -152,7 +160,7 @@ class Callout:
 
     @property
     def text(self) -> str:
-        return f"{MINUS}{number(self.drop)} pts at #{self.run.id}"
+        return f"{format_points(-self.drop).replace('-', MINUS)} at #{self.run.id}"
 
 
 @dataclass(frozen=True)
@@ -185,21 +193,13 @@ class Chart:
     marker_bottom: float
     x_labels: list[tuple[float, str]]
     x_label_y: float
+    no_rate_y: float | None  # the lane of the runs without a pass rate (None: every run has one)
     points: list[PassPoint]
     pass_segments: list[str]
     markers: list[Marker]
     callouts: list[Callout]
     series: list[Series]
     radius: float
-
-
-def number(value: float) -> str:
-    """12 -> "12", 12.345 -> "12.3"."""
-    return f"{value:.1f}".removesuffix(".0")
-
-
-def percent(value: float | None) -> str:
-    return "–" if value is None else f"{number(value)} %"
 
 
 def model_label(run: TrendRun) -> str:
@@ -217,15 +217,30 @@ def point_title(run: TrendRun) -> str:
     model = run.model or "–"
     if run.provider and run.model:
         model += f" ({run.provider})"
+    rate = "no pass rate" if run.pass_rate is None else f"pass rate {format_rate(run.pass_rate)}"
+    lines = [f"Run #{run.id} · {run.status} · {rate}"]
+    if run.cases is not None:
+        lines.append(cases_line(run.cases))
     return "\n".join(
         [
-            f"Run #{run.id} · {run.status} · pass rate {percent(run.pass_rate)}",
+            *lines,
             f"commit {commit} on {run.branch or 'no branch'}",
             f"prompt {run.prompt_version or '–'}",
             f"model {model}",
             local_time(run.created_at),
         ]
     )
+
+
+def cases_line(cases: OutcomeCounts) -> str:
+    """``"cases: 1 passed · 2 failed · 1 not graded"``: the counts that are not zero."""
+    counted = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED)
+    parts = [
+        f"{getattr(cases, outcome.value)} {outcome.label}"
+        for outcome in counted
+        if getattr(cases, outcome.value)
+    ]
+    return f"cases: {' · '.join(parts) or 'none graded'}"
 
 
 def drops(runs: Sequence[TrendRun], margin: float) -> list[tuple[int, TrendRun, float]]:
@@ -289,7 +304,8 @@ def chart(
     margin: float = DEFAULT_MARGIN,
 ) -> Chart:
     """The geometry of the pass-rate panel and (when there are metric averages) the metric
-    panel, sharing one x position per run."""
+    panel, sharing one x position per run. A run without a pass rate breaks the line and has a
+    hollow point in a lane of its own under the panel."""
     count = max(len(runs), 1)
     right_edge = WIDTH - RIGHT
     step = (right_edge - LEFT) / count
@@ -312,10 +328,11 @@ def chart(
             [(y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)],
         )
     ]
-    bottom = pass_bottom
+    no_rate_y = pass_bottom + NO_RATE_OFFSET if any(run.pass_rate is None for run in runs) else None
+    bottom = pass_bottom if no_rate_y is None else pass_bottom + NO_RATE_LANE
     series: list[Series] = []
     if averages:
-        metric_top = pass_bottom + PANEL_GAP + PANEL_TITLE
+        metric_top = bottom + PANEL_GAP + PANEL_TITLE
         metric_bottom = metric_top + METRIC_HEIGHT
 
         def y_of_score(score: float) -> float:
@@ -337,7 +354,7 @@ def chart(
         PassPoint(
             run,
             x_of(i),
-            y_of_rate(run.pass_rate if run.pass_rate is not None else 0.0),
+            y_of_rate(run.pass_rate) if run.pass_rate is not None else no_rate_y or pass_bottom,
             run.pass_rate is not None,
             point_title(run),
         )
@@ -372,6 +389,7 @@ def chart(
         marker_bottom=bottom,
         x_labels=x_labels,
         x_label_y=bottom + 15,
+        no_rate_y=no_rate_y,
         points=points,
         pass_segments=pass_segments,
         markers=markers,
@@ -401,8 +419,7 @@ def _series(
     x_of: Callable[[int], float],
     y_of: Callable[[float], float],
 ) -> list[Series]:
-    order = {kind: i for i, kind in enumerate(METRIC_KINDS)}
-    keys = sorted(averages, key=lambda key: (order.get(key[0], len(order)), key[1]))
+    keys = sorted(averages, key=lambda key: (kind_order(key[0]), key[1]))
     drawn: list[Series] = []
     for n, (kind, name) in enumerate(keys):
         by_run = averages[(kind, name)]

@@ -1,4 +1,11 @@
-"""Render a run as JSON (HoloDeck's file), Markdown (for people) or JUnit XML (for CI)."""
+"""Render a run as JSON (HoloDeck's file), Markdown (for people) or JUnit XML (for CI).
+
+Markdown and JUnit read the stored verdicts (``outcome`` of each case, turn and metric) and the
+run's summary (``TestReport.run_summary``; computed from the results for a file that has none),
+never the ``passed`` booleans: a case that could not be graded reads "not graded" (a JUnit
+``<skipped>``), one that errored is a JUnit ``<error>``. Numbers read as on every page
+(``runs.report.numbers``); metrics are counted per turn.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +14,57 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from runs.report.build import summary_of_results
 from runs.report.holodeck_io import dump_eval_run, slugify
 from runs.report.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
+from runs.report.numbers import format_rate, format_score
+from runs.report.outcomes import GRADED, Outcome
+from runs.report.summary import OutcomeCounts, RunSummary
 
 PASS_MARK = "✅"
 FAIL_MARK = "❌"
-SKIP_MARK = "⏭️"
+
+# The mark an outcome gets in Markdown, before its label ("⚠️ not graded").
+MARKS: dict[Outcome, str] = {
+    Outcome.PASSED: PASS_MARK,
+    Outcome.FAILED: FAIL_MARK,
+    Outcome.ERROR: "💥",
+    Outcome.NOT_GRADED: "⚠️",
+    Outcome.SKIPPED: "⏭️",
+    Outcome.CANCELLED: "⏹️",
+    Outcome.PENDING: "⏳",
+}
+# Counted on every summary line; the others only when some case or turn has them.
+SHOWN_OUTCOMES = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED)
+RARE_OUTCOMES = (Outcome.SKIPPED, Outcome.CANCELLED, Outcome.PENDING)
 
 # Characters XML 1.0 cannot carry at all (ElementTree escapes <, & and quotes, not these).
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def to_json(run: EvalRun) -> str:
-    """The HoloDeck result file (same text as ``holodeck_io.dump_eval_run``)."""
+    """The run as an export: the HoloDeck result file with our verdicts (``outcome``,
+    ``kind_outcomes``, ``run_summary``); ``holodeck_io.write_eval_run`` writes one without."""
     return dump_eval_run(run)
+
+
+def report_summary(report: TestReport) -> RunSummary:
+    """The run's summary: the report's own, else (a file written before we stored one) its
+    results'."""
+    return report.run_summary or summary_of_results(report.results)
+
+
+def counts_text(counts: OutcomeCounts) -> str:
+    """``"1 passed, 2 failed, 0 errored, 1 not graded"`` (skipped, cancelled and pending only
+    when there are some)."""
+    shown = [*SHOWN_OUTCOMES, *(o for o in RARE_OUTCOMES if getattr(counts, o.value))]
+    return ", ".join(f"{getattr(counts, outcome.value)} {outcome.label}" for outcome in shown)
+
+
+def verdict(outcome: str | None) -> str:
+    """``"✅ passed"``, ``"⚠️ not graded"``: a stored verdict as the Markdown shows it."""
+    shown = Outcome.of(outcome)
+    return f"{MARKS.get(shown, '')} {shown.label}".strip()
 
 
 # ---------------------------------------------------------------------------- Markdown
@@ -32,60 +76,55 @@ def to_markdown(report: TestReport, *, max_text: int = 500) -> str:
     Long inputs and responses (a ConvFinQA turn 0 carries a whole filing) are cut to
     ``max_text`` characters; the JSON file keeps the full text.
     """
-    lines = _markdown_header(report) + _markdown_metric_table(report.results)
+    summary = report_summary(report)
+    lines = _markdown_header(report, summary) + _markdown_metric_table(summary)
     lines += ["## Test cases", ""]
     for number, result in enumerate(report.results, start=1):
         lines += _markdown_case(number, result, max_text)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _markdown_header(report: TestReport) -> list[str]:
-    summary = report.summary
+def _markdown_header(report: TestReport, summary: RunSummary) -> list[str]:
     return [
         f"# Test report: {_inline(report.agent_name)}",
         "",
         f"- **Date**: {report.timestamp}",
         f"- **Agent config**: `{report.agent_config_path}`",
         f"- **HoloDeck version**: {report.holodeck_version}",
-        f"- **Tests**: {summary.total_tests} total, {summary.passed} passed, "
-        f"{summary.failed} failed ({summary.pass_rate:g}% pass rate)",
-        f"- **Duration**: {_seconds(summary.total_duration_ms)}",
+        f"- **Test cases**: {summary.cases.total} total: {counts_text(summary.cases)} "
+        f"(pass rate {format_rate(summary.pass_rate)})",
+        f"- **Turns**: {summary.turns.total} total: {counts_text(summary.turns)}",
+        f"- **Duration**: {_seconds(report.summary.total_duration_ms)}",
         "",
     ]
 
 
-def _markdown_metric_table(results: Sequence[TestResult]) -> list[str]:
-    stats = _metric_stats(results)
-    if not stats:
+def _markdown_metric_table(summary: RunSummary) -> list[str]:
+    if not summary.metrics:
         return ["_No metrics were evaluated._", ""]
     lines = [
-        "## Metrics",
+        "## Metrics (per turn)",
         "",
-        "| Metric | Kind | Evaluated | Average score | Passed |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| Metric | Kind | Turns graded | Passed | Failed | Not graded | Pass rate "
+        "| Average score |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, (kind, metrics) in stats.items():
-        scores = [m.score for m in metrics if m.score is not None]
-        average = f"{sum(scores) / len(scores):.3f}" if scores else "—"
-        passed = sum(1 for m in metrics if m.passed)
+    for metric in summary.metrics:
         lines.append(
-            f"| {_cell(name)} | {kind} | {len(metrics)} | {average} | {passed}/{len(metrics)} |"
+            f"| {_cell(metric.name)} | {metric.kind} | {metric.evaluated} | {metric.passed} "
+            f"| {metric.failed} | {metric.not_graded} | {format_rate(metric.pass_rate)} "
+            f"| {format_score(metric.average)} |"
         )
     return [*lines, ""]
 
 
-def _metric_stats(results: Sequence[TestResult]) -> dict[str, tuple[str, list[MetricResult]]]:
-    stats: dict[str, tuple[str, list[MetricResult]]] = {}
-    for result in results:
-        for metric in result.metric_results:
-            stats.setdefault(metric.metric_name, (metric.kind, []))[1].append(metric)
-    return stats
-
-
 def _markdown_case(number: int, result: TestResult, max_text: int) -> list[str]:
-    mark, verdict = (PASS_MARK, "PASSED") if result.passed else (FAIL_MARK, "FAILED")
+    outcome = Outcome.of(result.outcome)
     name = result.test_name or f"Test case {number}"
-    lines = [f"### {mark} {number}. {_inline(name)} ({verdict})", ""]
+    lines = [
+        f"### {MARKS.get(outcome, '')} {number}. {_inline(name)} ({outcome.label.upper()})",
+        "",
+    ]
     lines += _quoted("Input", result.test_input, max_text)
     lines += _quoted("Response", result.agent_response, max_text)
     lines += [
@@ -120,8 +159,8 @@ def _markdown_metrics(metrics: Sequence[MetricResult]) -> list[str]:
     for metric in metrics:
         note = f"error: {metric.error}" if metric.error else (metric.reasoning or "")
         lines.append(
-            f"| {_cell(metric.metric_name)} | {metric.kind} | {_number(metric.score)} "
-            f"| {_number(metric.threshold)} | {PASS_MARK if metric.passed else FAIL_MARK} "
+            f"| {_cell(metric.metric_name)} | {metric.kind} | {format_score(metric.score)} "
+            f"| {format_score(metric.threshold)} | {verdict(metric.outcome)} "
             f"| {_cell(note, 200)} |"
         )
     return [*lines, ""]
@@ -142,11 +181,11 @@ def _markdown_turns(turns: Sequence[TurnResult], max_text: int) -> list[str]:
     ]
     for turn in turns:
         metrics = ", ".join(
-            f"{m.metric_name} {_number(m.score)} {PASS_MARK if m.passed else FAIL_MARK}"
+            f"{m.metric_name} {format_score(m.score)} {MARKS.get(Outcome.of(m.outcome), '')}"
             for m in turn.metric_results
         )
         lines.append(
-            f"| {turn.turn_index} | {_turn_verdict(turn)} | {_cell(turn.input, 120)} "
+            f"| {turn.turn_index} | {verdict(turn.outcome)} | {_cell(turn.input, 120)} "
             f"| {_cell(turn.response or '', 120)} | {_cell(', '.join(turn.tool_calls) or '—')} "
             f"| {_cell(metrics or '—')} | {_seconds(turn.execution_time_ms)} |"
         )
@@ -164,7 +203,7 @@ def _markdown_turn_details(turn: TurnResult, max_text: int) -> list[str]:
         details.append("- skipped: the session could not continue")
     if not details:
         return []
-    heading = f"Turn {turn.turn_index} ({_turn_verdict(turn)})"
+    heading = f"Turn {turn.turn_index} ({verdict(turn.outcome)})"
     return [f"*{heading}*", "", *details, ""]
 
 
@@ -197,12 +236,6 @@ def _assertion_passed(record: dict[str, Any]) -> bool:
 
 def _is_index(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _turn_verdict(turn: TurnResult) -> str:
-    if turn.skipped:
-        return f"{SKIP_MARK} skipped"
-    return f"{PASS_MARK} passed" if turn.passed else f"{FAIL_MARK} failed"
 
 
 def _tools_line(
@@ -250,10 +283,6 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.2f}s"
 
@@ -264,23 +293,29 @@ def _seconds(ms: int) -> str:
 def to_junit_xml(report: TestReport) -> str:
     """One ``<testsuite>`` for the agent, one ``<testcase>`` per test case.
 
-    A failed case gets a ``<failure>`` whose message lists its failing turns, metrics, tool
-    assertion and errors; every metric is a ``<property>`` so CI dashboards can chart them.
+    A case's stored outcome decides its element: failed, a ``<failure>``; errored, an
+    ``<error>``; not graded (or cancelled), a ``<skipped>`` — never a failure. Each message
+    lists the case's turns, metrics, tool assertions and errors that did not pass. The suite's
+    properties carry the run's summary (``cases.passed``, ``turns.not_graded``, ``pass_rate``,
+    ``metric.<name>.evaluated`` ...) and each case's a property per metric.
     """
-    failures = sum(1 for result in report.results if not result.passed)
+    outcomes = [Outcome.of(result.outcome) for result in report.results]
+    failures = str(outcomes.count(Outcome.FAILED))
+    errors = str(outcomes.count(Outcome.ERROR))
+    skipped = str(sum(1 for outcome in outcomes if outcome not in GRADED))
     seconds = _xml_seconds(report.summary.total_duration_ms)
+    tests = str(len(report.results))
     suites = ET.Element(
         "testsuites",
-        {"name": "holodeck", "tests": str(len(report.results)), "failures": str(failures)},
+        {"name": "holodeck", "tests": tests, "failures": failures, "errors": errors},
     )
-    suites.set("errors", "0")
     suites.set("time", seconds)
     suite = ET.SubElement(suites, "testsuite", _xml_attrs(name=report.agent_name))
     for key, value in (
-        ("tests", str(len(report.results))),
-        ("failures", str(failures)),
-        ("errors", "0"),
-        ("skipped", "0"),
+        ("tests", tests),
+        ("failures", failures),
+        ("errors", errors),
+        ("skipped", skipped),
         ("time", seconds),
         ("timestamp", report.timestamp),
     ):
@@ -288,12 +323,42 @@ def to_junit_xml(report: TestReport) -> str:
     properties = ET.SubElement(suite, "properties")
     _add_property(properties, "agent_config_path", report.agent_config_path)
     _add_property(properties, "holodeck_version", report.holodeck_version)
-    _add_property(properties, "pass_rate", f"{report.summary.pass_rate:g}")
+    for name, value in summary_properties(report_summary(report)):
+        _add_property(properties, name, value)
     classname = _classname(report.agent_name)
     for number, result in enumerate(report.results, start=1):
         _junit_case(suite, result, number, classname)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def summary_properties(summary: RunSummary) -> list[tuple[str, str]]:
+    """The summary as JUnit properties: ``pass_rate``, ``cases.<outcome>``,
+    ``turns.<outcome>`` and per metric ``metric.<name>.evaluated`` (turns graded), ``.passed``,
+    ``.failed``, ``.not_graded``, ``.pass_rate``, ``.average``."""
+    fields = ("total", *(outcome.value for outcome in (*SHOWN_OUTCOMES, *RARE_OUTCOMES)))
+    found = [("pass_rate", format_rate(summary.pass_rate))]
+    for scope, counts in (("cases", summary.cases), ("turns", summary.turns)):
+        found += [(f"{scope}.{field}", str(getattr(counts, field))) for field in fields]
+    for metric in summary.metrics:
+        key = f"metric.{metric.name}"
+        found += [
+            (f"{key}.kind", metric.kind),
+            (f"{key}.evaluated", str(metric.evaluated)),
+            (f"{key}.passed", str(metric.passed)),
+            (f"{key}.failed", str(metric.failed)),
+            (f"{key}.{Outcome.NOT_GRADED.value}", str(metric.not_graded)),
+            (f"{key}.pass_rate", format_rate(metric.pass_rate)),
+            (f"{key}.average", format_score(metric.average)),
+        ]
+    return found
+
+
+# A case's outcome -> its JUnit element and that element's type (none for a passed case).
+_JUNIT_ELEMENTS: dict[Outcome, tuple[str, str]] = {
+    Outcome.FAILED: ("failure", "TestCaseFailed"),
+    Outcome.ERROR: ("error", "TestCaseError"),
+}
 
 
 def _junit_case(suite: ET.Element, result: TestResult, number: int, classname: str) -> None:
@@ -309,29 +374,32 @@ def _junit_case(suite: ET.Element, result: TestResult, number: int, classname: s
     if result.metric_results:
         properties = ET.SubElement(case, "properties")
         for metric in result.metric_results:
-            _add_property(properties, f"metric.{metric.metric_name}", _metric_summary(metric))
-    if not result.passed:
+            _add_property(properties, f"metric.{metric.metric_name}", _metric_text(metric))
+    outcome = Outcome.of(result.outcome)
+    if outcome is not Outcome.PASSED:
         reasons = failure_reasons(result)
-        failure = ET.SubElement(
-            case, "failure", _xml_attrs(message="; ".join(reasons), type="TestCaseFailed")
-        )
-        failure.text = _xml_text("\n".join(reasons))
+        if outcome in _JUNIT_ELEMENTS:
+            tag, kind = _JUNIT_ELEMENTS[outcome]
+            element = ET.SubElement(case, tag, _xml_attrs(message="; ".join(reasons), type=kind))
+            element.text = _xml_text("\n".join(reasons))
+        else:  # not graded, cancelled: not a verdict on the agent
+            message = f"{outcome.label}: {'; '.join(reasons)}"
+            ET.SubElement(case, "skipped", _xml_attrs(message=message))
     if result.agent_response:
         ET.SubElement(case, "system-out").text = _xml_text(result.agent_response)
 
 
 def failure_reasons(result: TestResult) -> list[str]:
-    """Why a case failed, most specific first: turns, metrics, tools, errors."""
-    reasons: list[str] = []
-    for turn in result.turns or []:
-        if turn.skipped:
-            reasons.append(f"turn {turn.turn_index} skipped")
-        elif not turn.passed:
-            reasons.append(f"turn {turn.turn_index} failed")
+    """Why a case did not pass, most specific first: turns, metrics, tools, errors."""
+    reasons = [
+        f"turn {turn.turn_index} {Outcome.of(turn.outcome).label}"
+        for turn in result.turns or []
+        if Outcome.of(turn.outcome) is not Outcome.PASSED
+    ]
     reasons += [
-        f"metric {metric.metric_name}: {_metric_summary(metric)}"
+        f"metric {metric.metric_name}: {_metric_text(metric)}"
         for metric in result.metric_results
-        if not metric.passed
+        if Outcome.of(metric.outcome) not in (Outcome.PASSED, Outcome.SKIPPED)
     ]
     if result.tools_matched is False:
         reasons.append("expected tools not matched")
@@ -342,12 +410,13 @@ def failure_reasons(result: TestResult) -> list[str]:
         if not _assertion_passed(record)
     ]
     reasons += [f"error: {error}" for error in result.errors]
-    return reasons or ["test case failed"]
+    return reasons or [f"test case {Outcome.of(result.outcome).label}"]
 
 
-def _metric_summary(metric: MetricResult) -> str:
-    verdict = "passed" if metric.passed else "failed"
-    text = f"{_number(metric.score)} (threshold {_number(metric.threshold)}, {verdict})"
+def _metric_text(metric: MetricResult) -> str:
+    """``"0.50 (threshold 1.00, failed)"``, with the grader's error when it could not grade."""
+    label = Outcome.of(metric.outcome).label
+    text = f"{format_score(metric.score)} (threshold {format_score(metric.threshold)}, {label})"
     if metric.error:
         text += f" error: {metric.error}"
     return text

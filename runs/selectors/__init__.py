@@ -6,8 +6,9 @@ are stored when a result is written; nothing here recomputes them. Views and API
 no model: they call these (import-linter checks it).
 
 - ``projects``: the projects, one project;
-- ``runs``: the runs list (filters, facets), one run, its metric averages and case counts;
-- ``cases``: a run's case rows, one case with its turns and metrics;
+- ``runs``: the runs list (filters, facets), one run and its summary (stored, or live while
+  it runs);
+- ``cases``: a run's case rows, one case with its turns and metrics, and its summary;
 - ``export``: a run as a HoloDeck EvalRun;
 - ``compare``: the compare page and API (``comparison_for``), the gate's comparison;
 - ``trends``: the trends page's runs and metric averages;
@@ -20,11 +21,10 @@ from runs.selectors.cases import (
     CASE_PAGE_UNUSED_RUN_FIELDS,
     CASE_ROW_FIELDS,
     case_get,
-    case_outcome,
     case_rows,
     case_rows_finished_since,
+    case_summary,
     next_failed_case,
-    turn_outcome,
 )
 from runs.selectors.export import run_eval_run
 from runs.selectors.projects import (
@@ -35,59 +35,50 @@ from runs.selectors.projects import (
     project_listed,
 )
 from runs.selectors.runs import (
-    METRIC_KINDS,
     MODEL_NAME,
     PROMPT_TAGS,
     PROMPT_VERSION,
     RUN_PROGRESS_FIELDS,
     RUN_STATUSES,
-    CaseCounts,
     JSONListHas,
-    MetricAverage,
     RunFacets,
     RunListFilters,
     agent_names,
-    run_case_counts,
     run_facets,
     run_get,
     run_list,
-    run_metric_averages,
     run_progress_get,
     run_row,
+    run_summary,
 )
 
 __all__ = [
     "CASE_PAGE_UNUSED_RUN_FIELDS",
     "CASE_ROW_FIELDS",
-    "METRIC_KINDS",
     "MODEL_NAME",
     "PROMPT_TAGS",
     "PROMPT_VERSION",
     "RUN_PROGRESS_FIELDS",
     "RUN_STATUSES",
-    "CaseCounts",
     "JSONListHas",
-    "MetricAverage",
     "RunFacets",
     "RunListFilters",
     "agent_names",
     "case_get",
-    "case_outcome",
     "case_rows",
     "case_rows_finished_since",
+    "case_summary",
     "next_failed_case",
     "project_choices",
     "project_find",
     "project_get",
     "project_list",
     "project_listed",
-    "run_case_counts",
     "run_eval_run",
     "run_facets",
     "run_get",
     "run_list",
-    "run_metric_averages",
     "run_progress_get",
     "run_row",
-    "turn_outcome",
+    "run_summary",
 ]

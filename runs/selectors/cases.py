@@ -1,5 +1,5 @@
-"""Reads of a run's cases: the case rows of the run page, one case with its turns, and the
-verdicts as the pages name them."""
+"""Reads of a run's cases: the case rows of the run page, one case with its turns and its
+summary. Verdicts are the stored ``outcome`` of each row; pages draw them as they are."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from datetime import datetime
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.summary import RunSummary
 
 # Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
 CASE_ROW_FIELDS = (
@@ -39,27 +41,6 @@ CASE_PAGE_UNUSED_RUN_FIELDS = (
     "metric_summary",
     "error",
 )
-
-
-# --- outcomes ------------------------------------------------------------------------------
-# Verdicts are stored when a result is written (runs.report.outcomes); these only name them
-# the way the pages do ("not-graded" as a CSS-friendly word, "none" for no verdict yet).
-
-
-def case_outcome(case: CaseResult) -> str:
-    """passed | failed | not-graded | cancelled | none (pending, running: no verdict yet)."""
-    if case.status == CaseResult.Status.ERROR:
-        return "failed"
-    return _shown(case.outcome) if case.outcome else "none"
-
-
-def turn_outcome(turn: TurnResult) -> str:
-    """passed | failed | not-graded | skipped (an errored turn shows as failed)."""
-    return "failed" if turn.outcome == "error" else _shown(turn.outcome)
-
-
-def _shown(outcome: str) -> str:
-    return "not-graded" if outcome == "not_graded" else outcome
 
 
 def case_rows(
@@ -113,3 +94,8 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
         pk=case_id,
         run_id=run_id,
     )
+
+
+def case_summary(*, case: CaseResult) -> RunSummary:
+    """The case's own summary (its turns and metrics, counted as a run's are; three queries)."""
+    return summary_of_rows(case.run_id, case_id=case.pk)

@@ -5,7 +5,9 @@
 - ``runs_for_compare``: the runs asked for (1 query);
 - ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
 - ``compare_runs``: their case rows (1 query) and turn rows (1), aligned by
-  ``runs.report.compare``, and per-metric averages with judge time and cost (1 aggregate);
+  ``runs.report.compare``, each run's summary (stored with the run; from its rows, 3 queries
+  for all of them, while a run is active or when it has none) and judge time and cost
+  (1 aggregate);
 - ``cases_by_key`` and ``runs_for_config``: one case in two runs, two runs' configurations.
 """
 
@@ -16,27 +18,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db.models import Avg, Count, Prefetch, Q, Sum, TextField
+from django.db.models import Prefetch, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs import gitutil
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.compare import KINDS, CaseData, Matrix, TurnData, build_matrix, pass_rate
-from runs.report.outcomes import TOOLS_KIND
+from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
+from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
+from runs.report.numbers import pass_rate_of
+from runs.report.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
+from runs.report.summary import MetricMark, MetricSummary, OutcomeCounts, RunSummary, summarize
 
 MAX_RUNS = 12
-FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
-JUDGE_KINDS = ("geval", "rag")
+# A baseline is a run that ended with its cases graded: finished, but not cancelled.
+FINISHED = tuple(state for state in RUN_FINISHED_STATES if state != Run.Status.CANCELLED)
 # Columns the compare page never reads.
-HEAVY_RUN_FIELDS = ("raw_yaml", "environment", "cli_args", "summary", "metric_summary", "options")
-
-
-@dataclass
-class MetricLine:
-    name: str
-    kind: str
-    average: float | None
-    count: int
+HEAVY_RUN_FIELDS = ("raw_yaml", "environment", "cli_args", "options")
 
 
 @dataclass
@@ -50,22 +47,26 @@ class RunTotals:
 
 @dataclass
 class Headline:
-    """What the top of the compare page shows for one run."""
+    """What the top of the compare page shows for one run: its summary (the numbers of its run
+    page, whatever the kind filter) and, with a filter, the pass rate over the selected kinds'
+    case verdicts (labelled so); regressions and fixes against the baseline."""
 
     run: Run
-    pass_rate: float | None
-    passed: int
-    failed: int
-    not_graded: int
-    total: int
-    tool_pass_rate: float | None
+    summary: RunSummary
+    tool_pass_rate: float | None  # tool assertions, over turns
     tokens: int | None
     agent_ms: int
     judge_ms: int
     cost_usd: float | None
-    metrics: dict[str, list[MetricLine]] = field(default_factory=dict)
+    kind_pass_rate: float | None = None  # only with a kind filter
     regressions: int = 0
     fixes: int = 0
+    # The summary's metrics of the selected kinds (every metric without a filter).
+    metrics: list[MetricSummary] = field(default_factory=list)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.summary.pass_rate
 
 
 @dataclass
@@ -213,17 +214,19 @@ def _same_project(a: Run, b: Run) -> bool:
 
 
 def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison:
-    """Align the runs' cases and turns and sum up each run (3 queries)."""
+    """Align the runs' cases and turns and sum up each run (3 queries, 6 when a run is active
+    or has no stored summary)."""
     ids = [run.pk for run in runs]
     cases, totals = _cases(ids)
     matrix = build_matrix({run.pk: cases.get(run.pk, []) for run in runs}, baseline.pk, kinds)
-    metrics, judge = _metric_lines(ids, kinds)
+    summaries = run_summaries(runs)
+    judge = _judge_sums(ids, kinds)
     headlines = [
         _headline(
             run,
             matrix,
-            filtered=bool(kinds),
-            metrics=metrics.get(run.pk, {}),
+            summary=summaries[run.pk],
+            kinds=kinds,
             judge=judge.get(run.pk, (0, None)),
             totals=totals.get(run.pk, RunTotals()),
         )
@@ -237,6 +240,41 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
         headlines=headlines,
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
     )
+
+
+def run_summaries(runs: list[Run]) -> dict[int, RunSummary]:
+    """Each run's summary: the one stored when it ended, or, while it is active (or when it has
+    none stored), the live one from its rows (3 queries for all such runs together)."""
+    summaries = {
+        run.pk: stored
+        for run in runs
+        if run.status not in RUN_ACTIVE_STATES
+        and (stored := RunSummary.stored(run.summary)) is not None
+    }
+    live = [run.pk for run in runs if run.pk not in summaries]
+    return summaries | (_summaries_of_rows(live) if live else {})
+
+
+def _summaries_of_rows(run_ids: list[int]) -> dict[int, RunSummary]:
+    """``runs.mapping.summary_of_rows`` for several runs at once (3 queries in all)."""
+    cases: dict[int, list[str]] = {run_id: [] for run_id in run_ids}
+    turns: dict[int, list[str]] = {run_id: [] for run_id in run_ids}
+    marks: dict[int, list[MetricMark]] = {run_id: [] for run_id in run_ids}
+    scope = {"run_id__in": run_ids}
+    for run_id, outcome in CaseResult.objects.filter(**scope).values_list("run_id", "outcome"):
+        cases[run_id].append(outcome)
+    for run_id, outcome in TurnResult.objects.filter(**scope).values_list("run_id", "outcome"):
+        turns[run_id].append(outcome)
+    for run_id, name, kind, outcome, score in MetricResult.objects.filter(**scope).values_list(
+        "run_id", "metric_name", "kind", "outcome", "score"
+    ):
+        marks[run_id].append(MetricMark(name, kind, outcome, score))
+    return {
+        run_id: summarize(
+            case_outcomes=cases[run_id], turn_outcomes=turns[run_id], metrics=marks[run_id]
+        )
+        for run_id in run_ids
+    }
 
 
 def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:
@@ -255,8 +293,8 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
         sums = totals[run_id]
         sums.agent_ms += elapsed or 0
         if TOOLS_KIND in kinds:
-            sums.tools_passed += kinds[TOOLS_KIND] == "passed"
-            sums.tools_failed += kinds[TOOLS_KIND] == "failed"
+            sums.tools_passed += kinds[TOOLS_KIND] == Outcome.PASSED
+            sums.tools_failed += kinds[TOOLS_KIND] == Outcome.FAILED
     cases: dict[int, list[CaseData]] = defaultdict(list)
     for run_id, case_id, index, name, status, outcome, kinds_text in (
         CaseResult.objects.filter(run_id__in=run_ids)
@@ -294,67 +332,47 @@ class _KindsCache:
         return found
 
 
-def _metric_lines(
-    run_ids: list[int], kinds: list[str]
-) -> tuple[dict[int, dict[str, list[MetricLine]]], dict[int, tuple[int, float | None]]]:
-    """Per run: metric averages by kind, and (judge milliseconds, judge cost) (1 query)."""
+def _judge_sums(run_ids: list[int], kinds: list[str]) -> dict[int, tuple[int, float | None]]:
+    """Per run: (judge milliseconds, judge cost) over the selected kinds (1 query)."""
     rows = MetricResult.objects.filter(run_id__in=run_ids)
     if kinds:
         rows = rows.filter(kind__in=[kind for kind in kinds if kind != TOOLS_KIND])
-    lines: dict[int, dict[str, list[MetricLine]]] = defaultdict(lambda: defaultdict(list))
-    judge_ms: dict[int, int] = defaultdict(int)
-    judge_cost: dict[int, float] = {}
-    for row in (
-        rows.values("run_id", "kind", "metric_name")
+    sums = (
+        rows.values("run_id")
         .annotate(
-            average=Avg("score"),
-            count=Count("id"),
-            judge_ms=Sum("evaluation_time_ms", filter=Q(kind__in=JUDGE_KINDS)),
+            judge_ms=Sum("evaluation_time_ms", filter=Q(kind__in=sorted(JUDGE_KINDS))),
             cost=Sum("judge_cost_usd"),
         )
-        .order_by("run_id", "kind", "metric_name")
-    ):
-        run_id = row["run_id"]
-        lines[run_id][row["kind"]].append(
-            MetricLine(row["metric_name"], row["kind"], row["average"], row["count"])
-        )
-        judge_ms[run_id] += row["judge_ms"] or 0
-        if row["cost"] is not None:
-            judge_cost[run_id] = judge_cost.get(run_id, 0.0) + row["cost"]
-    ordered = {
-        run_id: {kind: by_kind[kind] for kind in KINDS if kind in by_kind}
-        for run_id, by_kind in lines.items()
-    }
-    judge = {run_id: (judge_ms[run_id], judge_cost.get(run_id)) for run_id in run_ids}
-    return ordered, judge
+        .order_by("run_id")
+    )
+    return {row["run_id"]: (row["judge_ms"] or 0, row["cost"]) for row in sums}
 
 
 def _headline(
     run: Run,
     matrix: Matrix,
     *,
-    filtered: bool,
-    metrics: dict[str, list[MetricLine]],
+    summary: RunSummary,
+    kinds: list[str],
     judge: tuple[int, float | None],
     totals: RunTotals,
 ) -> Headline:
-    cells = [row.cells[run.pk] for row in matrix.rows]
     regressions, fixes = (0, 0) if run.pk == matrix.baseline_id else matrix.totals(run.pk)
-    tools = ["pass"] * totals.tools_passed + ["fail"] * totals.tools_failed
+    kind_pass_rate = None
+    if kinds:
+        # The selected kinds' verdicts of its cases, as the matrix shows them.
+        cells = [cell for cell in matrix.cells_of(run.pk) if cell is not Outcome.ABSENT]
+        kind_pass_rate = OutcomeCounts.counted(cells).pass_rate
     return Headline(
         run=run,
-        # Unfiltered, the run's stored pass rate; filtered, over the selected kinds' verdicts.
-        pass_rate=pass_rate(cells) if filtered else run.pass_rate,
-        passed=sum(1 for cell in cells if cell == "pass"),
-        failed=sum(1 for cell in cells if cell in ("fail", "error")),
-        not_graded=sum(1 for cell in cells if cell == "not_graded"),
-        total=sum(1 for cell in cells if cell != "absent"),
-        tool_pass_rate=pass_rate(tools),
+        summary=summary,
+        kind_pass_rate=kind_pass_rate,
+        tool_pass_rate=pass_rate_of(totals.tools_passed, totals.tools_passed + totals.tools_failed),
         tokens=run.total_tokens or None,
         agent_ms=totals.agent_ms,
         judge_ms=judge[0],
         cost_usd=judge[1],
-        metrics=metrics,
+        metrics=[metric for metric in summary.metrics if not kinds or metric.kind in kinds],
         regressions=regressions,
         fixes=fixes,
     )

@@ -1,23 +1,75 @@
-"""The HoloDeck export of a run, read back from its rows."""
+"""A run read back as the wire models (``runs.report.models``): its summary, a case's turns and
+the whole run as a HoloDeck EvalRun. The API serves these shapes and the exports write them;
+the verdicts are the stored ones (``runs.mapping`` copies them), never decided again here."""
 
 from __future__ import annotations
 
-from runs.mapping import case_to_wire
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
+
+from runs.mapping import case_to_wire, summary_of_rows, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report import models as wire
+from runs.report.summary import RunSummary
+
+
+def run_summary(*, run: Run) -> RunSummary:
+    """The run's summary: the one stored when it ended; while it runs (or for a run stored
+    without one) the live one from its rows."""
+    stored = None if run.is_active else RunSummary.stored(run.summary)
+    return stored or summary_of_rows(run.pk)
+
+
+def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
+    """A case's turns as wire TurnResults with their metric results, in order (three
+    queries); 404 when the run has no such case."""
+    case = get_object_or_404(CaseResult.objects.only("id"), pk=case_id, run_id=run_id)
+    turns = (
+        TurnResult.objects.filter(case=case)
+        .order_by("index")
+        .prefetch_related(
+            Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+        )
+    )
+    return [turn_to_wire(turn, list(turn.metrics.all())) for turn in turns]
 
 
 def run_eval_run(*, run: Run) -> wire.EvalRun:
     """The run as a HoloDeck-compatible EvalRun (``{report, metadata}``), rebuilt from its rows.
 
-    Three queries whatever the run's size: cases, turns, metrics. The summary is its results'
-    (an imported file's own summary too: the results are the truth), and the environment names
-    the run (``runs.report.round_trip``), so importing the export where the run already is is
-    recognised.
+    Three queries whatever the run's size (cases, turns, metrics), plus the summary's while the
+    run is active. Each result carries its stored verdicts and ``report.run_summary`` is the
+    run's summary (``run_summary``). HoloDeck's own ``report.summary`` is computed as HoloDeck
+    does, per case from the results (an imported file's own summary too: the results are the
+    truth), and the environment names the run (``runs.report.round_trip``), so importing the
+    export where the run already is is recognised.
     """
     from runs.report.build import summarize
     from runs.report.round_trip import with_identity
 
+    results = _run_results(run)
+    report = wire.TestReport(
+        agent_name=run.agent_name,
+        agent_config_path=run.agent_config_path,
+        results=results,
+        summary=summarize(results, run.duration_ms or 0),
+        timestamp=run.report_timestamp or run.created_at.isoformat(),
+        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
+        environment=with_identity(run.environment, run.uid),
+        run_summary=run_summary(run=run),
+    )
+    metadata = wire.EvalRunMetadata(
+        agent_config=run.config_snapshot,
+        prompt_version=run.prompt_version,
+        holodeck_version=report.holodeck_version,
+        cli_args=run.cli_args,
+        git_commit=run.git_commit or None,
+    )
+    return wire.EvalRun(report=report, metadata=metadata)
+
+
+def _run_results(run: Run) -> list[wire.TestResult]:
+    """Every settled case of the run (done, or errored) as a wire TestResult, in order."""
     cases = list(
         CaseResult.objects.filter(
             run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
@@ -29,23 +81,4 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
     for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
         turns_by_case.setdefault(turn.case_id, []).append(turn)
-    results = [
-        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases
-    ]
-    report = wire.TestReport(
-        agent_name=run.agent_name,
-        agent_config_path=run.agent_config_path,
-        results=results,
-        summary=summarize(results, run.duration_ms or 0),
-        timestamp=run.report_timestamp or run.created_at.isoformat(),
-        holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
-        environment=with_identity(run.environment, run.uid),
-    )
-    metadata = wire.EvalRunMetadata(
-        agent_config=run.config_snapshot,
-        prompt_version=run.prompt_version,
-        holodeck_version=report.holodeck_version,
-        cli_args=run.cli_args,
-        git_commit=run.git_commit or None,
-    )
-    return wire.EvalRun(report=report, metadata=metadata)
+    return [case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases]

@@ -1,4 +1,4 @@
-"""Reads of runs: the runs list (filters, facets), one run, its metric averages and counts."""
+"""Reads of runs: the runs list (filters, facets), one run and its summary."""
 
 from __future__ import annotations
 
@@ -6,45 +6,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, get_args
+from typing import Any
 
-from django.db.models import Avg, BooleanField, Count, F, Func, Q, QuerySet, Value
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
-from runs.models import CaseResult, MetricResult, Run
-from runs.report.models import MetricKind
+from runs.mapping import summary_of_rows
+from runs.models import Run
+from runs.report.summary import RunSummary
 
-METRIC_KINDS: tuple[str, ...] = get_args(MetricKind)
 # The runs list's status filter: (value, label) of every status a run can have.
 RUN_STATUSES: list[tuple[str, str]] = Run.Status.choices
-
-
-@dataclass(frozen=True)
-class MetricAverage:
-    name: str
-    kind: str
-    average: float | None
-    evaluated: int
-    passed: int
-    errored: int
-
-
-@dataclass(frozen=True)
-class CaseCounts:
-    """Run-wide counts the tiles show beside the stored passed/failed counters."""
-
-    not_graded: int
-    cancelled: int
-
-
-def run_case_counts(*, run: Run) -> CaseCounts:
-    """Not-graded and cancelled cases of the whole run, in one query."""
-    counts = CaseResult.objects.filter(run=run).aggregate(
-        not_graded=Count("id", filter=Q(outcome="not_graded")),
-        cancelled=Count("id", filter=Q(outcome="cancelled")),
-    )
-    return CaseCounts(not_graded=counts["not_graded"], cancelled=counts["cancelled"])
 
 
 # --- lists ---------------------------------------------------------------------------------
@@ -237,37 +210,12 @@ def run_get(*, run_id: int) -> Run:
     )
 
 
-def run_metric_averages(*, run: Run) -> dict[str, list[MetricAverage]]:
-    """Per-metric averages grouped by kind (one aggregate query over the metric rows).
-
-    Computed from the rows rather than ``Run.metric_summary`` so a running run shows the
-    averages of the turns finished so far.
-    """
-    rows = (
-        MetricResult.objects.filter(run=run)
-        .values("kind", "metric_name")
-        .annotate(
-            average=Avg("score"),
-            evaluated=Count("id"),
-            passed_count=Count("id", filter=Q(passed=True)),
-            errored=Count("id", filter=Q(error__isnull=False) & ~Q(error="")),
-        )
-        .order_by("kind", "metric_name")
-    )
-    grouped: dict[str, list[MetricAverage]] = {}
-    for row in rows:
-        grouped.setdefault(row["kind"], []).append(
-            MetricAverage(
-                name=row["metric_name"],
-                kind=row["kind"],
-                average=row["average"],
-                evaluated=row["evaluated"],
-                passed=row["passed_count"],
-                errored=row["errored"],
-            )
-        )
-    ordered = sorted(grouped, key=lambda k: METRIC_KINDS.index(k) if k in METRIC_KINDS else 99)
-    return {kind: grouped[kind] for kind in ordered}
+def run_summary(*, run: Run) -> RunSummary:
+    """The run's summary as every surface shows it: the one stored when the run ended; while
+    it runs, the live one from its rows (three queries, whatever the size of the run). A
+    finished run stored without one (none should be) is summed up from its rows too."""
+    stored = None if run.is_active else RunSummary.stored(run.summary)
+    return stored if stored is not None else summary_of_rows(run.pk)
 
 
 def run_row(*, run_id: int, only: Sequence[str] = (), defer: Sequence[str] = ()) -> Run:

@@ -1,10 +1,15 @@
 """Reads for the trends page: a project's (or an imported agent's) finished runs and their
 metric averages, and the runs in commit order.
 
-Two queries whatever the number of runs: the runs (only the columns the chart shows) and the
-metric averages (one aggregate grouped by run, kind and metric name). Runs are put in commit
-order with ``git rev-list --first-parent`` when the project's directory is a git repository,
-else in date order. The chart itself is drawn from these by ``runs.report.trend_chart``.
+Every number is the run's stored summary (``runs.report.summary.RunSummary``, the one the run
+page, compare, the API and the exports show): its pass rate, its case counts and its metrics'
+average scores; a run with no pass rate (no case graded) stays off the pass-rate line.
+
+Two queries whatever the number of runs: the runs (only the columns the chart shows, and the
+case counts and pass rate of their summaries) and the metric averages of the runs shown (their
+summaries' metrics). Runs are put in commit order with ``git rev-list --first-parent`` when the
+project's directory is a git repository, else in date order. The chart itself is drawn from
+these by ``runs.report.trend_chart``.
 """
 
 from __future__ import annotations
@@ -14,20 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Avg
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from runs.gitutil import GitError, commit_order
-from runs.models import AgentProject, MetricResult, Run
+from runs.models import AgentProject, Run
+from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 
 
 def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]:
-    """The finished runs (passed, failed, error) of a project and/or agent, oldest first. One
-    query reading only the columns shown (the model is read out of the config snapshot)."""
+    """The finished runs (passed, failed, error) of a project and/or agent, oldest first, with
+    the pass rate and case counts of their stored summaries. One query reading only the columns
+    shown (the model is read out of the config snapshot, the counts out of the summary)."""
     runs = Run.objects.filter(status__in=FINISHED)
     if project is not None:
         runs = runs.filter(project=project)
@@ -45,24 +51,30 @@ def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]
         KT("config_snapshot__model__provider"),
         "pass_rate",
         "created_at",
+        "summary__cases",
     )
-    return [
-        TrendRun(
-            id=row[0],
-            status=row[1],
-            agent_name=row[2],
-            commit=row[3],
-            branch=row[4],
-            dirty=row[5],
-            prompt_version=prompt_label(row[6]),
-            model=row[7] or "",
-            provider=row[8] or "",
-            pass_rate=row[9],
-            # In the time zone the page shows: the chart's labels read it as it is.
-            created_at=timezone.localtime(row[10]),
-        )
-        for row in rows
-    ]
+    return [_trend_run(row) for row in rows]
+
+
+def _trend_run(row: tuple[Any, ...]) -> TrendRun:
+    # The summary's pass rate is its cases' (a run stored without a summary, none should be,
+    # keeps its pass-rate column).
+    cases = None if row[11] is None else OutcomeCounts.model_validate(row[11])
+    return TrendRun(
+        id=row[0],
+        status=row[1],
+        agent_name=row[2],
+        commit=row[3],
+        branch=row[4],
+        dirty=row[5],
+        prompt_version=prompt_label(row[6]),
+        model=row[7] or "",
+        provider=row[8] or "",
+        pass_rate=row[9] if cases is None else cases.pass_rate,
+        # In the time zone the page shows: the chart's labels read it as it is.
+        created_at=timezone.localtime(row[10]),
+        cases=cases,
+    )
 
 
 def prompt_label(prompt_version: Any) -> str:
@@ -93,18 +105,16 @@ def branch_choices(runs: Iterable[TrendRun]) -> list[str]:
 def metric_averages(
     *, run_ids: Sequence[int], kinds: Sequence[str]
 ) -> dict[MetricKey, dict[int, float]]:
-    """{(kind, metric): {run id: average score}} over the scored metric rows; one query."""
+    """{(kind, metric): {run id: average score}} of the metrics of ``kinds`` that scored, as the
+    runs' stored summaries have them; one query."""
     if not run_ids or not kinds:
         return {}
-    rows = (
-        MetricResult.objects.filter(run_id__in=run_ids, kind__in=kinds, score__isnull=False)
-        .values("run_id", "kind", "metric_name")
-        .annotate(average=Avg("score"))
-        .order_by()
-    )
+    rows = Run.objects.filter(pk__in=run_ids).values_list("id", "summary__metrics").order_by()
     averages: dict[MetricKey, dict[int, float]] = {}
-    for row in rows:
-        averages.setdefault((row["kind"], row["metric_name"]), {})[row["run_id"]] = row["average"]
+    for run_id, metrics in rows:
+        for metric in (MetricSummary.model_validate(item) for item in metrics or ()):
+            if metric.kind in kinds and metric.average is not None:
+                averages.setdefault((metric.kind, metric.name), {})[run_id] = metric.average
     return averages
 
 

@@ -5,8 +5,9 @@
 returns a ``GateResult`` (``runs.report.gate``) with its reasons and a Markdown summary fit for
 a pull-request comment.
 
-The pass rate and cases passed are the runs' own (what their run pages show); regressions,
-fixes and metric averages are counted over the selected kinds only (every kind by default).
+The pass rate, the case and turn counts and the metric summaries (counted per turn) are the
+runs' stored summaries (what their run pages show); regressions and fixes are counted over the
+selected kinds only, and only the metrics of those kinds are listed (every kind by default).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 
 from runs.models import Run
-from runs.report.compare import ABSENT, KINDS, Row, change_of
+from runs.report.compare import REGRESSION, Row, change_of
 from runs.report.gate import (
     DEFAULT_URL,
     GateOptions,
@@ -26,14 +27,16 @@ from runs.report.gate import (
     MetricChange,
     RegressedCase,
     gate_markdown,
-    percent,
     plural,
 )
+from runs.report.kinds import kind_order, kinds_parse
+from runs.report.numbers import format_rate, format_score
+from runs.report.outcomes import Outcome
+from runs.report.summary import MetricSummary, RunSummary
 from runs.selectors.compare import (
     FINISHED,
     Baseline,
     Comparison,
-    MetricLine,
     baseline_choose,
     compare_runs,
     runs_for_compare,
@@ -135,13 +138,13 @@ def _project_name(run: Run) -> str:
     return f"project {run.project.name}" if run.project else f"agent {run.agent_name}"
 
 
-def kinds_parse(text: str) -> tuple[str, ...]:
-    """``standard,code`` -> ("standard", "code"); an unknown kind is a ``GateError``."""
-    kinds = tuple(dict.fromkeys(kind.strip() for kind in text.split(",") if kind.strip()))
-    unknown = [kind for kind in kinds if kind not in KINDS]
-    if unknown:
-        raise GateError(f"unknown kind {unknown[0]!r}: use {', '.join(KINDS)}")
-    return kinds
+def gate_kinds(text: str) -> tuple[str, ...]:
+    """``standard,code`` -> ("standard", "code") (``runs.report.kinds.kinds_parse``); an
+    unknown kind is a ``GateError``."""
+    try:
+        return kinds_parse(text)
+    except ValueError as exc:
+        raise GateError(str(exc)) from None
 
 
 def metric_drops_parse(values: list[str]) -> dict[str, float]:
@@ -172,22 +175,24 @@ def public_url(fallback: str = DEFAULT_URL) -> str:
 
 
 def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateResult:
-    """Compare ``run`` with ``baseline`` and check ``options``' thresholds (3 queries)."""
+    """Compare ``run`` with ``baseline`` and check ``options``' thresholds (3 queries, 6 when
+    a run has no stored summary)."""
     before = baseline.run
     comparison = compare_runs([before, run], before, list(options.kinds))
     regressions, fixes = comparison.matrix.totals(run.pk)
     base_url = options.base_url.rstrip("/")
-    changes = _metric_changes(comparison, run, before, options.max_metric_drop)
+    headlines = {headline.run.pk: headline for headline in comparison.headlines}
+    changes = _metric_changes(
+        headlines[before.pk].metrics, headlines[run.pk].metrics, options.max_metric_drop
+    )
     result = GateResult(
         passed=False,
         reasons=[],
-        run=_gate_run(run),
-        baseline=_gate_run(before),
+        run=_gate_run(run, headlines[run.pk].summary),
+        baseline=_gate_run(before, headlines[before.pk].summary),
         baseline_rule=baseline.rule,
         regressions=regressions,
         fixes=fixes,
-        pass_rate=run.pass_rate,
-        baseline_pass_rate=before.pass_rate,
         regressed=_regressed_cases(comparison, run, base_url, options.kinds),
         metric_changes=changes,
         compare_url=_compare_url(base_url, before, run, options.kinds),
@@ -198,15 +203,14 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
     return result
 
 
-def _gate_run(run: Run) -> GateRun:
+def _gate_run(run: Run, summary: RunSummary) -> GateRun:
     return GateRun(
         id=run.pk,
         agent_name=run.agent_name,
         status=run.status,
         git_commit=run.git_commit,
         git_branch=run.git_branch,
-        passed_cases=run.passed_cases,
-        total_cases=run.total_cases,
+        summary=summary,
     )
 
 
@@ -220,12 +224,14 @@ def _reasons(result: GateResult, options: GateOptions) -> list[str]:
             f"(at most {options.max_regressions} allowed)"
         )
     if options.min_pass_rate is not None:
+        minimum = format_rate(options.min_pass_rate)
         if result.pass_rate is None:
-            reasons.append("no graded case, so no pass rate")
-        elif result.pass_rate < options.min_pass_rate:
             reasons.append(
-                f"pass rate {percent(result.pass_rate)} is below {percent(options.min_pass_rate)}"
+                f"run #{result.run.id} has no pass rate (no case was graded: none passed, "
+                f"failed or errored), so it cannot reach the minimum pass rate {minimum}"
             )
+        elif result.pass_rate < options.min_pass_rate:
+            reasons.append(f"pass rate {format_rate(result.pass_rate)} is below {minimum}")
     for change in result.metric_changes:
         if change.over_limit:
             reasons.append(_drop_reason(change))
@@ -234,10 +240,10 @@ def _reasons(result: GateResult, options: GateOptions) -> list[str]:
 
 def _drop_reason(change: MetricChange) -> str:
     if change.after is None:
-        return f"{change.name} has no average in the run (it was {change.before:.3f})"
+        return f"{change.name} has no average in the run (it was {format_score(change.before)})"
     return (
-        f"{change.name} dropped by {change.drop:.3f} "
-        f"({change.before:.3f} → {change.after:.3f}; at most {change.limit:g} allowed)"
+        f"{change.name} dropped by {change.drop:.3f} ({format_score(change.before)} → "
+        f"{format_score(change.after)}; at most {change.limit:g} allowed)"
     )
 
 
@@ -261,33 +267,32 @@ def _regressed_turns(row: Row, base_id: int, run_id: int) -> list[int]:
     return [
         index
         for index, line in enumerate(row.turns)
-        if change_of(line.get(base_id, ABSENT), line.get(run_id, ABSENT)) == "regression"
+        if change_of(line.get(base_id, Outcome.ABSENT), line.get(run_id, Outcome.ABSENT))
+        == REGRESSION
     ]
 
 
 def _metric_changes(
-    comparison: Comparison, run: Run, baseline: Run, limits: dict[str, float]
+    before: list[MetricSummary], after: list[MetricSummary], limits: dict[str, float]
 ) -> list[MetricChange]:
-    """Every metric of either run (by kind and name), with the drop allowed for it if any."""
-    lines = {headline.run.pk: _by_name(headline.metrics) for headline in comparison.headlines}
-    before, after = lines.get(baseline.pk, {}), lines.get(run.pk, {})
-    unknown = [name for name in limits if not any(key[1] == name for key in (*before, *after))]
+    """Every metric of either run's summary (of the selected kinds), by kind and name, with the
+    run's per-turn counts and the drop allowed for it if any."""
+    old = {(metric.kind, metric.name): metric for metric in before}
+    new = {(metric.kind, metric.name): metric for metric in after}
+    unknown = [name for name in limits if not any(key[1] == name for key in (*old, *new))]
     if unknown:
         raise GateError(f"--max-metric-drop: neither run has a metric {unknown[0]!r}")
     return [
         MetricChange(
             name=name,
             kind=kind,
-            before=before[(kind, name)].average if (kind, name) in before else None,
-            after=after[(kind, name)].average if (kind, name) in after else None,
+            before=old[(kind, name)].average if (kind, name) in old else None,
+            after=new[(kind, name)].average if (kind, name) in new else None,
             limit=limits.get(name),
+            turns=new.get((kind, name)),
         )
-        for kind, name in sorted({*before, *after}, key=lambda key: (KINDS.index(key[0]), key[1]))
+        for kind, name in sorted({*old, *new}, key=lambda key: (kind_order(key[0]), key[1]))
     ]
-
-
-def _by_name(metrics: dict[str, list[MetricLine]]) -> dict[tuple[str, str], MetricLine]:
-    return {(line.kind, line.name): line for lines in metrics.values() for line in lines}
 
 
 def _compare_url(base_url: str, baseline: Run, run: Run, kinds: tuple[str, ...]) -> str:

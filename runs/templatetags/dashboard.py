@@ -1,13 +1,20 @@
-"""Filters for the run pages: safe Markdown, pretty JSON, nested JSON trees, number formats.
+"""Filters for the run pages: safe Markdown, pretty JSON, nested JSON trees, verdicts, numbers
+and summaries.
 
 Everything an agent, a tool or a grader wrote is untrusted. Markdown is rendered with raw HTML
 disabled (so ``<script>`` shows as text) and the result is sanitized with nh3 on top; every other
 value goes through Django's escaping.
+
+Verdicts are drawn from the stored outcome (``runs.report.outcomes.Outcome``: its words, mark and
+CSS class) and numbers are formatted by ``runs.report.numbers``; nothing here names a verdict or
+formats a pass rate its own way.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from itertools import groupby
 from typing import Any
 
 import markdown
@@ -16,7 +23,10 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from runs import selectors
+from runs.report.kinds import KIND_LABELS, kind_order
+from runs.report.numbers import format_rate, format_score
+from runs.report.outcomes import Outcome, OutcomeLook, look
+from runs.report.summary import MetricSummary, OutcomeCounts
 
 register = template.Library()
 
@@ -130,23 +140,10 @@ def json_tree(value: Any) -> SafeString:
     return _tree(value, 0)
 
 
-@register.filter
-def score(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.2f}"
-
-
-@register.filter
-def percent(value: float | None) -> str:
-    """Whole numbers as they are ("90%"), others with one decimal that never lies at the ends:
-    99.96 shows as "99.9%" (not "100%") and 0.04 as "0.1%" (not "0%")."""
-    if value is None:
-        return "–"
-    if value == int(value):
-        return f"{value:.0f}%"
-    shown = min(max(round(value, 1), 0.1), 99.9) if 0 < value < 100 else round(value, 1)
-    return f"{shown:.1f}%"
+# The one number formatter (runs.report.numbers): a score "0.89", a pass rate "33.3%", "–" for
+# none (never "0 %" for a run with nothing graded).
+score = register.filter("score", format_score)
+percent = register.filter("percent", format_rate)
 
 
 @register.filter
@@ -177,44 +174,107 @@ def token_total(usage: dict[str, Any] | None) -> int | None:
     return int(total) if isinstance(total, int | float) else None
 
 
-# outcome -> (css class, symbol, words for screen readers and the tooltip)
-MARKS: dict[str, tuple[str, str, str]] = {
-    "passed": ("v-ok", "✓", "passed"),
-    "failed": ("v-bad", "✗", "failed"),
-    "not-graded": ("v-warn", "?", "not graded"),
-    "cancelled": ("v-none", "–", "not run (cancelled)"),
-    "skipped": ("v-none", "–", "skipped"),
-    "none": ("v-none", "–", "no verdict yet"),
-}
+# --- verdicts ----------------------------------------------------------------------------------
+
+
+def _look(outcome: str | None) -> OutcomeLook:
+    """How a stored or shown outcome is drawn; a value that is no outcome reads "not assessed"."""
+    try:
+        return look(outcome)
+    except ValueError:
+        return look(Outcome.NONE)
 
 
 @register.simple_tag
-def mark(outcome: str) -> SafeString:
-    """The symbol of an outcome, with visually-hidden words (a bare ✓/✗ means nothing aloud)."""
-    css, symbol, words = MARKS.get(outcome, MARKS["none"])
+def mark(outcome: str | None) -> SafeString:
+    """The symbol of an outcome (any ``Outcome`` value; ``""`` or None: pending), with
+    visually-hidden words (a bare ✓/✗ means nothing aloud)."""
+    shown = _look(outcome)
     return format_html(
         '<span class="v {}" title="{}" aria-hidden="true">{}</span><span class="sr-only">{}</span>',
-        css,
-        words,
-        symbol,
-        words,
+        shown.css,
+        shown.label,
+        shown.symbol,
+        shown.label,
     )
 
 
 @register.simple_tag
 def verdict(passed: bool | None) -> SafeString:
-    """✓ / ✗ / – with a colour class."""
-    return mark("none" if passed is None else "passed" if passed else "failed")
+    """The mark of a check that holds a bare yes/no (a tool assertion, one argument of it):
+    passed, failed, or not assessed (None)."""
+    if passed is None:
+        return mark(Outcome.NONE)
+    return mark(Outcome.PASSED if passed else Outcome.FAILED)
 
 
 @register.filter
-def case_outcome(case: Any) -> str:
-    return selectors.case_outcome(case)
+def outcome_label(outcome: str | None) -> str:
+    """The words of an outcome: "errored", "not graded", ..."""
+    return _look(outcome).label
+
+
+# --- summaries ---------------------------------------------------------------------------------
+# Each number of a summary carries ``data-summary`` ("cases.passed", "turns.not_graded", ...):
+# the same marks on every page, so tests read what a page says and compare it with the record.
+
+# In the order a summary line lists them; passed and failed are shown even when zero.
+_COUNTED = (
+    Outcome.PASSED,
+    Outcome.FAILED,
+    Outcome.ERROR,
+    Outcome.NOT_GRADED,
+    Outcome.SKIPPED,
+    Outcome.CANCELLED,
+    Outcome.PENDING,
+)
+_ALWAYS = frozenset({Outcome.PASSED, Outcome.FAILED})
+# The counts every surface marks (a pass rate is computed from these; the rest are context).
+_MARKED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED})
+_COLOURED = frozenset({Outcome.ERROR, Outcome.NOT_GRADED})
+_HINTS = {
+    Outcome.NOT_GRADED: "only metrics that could not grade failed: neither passed nor failed",
+    Outcome.ERROR: "no answer to grade: the agent failed, timed out, or its worker gave up",
+}
+
+
+@register.simple_tag
+def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
+    """``"1 passed · 2 failed · 1 errored · 1 not graded"`` of a summary's cases or turns
+    (``key``), zero counts left out but for passed and failed."""
+    parts = []
+    for outcome in _COUNTED:
+        count = getattr(counts, outcome.value)
+        if not count and outcome not in _ALWAYS:
+            continue
+        number = (
+            format_html('<span data-summary="{}.{}">{}</span>', key, outcome.value, count)
+            if outcome in _MARKED
+            else str(count)
+        )
+        parts.append(
+            format_html(
+                '<span class="{}"{}>{} {}</span>',
+                f"count-{outcome.value}" + (f" {outcome.css}" if outcome in _COLOURED else ""),
+                format_html(' title="{}"', _HINTS[outcome]) if outcome in _HINTS else "",
+                number,
+                outcome.label,
+            )
+        )
+    return format_html_join(" · ", "{}", ((part,) for part in parts))
 
 
 @register.filter
-def turn_outcome(turn: Any) -> str:
-    return selectors.turn_outcome(turn)
+def by_kind(metrics: Iterable[MetricSummary]) -> list[tuple[str, list[MetricSummary]]]:
+    """A summary's metrics grouped by kind, in ``KINDS`` order, each group with its label."""
+    ordered = sorted(metrics, key=lambda metric: (kind_order(metric.kind), metric.name))
+    return [
+        (KIND_LABELS.get(kind, kind), list(group))
+        for kind, group in groupby(ordered, key=lambda metric: metric.kind)
+    ]
+
+
+# --- tool calls, judges, texts -----------------------------------------------------------------
 
 
 @register.filter
@@ -297,9 +357,3 @@ def first_line(text: Any) -> str:
 @register.filter
 def shortsha(commit: str | None) -> str:
     return (commit or "")[:8]
-
-
-@register.filter
-def pass_rate(run: Any) -> str:
-    """The run's stored pass rate (kept current as its cases finish), as a percentage."""
-    return percent(run.pass_rate) if run.pass_rate is not None else "–"

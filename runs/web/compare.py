@@ -20,7 +20,11 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.report.compare import KINDS, Row, change_of, select_rows, sort_rows, verdict
+from runs.report.compare import Change, Row, change_of, select_rows, sort_rows, verdict
+from runs.report.kinds import KINDS, TOOLS_KIND, kind_order
+from runs.report.numbers import NONE_TEXT, format_points, format_rate, format_score
+from runs.report.outcomes import Outcome
+from runs.report.summary import MetricSummary
 from runs.selectors.compare import (
     MAX_RUNS,
     Comparison,
@@ -32,7 +36,7 @@ from runs.selectors.compare import (
     runs_for_compare,
     runs_for_config,
 )
-from runs.templatetags.dashboard import duration, percent, score, thousands
+from runs.templatetags.dashboard import duration, thousands
 from runs.web.diffs import config_rows, line_diff, tool_call_diff, word_diff
 from runs.web.params import choice_list_param, choice_param, int_list_param, int_param, text_param
 
@@ -40,6 +44,19 @@ if TYPE_CHECKING:
     from runs.models import MetricResult, Run, TurnResult
 
 ROWS_PER_PAGE = 100
+# What a matrix cell can say, in the order the legend explains it, with a hint where the word
+# alone would not do.
+LEGEND: tuple[tuple[Outcome, str], ...] = (
+    (Outcome.PASSED, ""),
+    (Outcome.FAILED, ""),
+    (Outcome.ERROR, ""),
+    (Outcome.NOT_GRADED, ""),
+    (Outcome.SKIPPED, ""),
+    (Outcome.CANCELLED, ""),
+    (Outcome.PENDING, "no verdict yet"),
+    (Outcome.NONE, "none of the selected kinds ran"),
+    (Outcome.ABSENT, "not in that run"),
+)
 SHOWS = ("all", "regressions", "fixes", "flaky", "changed", "partial")
 SORTS = ("case", "regressions", "name")
 
@@ -85,7 +102,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         "shows": SHOWS,
         "sort": sort,
         "sorts": SORTS,
-        "lines": headline_lines(comparison.headlines),
+        "lines": headline_lines(comparison.headlines, kinds),
+        "legend": LEGEND,
         "kind_changes": _kind_changes(comparison),
         "page": page,
         "rows": (views := [_row_view(row, comparison, state) for row in page.object_list]),
@@ -97,13 +115,18 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 
 # --- headline deltas ------------------------------------------------------------------------
+# The headline is each run's own summary (what its run page shows: case and turn counts, the
+# pass rate, per metric the turns it graded), whatever the kind filter; each number is marked
+# with ``data-summary`` (and ``data-metric``, ``data-run``) so a test can read it back.
 
 
 @dataclass(frozen=True)
 class Cell:
+    run_id: int
     text: str
     delta: str = ""
     trend: str = ""  # "better", "worse", "" (same, not comparable, or the baseline)
+    metric: MetricSummary | None = None  # on a metric's line: its per-turn counts
 
 
 @dataclass(frozen=True)
@@ -111,55 +134,93 @@ class Line:
     label: str
     cells: list[Cell]
     kind: str = ""
+    summary: str = ""  # the summary number its cells show (data-summary), if any
+    metric: str = ""  # the metric it is about (data-metric), if any
+    kind_rate: bool = False  # the pass rate over the selected kinds only
 
 
 Number = float | int | None
+# (label, field of OutcomeCounts, which way is better; None: never coloured)
+COUNT_LINES: tuple[tuple[str, str, str | None], ...] = (
+    ("passed", Outcome.PASSED.value, "higher"),
+    ("failed", Outcome.FAILED.value, "lower"),
+    (Outcome.ERROR.label, Outcome.ERROR.value, "lower"),
+    # "Not graded" is neither a pass nor a failure: shown, never coloured.
+    (Outcome.NOT_GRADED.label, Outcome.NOT_GRADED.value, None),
+)
+ALWAYS_SHOWN = frozenset({Outcome.PASSED.value, Outcome.FAILED.value})
 
 
-def headline_lines(headlines: Sequence[Headline]) -> list[Line]:
+def headline_lines(headlines: Sequence[Headline], kinds: Sequence[str] = ()) -> list[Line]:
     """One line per measure, one cell per run; deltas against the first run (the baseline)."""
+    ids = [h.run.pk for h in headlines]
+    rates = [h.pass_rate for h in headlines]
     lines = [
-        _line("pass rate", [h.pass_rate for h in headlines], percent, "higher", points=True),
-        _line("cases passed", [h.passed for h in headlines], _count, "higher"),
-        _line("cases failed", [h.failed for h in headlines], _count, "lower"),
-        # "Not graded" is neither a pass nor a failure: shown, never coloured.
-        _line("not graded", [h.not_graded for h in headlines], _count, None),
-        _line(
-            "tool assertions", [h.tool_pass_rate for h in headlines], percent, "higher", points=True
-        ),
+        _line("pass rate", ids, rates, format_rate, "higher", points=True, summary="pass_rate")
     ]
-    for kind, names in _metric_names(headlines):
-        for name in names:
-            values = [_metric_average(h, kind, name) for h in headlines]
-            lines.append(_line(name, values, score, "higher", kind=kind))
+    if kinds:
+        lines.append(
+            _line(
+                f"pass rate, {' + '.join(kinds)} only",
+                ids,
+                [h.kind_pass_rate for h in headlines],
+                format_rate,
+                "higher",
+                points=True,
+                kind_rate=True,
+            )
+        )
+    for scope, counts_of in (
+        ("cases", lambda h: h.summary.cases),
+        ("turns", lambda h: h.summary.turns),
+    ):
+        lines.append(_line(scope, ids, [counts_of(h).total for h in headlines], str, None))
+        for label, name, better in COUNT_LINES:
+            values = [getattr(counts_of(h), name) for h in headlines]
+            if name in ALWAYS_SHOWN or any(values):
+                lines.append(
+                    _line(f"{scope} {label}", ids, values, str, better, summary=f"{scope}.{name}")
+                )
+    tools = [h.tool_pass_rate for h in headlines]
+    if any(rate is not None for rate in tools):
+        lines.append(
+            _line("tool assertions (turns)", ids, tools, format_rate, "higher", points=True)
+        )
+    lines += _metric_lines(headlines)
     lines += [
-        _line("tokens", [h.tokens for h in headlines], thousands, "lower"),
-        _line("agent time", [h.agent_ms for h in headlines], duration, "lower"),
-        _line("judge time", [h.judge_ms or None for h in headlines], duration, "lower"),
-        _line("judge cost", [h.cost_usd for h in headlines], _usd, "lower"),
+        _line("tokens", ids, [h.tokens for h in headlines], thousands, "lower"),
+        _line("agent time", ids, [h.agent_ms for h in headlines], duration, "lower"),
+        _line("judge time", ids, [h.judge_ms or None for h in headlines], duration, "lower"),
+        _line("judge cost", ids, [h.cost_usd for h in headlines], _usd, "lower"),
     ]
     return lines
 
 
 def _line(
     label: str,
+    run_ids: list[int],
     values: list[Number],
     shown: Callable[[Any], str],
     better: str | None,
     *,
     points: bool = False,
     kind: str = "",
+    summary: str = "",
+    kind_rate: bool = False,
+    metrics: list[MetricSummary | None] | None = None,
 ) -> Line:
     base = values[0]
-    cells = [Cell(shown(base) if base is not None else "–")]
-    for value in values[1:]:
-        text = shown(value) if value is not None else "–"
-        if value is None or base is None or value == base:
-            cells.append(Cell(text, "" if value is None or base is None else "±0"))
+    cells = []
+    for position, (run_id, value) in enumerate(zip(run_ids, values, strict=True)):
+        metric = metrics[position] if metrics else None
+        text = shown(value) if value is not None else NONE_TEXT
+        if position == 0 or value is None or base is None or value == base:
+            same = "" if position == 0 or value is None or base is None else "±0"
+            cells.append(Cell(run_id, text, same, metric=metric))
             continue
         change = value - base
         if points:
-            delta = f"{change:+.1f} pts"
+            delta = format_points(change)
         elif shown is duration:
             delta = ("+" if change > 0 else "−") + duration(abs(change))
         elif isinstance(change, float):
@@ -169,29 +230,29 @@ def _line(
         trend = ""
         if better is not None:
             trend = "better" if (change > 0) == (better == "higher") else "worse"
-        cells.append(Cell(text, delta, trend))
-    return Line(label, cells, kind)
+        cells.append(Cell(run_id, text, delta, trend, metric))
+    return Line(label, cells, kind, summary, "", kind_rate)
 
 
-def _metric_names(headlines: Sequence[Headline]) -> list[tuple[str, list[str]]]:
-    names: dict[str, list[str]] = {}
-    for kind in KINDS:
-        for headline in headlines:
-            for metric in headline.metrics.get(kind, []):
-                if metric.name not in names.setdefault(kind, []):
-                    names[kind].append(metric.name)
-    return [(kind, names[kind]) for kind in KINDS if names.get(kind)]
+def _metric_lines(headlines: Sequence[Headline]) -> list[Line]:
+    """Per metric (of the selected kinds), its average score and, under it, the turns it
+    graded, passed, failed and could not grade: the run's summary, per turn."""
+    ids = [h.run.pk for h in headlines]
+    found: dict[tuple[str, str], list[MetricSummary | None]] = {}
+    for position, headline in enumerate(headlines):
+        for metric in headline.metrics:
+            found.setdefault((metric.kind, metric.name), [None] * len(headlines))[position] = metric
+    lines = []
+    for (kind, name), metrics in sorted(found.items(), key=lambda item: _metric_order(item[0])):
+        averages = [metric.average if metric else None for metric in metrics]
+        line = _line(name, ids, averages, format_score, "higher", kind=kind, metrics=metrics)
+        lines.append(Line(line.label, line.cells, kind, metric=name))
+    return lines
 
 
-def _metric_average(headline: Headline, kind: str, name: str) -> float | None:
-    for metric in headline.metrics.get(kind, []):
-        if metric.name == name:
-            return metric.average
-    return None
-
-
-def _count(value: int) -> str:
-    return str(value)
+def _metric_order(key: tuple[str, str]) -> tuple[int, str]:
+    kind, name = key
+    return kind_order(kind), name
 
 
 def _usd(value: float) -> str:
@@ -213,22 +274,18 @@ def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int
 @dataclass(frozen=True)
 class TurnMark:
     index: int
-    verdict: str
-    change: str | None  # "regression" | "fix" | None (against the baseline's same turn)
+    verdict: Outcome
+    change: Change | None  # against the baseline's same turn
 
 
 @dataclass(frozen=True)
 class CellView:
     run_id: int
-    verdict: str
+    verdict: Outcome
     case_id: int | None
     turns: list[TurnMark]
     link: str
     is_baseline: bool
-
-    @property
-    def label(self) -> str:
-        return self.verdict.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -245,7 +302,9 @@ def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowVie
             TurnMark(
                 index,
                 line[run.pk],
-                None if run.pk == base_id else change_of(line.get(base_id, "absent"), line[run.pk]),
+                None
+                if run.pk == base_id
+                else change_of(line.get(base_id, Outcome.ABSENT), line[run.pk]),
             )
             for index, line in enumerate(row.turns)
         ]
@@ -297,16 +356,17 @@ def _row_html(view: RowView) -> SafeString:
 
 
 def _cell_html(cell: CellView) -> SafeString:
+    label = cell.verdict.label
     if cell.link:
         chip = format_html(
             '<a href="{}" class="cv cv-{}" title="{}">{}</a>',
             cell.link,
-            cell.verdict,
-            cell.label,
-            cell.label,
+            cell.verdict.value,
+            label,
+            label,
         )
     else:
-        chip = format_html('<span class="cv cv-{}">{}</span>', cell.verdict, cell.label)
+        chip = format_html('<span class="cv cv-{}">{}</span>', cell.verdict.value, label)
     dots = ""
     if len(cell.turns) > 1:
         dots = format_html(
@@ -316,10 +376,10 @@ def _cell_html(cell: CellView) -> SafeString:
                 '<span class="dot cv-{} {}" title="turn {}: {}{}"></span>',
                 (
                     (
-                        mark.verdict,
+                        mark.verdict.value,
                         mark.change or "",
                         mark.index,
-                        mark.verdict.replace("_", " "),
+                        mark.verdict.label,
                         f" ({mark.change})" if mark.change else "",
                     )
                     for mark in cell.turns
@@ -410,7 +470,7 @@ class TurnPair:
     response_diff: Any
     calls: list[Any]
     metrics: list[MetricPair]
-    change: str | None
+    change: Change | None
     show_tools: bool
 
     @property
@@ -427,7 +487,7 @@ class TurnPair:
         return any(
             m.before is None
             or m.after is None
-            or (m.before.passed, m.before.score) != (m.after.passed, m.after.score)
+            or (m.before.outcome, m.before.score) != (m.after.outcome, m.after.score)
             for m in self.metrics
         )
 
@@ -448,13 +508,13 @@ def _turn_pair(
         calls=tool_call_diff(a.tool_invocations if a else [], b.tool_invocations if b else []),
         metrics=metrics,
         change=change_of(_turn_verdict(a, kinds), _turn_verdict(b, kinds)),
-        show_tools=not kinds or "tools" in kinds,
+        show_tools=not kinds or TOOLS_KIND in kinds,
     )
 
 
-def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> str:
+def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> Outcome:
     if turn is None:
-        return "absent"
+        return Outcome.ABSENT
     return verdict(turn.outcome, turn.kind_outcomes or {}, frozenset(kinds))
 
 

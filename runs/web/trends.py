@@ -1,4 +1,5 @@
-"""Trends over a project's runs: pass rate and per-metric averages in commit order."""
+"""Trends over a project's runs: pass rate and per-metric averages in commit order, as the runs'
+stored summaries have them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_GET
 
 from runs import selectors
 from runs.report import trend_chart
-from runs.report.trend_chart import METRIC_KINDS
+from runs.report.kinds import METRIC_KINDS, kinds_parse
 from runs.selectors import trends as trend
 from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text_param
 
@@ -22,21 +23,21 @@ MAX_POINTS = 500
 
 
 def kinds_param(request: HttpRequest) -> tuple[str, ...]:
-    """``?kinds=standard,code`` and/or repeated ``kinds=``; none given means every kind."""
-    chosen: list[str] = []
-    for raw in request.GET.getlist("kinds"):
+    """``?kinds=standard,code`` and/or repeated ``kinds=``, among the metric kinds (the chart
+    draws metric scores: tool assertions have none); none given means every metric kind."""
+    raws = request.GET.getlist("kinds")
+    for raw in raws:
         if "\x00" in raw:
             raise BadRequest("?kinds= must not contain a NUL character")
         if len(raw) > MAX_TEXT:
             raise BadRequest(f"?kinds= is longer than {MAX_TEXT} characters")
-        for word in (part.strip() for part in raw.split(",")):
-            if not word:
-                continue
-            if word not in METRIC_KINDS:
-                raise BadRequest(f"?kinds= must be among {', '.join(METRIC_KINDS)}")
-            if word not in chosen:
-                chosen.append(word)
-    return tuple(kind for kind in METRIC_KINDS if kind in chosen) or METRIC_KINDS
+    try:
+        chosen = kinds_parse(",".join(raws))
+    except ValueError as exc:
+        raise BadRequest(f"?kinds=: {exc}") from exc
+    if any(kind not in METRIC_KINDS for kind in chosen):
+        raise BadRequest(f"?kinds= must be among {', '.join(METRIC_KINDS)}")
+    return chosen or METRIC_KINDS
 
 
 @login_required
@@ -80,7 +81,7 @@ def trends(request: HttpRequest) -> HttpResponse:
         "selected": {
             "branch": branch,
             "kinds": kinds,
-            "margin": trend_chart.number(margin),
+            "margin": margin,
             "last": limit,
         },
     }

@@ -294,8 +294,10 @@ def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     remaining = case_page.paginator.count - case_page.end_index()
     return {
         "run": run,
-        "tiles": _tiles(run),
-        "metric_groups": selectors.run_metric_averages(run=run),
+        # Stored when the run ended; while it runs, live from its rows.
+        "summary": selectors.run_summary(run=run),
+        # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
+        "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
         "case_page": case_page,
         "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": only_failures,
@@ -304,16 +306,6 @@ def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "search_query": urlencode({"q": query}) if query else "",
         "poll_since": timezone.now().isoformat(),
         "known_cases": case_page.paginator.count,
-    }
-
-
-def _tiles(run: Run) -> dict[str, Any]:
-    counts = selectors.run_case_counts(run=run)
-    return {
-        "not_graded": counts.not_graded,
-        "cancelled": counts.cancelled,
-        # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
-        "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
     }
 
 
@@ -402,6 +394,7 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
     context = {
         "case": case,
         "run": case.run,
+        "summary": selectors.case_summary(case=case),
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),
     }

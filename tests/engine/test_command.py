@@ -21,15 +21,21 @@ def run_command(*args: str) -> int:
     return int(exited.value.code or 0)
 
 
-def test_the_convfinqa_example_runs_end_to_end_and_writes_every_format(tmp_path: Path) -> None:
+def test_the_convfinqa_example_runs_end_to_end_and_writes_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     agent_dir = tmp_path / "convfinqa"
     shutil.copytree(
         REPO / "examples" / "convfinqa", agent_dir, ignore=shutil.ignore_patterns("results")
     )
     outputs = [tmp_path / "out" / name for name in ("report.json", "report.md", "junit.xml")]
-    code = run_command(str(agent_dir / "agent.yaml"), *(f"--output={p}" for p in outputs))
+    code = run_command(
+        str(agent_dir / "agent.yaml"),
+        *(f"--output={p}" for p in outputs),
+        f"--results-dir={tmp_path / 'r'}",
+    )
     assert code == 1  # one case fails on purpose
-    (written,) = (agent_dir / "results").glob("convfinqa-analyst/*.json")
+    (written,) = (tmp_path / "r").glob("convfinqa-analyst/*.json")
     (run,) = load_eval_runs(written)
     (same,) = load_eval_runs(outputs[0])
     assert run.report.summary == same.report.summary
@@ -41,6 +47,12 @@ def test_the_convfinqa_example_runs_end_to_end_and_writes_every_format(tmp_path:
     cases = suite.findall(".//testcase")
     assert len(cases) == 3
     assert len([c for c in cases if c.find("failure") is not None]) == 1
+    # The closing line: the numbers of the run's page and exports, not HoloDeck's summary.
+    assert (
+        "convfinqa-analyst: 3 test cases: 2 passed, 1 failed, 0 errored, 0 not graded "
+        "(pass rate 66.7%) in " in capsys.readouterr().out
+    )
+    assert "- **Test cases**: 3 total: 2 passed, 1 failed, 0 errored, 0 not graded" in markdown
 
 
 def test_the_485_turn_fixture_runs_through_the_command_with_a_generated_transcript(

@@ -10,19 +10,27 @@ from runs.report.gate import (
     RegressedCase,
     gate_markdown,
 )
+from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
 URL = "https://holodeck.example"
 
 
-def gate_run(run_id: int, *, branch: str = "main", passed: int = 3) -> GateRun:
+def summary(passed: int, failed: int, not_graded: int = 0) -> RunSummary:
+    cases = OutcomeCounts(
+        total=passed + failed + not_graded, passed=passed, failed=failed, not_graded=not_graded
+    )
+    turns = OutcomeCounts(total=2 * cases.total, passed=2 * passed, failed=2 * failed)
+    return RunSummary(cases=cases, turns=turns, metrics=[])
+
+
+def gate_run(run_id: int, *, branch: str = "main", cases: RunSummary | None = None) -> GateRun:
     return GateRun(
         id=run_id,
         agent_name="convfinqa-analyst",
         status="failed",
         git_commit="3f2a9c1d0b7e4f6a",
         git_branch=branch,
-        passed_cases=passed,
-        total_cases=4,
+        summary=cases or summary(3, 1),
     )
 
 
@@ -30,15 +38,30 @@ def result(**changes: object) -> GateResult:
     values: dict[str, object] = {
         "passed": False,
         "reasons": ["1 regressed turn (at most 0 allowed)"],
-        "run": gate_run(2, branch="fix_*tables*", passed=2),
+        "run": gate_run(2, branch="fix_*tables*", cases=summary(2, 2)),
         "baseline": gate_run(1),
         "baseline_rule": "chosen by you",
         "regressions": 1,
         "fixes": 0,
-        "pass_rate": 50.0,
-        "baseline_pass_rate": 75.0,
         "regressed": [RegressedCase("rev | 2009", [1], f"{URL}/compare/case/?key=x#turn-1")],
-        "metric_changes": [MetricChange("rouge", "standard", 0.8, 0.7, 0.05)],
+        "metric_changes": [
+            MetricChange(
+                "rouge",
+                "standard",
+                0.8,
+                0.7,
+                0.05,
+                MetricSummary(
+                    name="rouge",
+                    kind="standard",
+                    evaluated=8,
+                    passed=6,
+                    failed=1,
+                    not_graded=1,
+                    average=0.7,
+                ),
+            )
+        ],
         "compare_url": f"{URL}/compare/?runs=1,2",
     }
     values.update(changes)
@@ -50,11 +73,15 @@ def test_a_failed_gate_says_why_which_cases_regressed_and_which_metrics_dropped(
 
     assert text.startswith("## ❌ HoloDeck gate failed: convfinqa-analyst\n")
     assert f"[#2]({URL}/runs/2/) (`3f2a9c1d` on fix\\_\\*tables\\*)" in text
-    assert "| pass rate | 50% | 75% | -25.00 pts |" in text
-    assert "| cases passed | 2/4 | 3/4 | -1 |" in text
+    assert "| pass rate | 50% | 75% | -25 pts |" in text
+    assert "| cases passed | 2 | 3 | -1 |" in text
+    assert "| cases failed | 2 | 1 | +1 |" in text
+    assert "| cases errored | 0 | 0 | +0 |" in text
+    assert "| turns passed | 4 | 6 | -2 |" in text
     assert "- 1 regressed turn (at most 0 allowed)" in text
     assert "| rev \\| 2009 | 1 |" in text  # a case name cannot break the table
-    assert "| rouge ❌ | standard | 0.800 | 0.700 | -0.100 | 0.05 |" in text
+    assert "### Metrics (counted per turn)" in text
+    assert "| rouge ❌ | standard | 8 | 6 | 1 | 1 | 0.70 | 0.80 | -0.100 | 0.05 |" in text
     assert text.endswith(f"[Full comparison]({URL}/compare/?runs=1,2)\n")
 
 
@@ -67,3 +94,11 @@ def test_a_passed_gate_has_no_reasons_and_no_regressed_cases() -> None:
     assert text.startswith("## ✅ HoloDeck gate passed")
     assert "Regressions and metrics counted for code only." in text
     assert "Failed because" not in text and "Regressed cases" not in text
+
+
+def test_a_run_with_nothing_graded_reads_a_dash_for_its_pass_rate_never_0_percent() -> None:
+    nothing = gate_run(2, cases=summary(0, 0, not_graded=4))
+    text = gate_markdown(result(run=nothing), GateOptions(base_url=URL))
+
+    assert "| pass rate | – | 75% |  |" in text
+    assert "| cases not graded | 4 | 0 | +4 |" in text

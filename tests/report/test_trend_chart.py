@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from runs.report.summary import OutcomeCounts
 from runs.report.trend_chart import (
     TrendRun,
     changes,
     chart,
     commit_ordered,
     drops,
-    number,
     point_title,
 )
 
@@ -74,6 +75,10 @@ def test_the_chart_places_one_point_per_run_and_breaks_lines_at_missing_rates() 
 
     assert [point.has_rate for point in drawn.points] == [True, False, True]
     assert len(drawn.pass_segments) == 2  # no line through the run without a pass rate
+    # Not at 0 %: in a lane of its own under the pass-rate panel, below the 0 % of run 3.
+    assert drawn.no_rate_y is not None
+    assert drawn.points[1].y == drawn.no_rate_y > drawn.points[2].y
+    assert "no pass rate" in drawn.points[1].title
     assert [panel.title for panel in drawn.panels] == [
         "Pass rate (%)",
         "Metric average score (0–1)",
@@ -87,10 +92,31 @@ def test_a_point_says_its_run_in_its_title_with_the_time_as_given() -> None:
     title = point_title(trend_run(7, rate=87.5, commit="3f2a9c1d0b7e"))
 
     assert title.splitlines() == [
-        "Run #7 · passed · pass rate 87.5 %",
+        "Run #7 · passed · pass rate 87.5%",
         "commit 3f2a9c1d on main",
         "prompt v1",
         "model gpt-4o (openai)",
         "2026-03-08 09:00",
     ]
-    assert number(12.0) == "12"
+
+
+def test_a_point_with_a_summary_says_its_case_counts_and_none_reads_no_pass_rate() -> None:
+    cases = OutcomeCounts(total=4, passed=1, failed=2, not_graded=1)
+    run = replace(trend_run(7, rate=cases.pass_rate), cases=cases)
+
+    assert point_title(run).splitlines()[:2] == [
+        "Run #7 · passed · pass rate 33.3%",
+        "cases: 1 passed · 2 failed · 1 not graded",
+    ]
+    ungraded = replace(trend_run(8, rate=None), cases=OutcomeCounts(total=1, not_graded=1))
+    assert point_title(ungraded).splitlines()[:2] == [
+        "Run #8 · passed · no pass rate",
+        "cases: 1 not graded",
+    ]
+
+
+def test_a_drop_reads_in_points_with_a_true_minus() -> None:
+    drawn = chart([trend_run(1, rate=90), trend_run(2, rate=75)], {}, margin=10)
+
+    assert [callout.text for callout in drawn.callouts] == ["\u221215 pts at #2"]
+    assert drawn.no_rate_y is None  # every run has a pass rate: no lane

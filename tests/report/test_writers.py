@@ -9,7 +9,7 @@ import pytest
 
 from graders.matchers import LiteralMatcher
 from graders.tool_calls import ToolExpectation, assert_tools
-from runs.report.build import rollup_turns, summarize
+from runs.report.build import rollup_turns, summarize, summary_of_results
 from runs.report.holodeck_io import load_eval_runs
 from runs.report.models import EvalRun, EvalRunMetadata, TestReport, ToolInvocation
 from runs.report.writers import to_json, to_junit_xml, to_markdown
@@ -91,21 +91,41 @@ def test_to_json_writes_a_loadable_holodeck_file() -> None:
 # ------------------------------------------------------------------ Markdown
 
 
-def test_markdown_header_states_agent_date_counts_rate_and_duration() -> None:
+def test_markdown_header_states_agent_date_case_and_turn_counts_rate_and_duration() -> None:
     text = to_markdown(_report())
 
     assert text.startswith("# Test report: Fin Agent\n")
     assert f"**Date**: {TIMESTAMP}" in text
-    assert "2 total, 1 passed, 1 failed (50% pass rate)" in text
+    assert (
+        "- **Test cases**: 2 total: 1 passed, 1 failed, 0 errored, 0 not graded "
+        "(pass rate 50%)" in text
+    )
+    assert "- **Turns**: 4 total: 2 passed, 0 failed, 1 errored, 0 not graded, 1 skipped" in text
     assert "**Duration**: 4.50s" in text
 
 
-def test_markdown_has_a_metric_summary_table() -> None:
+def test_markdown_has_a_metric_table_counted_per_turn() -> None:
     text = to_markdown(_report())
 
-    assert "| Metric | Kind | Evaluated | Average score | Passed |" in text
-    assert "| tone | geval | 1 | 0.900 | 1/1 |" in text
-    assert "| numeric | standard | 1 | 0.500 | 0/1 |" in text
+    assert "## Metrics (per turn)" in text
+    assert (
+        "| Metric | Kind | Turns graded | Passed | Failed | Not graded | Pass rate "
+        "| Average score |" in text
+    )
+    assert "| numeric | standard | 2 | 1 | 1 | 0 | 50% | 0.50 |" in text
+    assert "| tone | geval | 1 | 1 | 0 | 0 | 100% | 0.90 |" in text
+    assert text.index("| numeric |") < text.index("| tone |")  # the kinds' order
+
+
+def test_markdown_reads_the_reports_summary_when_it_has_one() -> None:
+    report = _report()
+    report.run_summary = summary_of_results(report.results, unfinished=["", ""])
+
+    text = to_markdown(report)
+
+    assert (
+        "- **Test cases**: 4 total: 1 passed, 1 failed, 0 errored, 0 not graded, 2 pending" in text
+    )
 
 
 def test_markdown_has_a_section_per_case_with_verdict_and_metrics() -> None:
@@ -114,14 +134,14 @@ def test_markdown_has_a_section_per_case_with_verdict_and_metrics() -> None:
     assert "### ✅ 1. refund | eligible (PASSED)" in text
     assert "### ❌ 2. revenue_dialogue (FAILED)" in text
     assert "> What was revenue in 2009?" in text
-    assert "| tone | geval | 0.900 | 0.400 | ✅ | polite |" in text
+    assert "| tone | geval | 0.90 | 0.40 | ✅ passed | polite |" in text
 
 
 def test_markdown_lists_every_turn_including_the_skipped_one() -> None:
     text = to_markdown(_report())
 
     assert "| 0 | ✅ passed | What was revenue in 2009? | 206,588 |" in text
-    assert "| 1 | ❌ failed | And the change? | 12% |" in text
+    assert "| 1 | 💥 errored | And the change? | 12% |" in text
     assert "| 2 | ⏭️ skipped | And in percent? |" in text
 
 
@@ -153,7 +173,8 @@ def test_junit_xml_has_one_testcase_per_case_and_one_failure() -> None:
     suite = root.find("testsuite")
     assert suite is not None
     assert suite.get("name") == "Fin Agent"
-    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    counts = [suite.get(key) for key in ("tests", "failures", "errors", "skipped")]
+    assert counts == ["2", "1", "0", "0"]
     cases = suite.findall("testcase")
     assert [case.get("name") for case in cases] == ["refund | eligible", "revenue_dialogue"]
     assert cases[0].find("failure") is None
@@ -166,9 +187,9 @@ def test_junit_failure_message_lists_failing_turns_metrics_and_errors() -> None:
     failure = root.find("testsuite/testcase[@name='revenue_dialogue']/failure")
     assert failure is not None
     message = failure.get("message", "")
-    assert "turn 1 failed" in message
+    assert "turn 1 errored" in message
     assert "turn 2 skipped" in message
-    assert "metric numeric: 0.500 (threshold 1.000, failed)" in message
+    assert "metric numeric: 0.50 (threshold 1.00, failed)" in message
     assert "expected tools not matched" in message
     assert "error: [turn 1] timeout after 60s" in message
 
@@ -179,7 +200,7 @@ def test_junit_records_each_metric_as_a_property() -> None:
     prop = root.find("testsuite/testcase[@name='refund | eligible']/properties/property")
     assert prop is not None
     assert prop.get("name") == "metric.tone"
-    assert prop.get("value") == "0.900 (threshold 0.400, passed)"
+    assert prop.get("value") == "0.90 (threshold 0.40, passed)"
 
 
 def test_junit_escapes_markup_and_drops_characters_xml_cannot_hold() -> None:
@@ -197,9 +218,14 @@ def test_junit_is_valid_for_every_fixture_run(shared_dir: Path) -> None:
         suite = ET.fromstring(to_junit_xml(run.report)).find("testsuite")
         assert suite is not None
         assert len(suite.findall("testcase")) == run.report.summary.total_tests
-        failed = [c for c in suite.findall("testcase") if c.find("failure") is not None]
-        assert len(failed) == run.report.summary.failed
-        assert f"{run.report.summary.passed} passed" in to_markdown(run.report)
+        passed = [c for c in suite.findall("testcase") if not _marked(c)]
+        assert len(passed) == run.report.summary.passed
+        assert f": {run.report.summary.passed} passed, " in to_markdown(run.report)
+
+
+def _marked(case: ET.Element) -> list[str]:
+    """The JUnit elements that say a test case did not pass."""
+    return [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
 
 
 def test_markdown_neutralises_html_in_agent_output() -> None:
@@ -278,3 +304,99 @@ def test_markdown_takes_an_assertion_verdict_from_passed_else_from_the_matched_c
     text = to_markdown(_count_report([record]))
 
     assert f"- {mark} tool `subtract`" in text
+
+
+# ------------------------------------------------------------------ verdicts that are not failures
+
+
+def _graded_and_not_report() -> TestReport:
+    """A passed case, a case whose judge gave no verdict on its second turn, and a case whose
+    execution failed (the recorder's ``error``: no result)."""
+    judge_down = metric("tone", None, passed=False, kind="geval", error="judge timed out")
+    not_graded = rollup_turns(
+        [turn(0, metric_results=[metric("bleu", 0.9)]), turn(1, metric_results=[judge_down],
+         passed=False)],
+        test_name="judge down",
+        timestamp=TIMESTAMP,
+    )  # fmt: skip
+    results = [
+        result("fine", metric_results=[metric("bleu", 0.8)]),
+        not_graded,
+        result("crashed", passed=False, outcome="error", errors=["worker lost"]),
+    ]
+    return TestReport(
+        agent_name="Fin Agent",
+        agent_config_path="agent.yaml",
+        results=results,
+        summary=summarize(results, total_duration_ms=100),
+        timestamp=TIMESTAMP,
+        holodeck_version="0.1.0",
+    )
+
+
+def test_a_not_graded_case_is_skipped_in_junit_never_a_failure() -> None:
+    report = _graded_and_not_report()
+    assert [r.outcome for r in report.results] == ["passed", "not_graded", "error"]
+
+    suite = ET.fromstring(to_junit_xml(report)).find("testsuite")
+
+    assert suite is not None
+    counts = [suite.get(key) for key in ("tests", "failures", "errors", "skipped")]
+    assert counts == ["3", "0", "1", "1"]
+    [case] = suite.findall("testcase[@name='judge down']")
+    assert _marked(case) == ["skipped"]
+    message = case.findall("skipped")[0].get("message", "")
+    assert message.startswith("not graded: turn 1 not graded")
+    assert "metric tone: – (threshold 0.40, not graded) error: [turn 1] judge timed out" in message
+
+
+def test_an_errored_case_is_a_junit_error() -> None:
+    suite = ET.fromstring(to_junit_xml(_graded_and_not_report())).find("testsuite")
+
+    assert suite is not None
+    [case] = suite.findall("testcase[@name='crashed']")
+    assert _marked(case) == ["error"]
+    assert case.findall("error")[0].get("message") == "error: worker lost"
+
+
+def test_markdown_names_a_not_graded_case_and_turn_and_an_errored_case() -> None:
+    text = to_markdown(_graded_and_not_report())
+
+    assert "### ⚠️ 2. judge down (NOT GRADED)" in text
+    assert "| 1 | ⚠️ not graded | question 1 |" in text
+    assert "### 💥 3. crashed (ERRORED)" in text
+    assert "- **Test cases**: 3 total: 1 passed, 0 failed, 1 errored, 1 not graded" in text
+    assert "(pass rate 50%)" in text  # passed over graded: the not graded case is left out
+
+
+def test_junit_suite_properties_carry_the_runs_summary() -> None:
+    suite = ET.fromstring(to_junit_xml(_graded_and_not_report())).find("testsuite")
+
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert properties["pass_rate"] == "50%"
+    cases = {key: properties[f"cases.{key}"] for key in ("passed", "failed", "error")}
+    assert cases == {"passed": "1", "failed": "0", "error": "1"}
+    assert properties["cases.not_graded"] == "1"
+    assert properties["turns.total"] == "4"  # two single-turn cases and two turns
+    tone = {key: properties[f"metric.tone.{key}"] for key in ("evaluated", "passed", "failed")}
+    assert tone == {"evaluated": "1", "passed": "0", "failed": "0"}
+    assert properties["metric.tone.not_graded"] == "1"
+    assert properties["metric.tone.pass_rate"] == "–"
+    assert properties["metric.bleu.average"] == "0.85"
+
+
+def test_a_run_with_nothing_graded_has_no_pass_rate_never_zero() -> None:
+    judge_down = metric("tone", None, passed=False, kind="geval", error="no judge")
+    results = [result("only", passed=False, metric_results=[judge_down])]
+    report = TestReport(
+        agent_name="a",
+        agent_config_path="agent.yaml",
+        results=results,
+        summary=summarize(results, total_duration_ms=1),
+        timestamp=TIMESTAMP,
+        holodeck_version="0.1.0",
+    )
+
+    assert "(pass rate –)" in to_markdown(report)
+    assert '<property name="pass_rate" value="–" />' in to_junit_xml(report)

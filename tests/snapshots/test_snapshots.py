@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -84,6 +85,22 @@ def zip_of(entries: list[tuple[str, bytes, int]], digest: str | None = None) -> 
             info.comment = hashlib.sha256(data).hexdigest().encode()
             archive.writestr(info, data)
     return buffer.getvalue()
+
+
+def test_the_snapshot_module_imports_no_django() -> None:
+    code = (
+        "import sys, runs.snapshots; print(any(m.split('.')[0] == 'django' for m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=EXAMPLE.parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+    assert done.stdout.strip() == "False", done.stderr
 
 
 # --- what goes in -------------------------------------------------------------------------------
@@ -353,6 +370,7 @@ def test_an_entry_whose_content_does_not_match_its_hash_is_named(tmp_path: Path)
         PackedSnapshot.from_zip(buffer.getvalue())
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate name")
 @pytest.mark.parametrize(
     "names, message",
     [

@@ -138,7 +138,11 @@ def test_a_run_shows_its_summary_progress_cases_and_turns(
     run = build_run(project, RunSpec(cases=4, turns=3, failing=(1,)))
     detail = get(client, f"/runs/{run.pk}", viewer_token).json()
     assert (detail["passed_cases"], detail["failed_cases"], detail["pass_rate"]) == (3, 1, 75.0)
+    assert detail["not_graded_cases"] == 0
     assert detail["url"] == f"/runs/{run.pk}/"
+    summary = detail["summary"]
+    assert (summary["cases"]["passed"], summary["cases"]["failed"]) == (3, 1)
+    assert summary["pass_rate"] == 75.0
     progress = get(client, f"/runs/{run.pk}/progress", viewer_token).json()
     assert progress["percent"] == 100 and progress["active"] is False
     cases = get(client, f"/runs/{run.pk}/cases", viewer_token, failed="true").json()
@@ -148,13 +152,61 @@ def test_a_run_shows_its_summary_progress_cases_and_turns(
     turns = get(client, f"/runs/{run.pk}/cases/{case_id}/turns", viewer_token).json()
     assert [t["outcome"] for t in turns] == ["passed", "failed", "skipped"]
     assert turns[1]["arg_match_details"][0]["passed"] is False
-    assert {m["metric_name"] for m in turns[1]["metrics"]} == {
+    assert {m["metric_name"] for m in turns[1]["metric_results"]} == {
         "rouge",
         "refund_grader",
         "politeness",
     }
     assert get(client, f"/runs/{run.pk}/cases/999999/turns", viewer_token).status_code == 404
     assert get(client, "/runs/999999", viewer_token).status_code == 404
+
+
+def test_a_turn_is_served_as_the_result_files_turn_with_its_verdicts(
+    client: Client, viewer_token: dict[str, str], project: AgentProject
+) -> None:
+    from runs.report.models import TurnResult
+
+    run = build_run(project, RunSpec(cases=2, turns=2, failing=(1,)))
+    case_id = get(client, f"/runs/{run.pk}/cases", viewer_token, failed="true").json()["items"][0]
+    turns = get(client, f"/runs/{run.pk}/cases/{case_id['id']}/turns", viewer_token).json()
+
+    assert [set(turn) for turn in turns] == [set(TurnResult.model_fields)] * 2
+    assert [turn["turn_index"] for turn in turns] == [0, 1]
+    failed = TurnResult.model_validate(turns[1])  # what a result file holds, verdicts included
+    assert failed.outcome == "failed" and failed.kind_outcomes
+    assert {m.outcome for m in failed.metric_results} >= {"failed"}
+
+
+def test_a_case_row_names_its_result_fields_as_the_result_file_does(
+    client: Client, viewer_token: dict[str, str], project: AgentProject
+) -> None:
+    from runs.report.models import TestResult
+
+    run = build_run(project, RunSpec(cases=2, turns=1, status=Run.Status.RUNNING, done=1))
+    cases = get(client, f"/runs/{run.pk}/cases", viewer_token).json()["items"]
+
+    row_facts = {"id", "index", "name", "status", "is_multi_turn", "turn_count", "turns_passed"}
+    assert set(cases[0]) - row_facts <= set(TestResult.model_fields)
+    assert [case["outcome"] for case in cases] == ["passed", None]  # pending: no verdict yet
+
+
+def test_a_running_runs_summary_is_its_live_one_and_a_finished_runs_the_stored_one(
+    client: Client, viewer_token: dict[str, str], project: AgentProject
+) -> None:
+    from runs.report.summary import RunSummary
+
+    running = build_run(
+        project, RunSpec(cases=3, turns=1, failing=(), status=Run.Status.RUNNING, done=2)
+    )
+    Run.objects.filter(pk=running.pk).update(summary=RunSummary.empty().model_dump(mode="json"))
+    live = get(client, f"/runs/{running.pk}", viewer_token).json()["summary"]
+    assert (live["cases"]["total"], live["cases"]["passed"], live["cases"]["pending"]) == (3, 2, 1)
+
+    finished = build_run(project, RunSpec(cases=3, turns=1))
+    stored = RunSummary.empty().model_dump(mode="json")
+    Run.objects.filter(pk=finished.pk).update(summary=stored)
+    shown = get(client, f"/runs/{finished.pk}", viewer_token).json()["summary"]
+    assert shown == stored  # the stored record, not recomputed from the rows
 
 
 def test_cancelling_needs_staff_and_a_run_that_has_not_ended(
@@ -227,7 +279,7 @@ def test_compare_through_the_api(
     ).json()
     assert data["baseline"]["run_id"] == base.pk and data["kinds"] == ["code"]
     assert data["by_kind"]["code"] == [{"run_id": run.pk, "regressions": 1, "fixes": 0}]
-    assert data["rows"][1]["cells"] == {str(base.pk): "pass", str(run.pk): "fail"}
+    assert data["rows"][1]["cells"] == {str(base.pk): "passed", str(run.pk): "failed"}
     assert data["row_count"] == 3
     assert get(client, "/compare", viewer_token, runs=[999999]).status_code == 404
     assert get(client, "/compare", viewer_token, runs=[base.pk], kinds=["vibes"]).status_code == 422

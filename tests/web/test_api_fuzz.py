@@ -64,3 +64,18 @@ def test_the_api_answers_every_generated_request_as_documented(
     case.call_and_validate(
         headers=staff_headers, excluded_checks=[positive_data_acceptance, negative_data_rejection]
     )
+
+
+def test_the_documented_shapes_describe_real_answers(staff_headers: dict[str, str]) -> None:
+    """A run, its cases and a failing case's turns (errored, failed and skipped turns with
+    their metrics) answer exactly as the document says: generated ids rarely hit them."""
+    from runs.models import CaseResult
+
+    case = CaseResult.objects.filter(passed=False).select_related("run").first()
+    assert case is not None
+    ids = {"run_id": case.run_id, "case_id": case.pk}
+    for path in ("/runs/{run_id}", "/runs/{run_id}/cases", "/runs/{run_id}/cases/{case_id}/turns"):
+        operation = schema[f"/api/v1{path}"]["GET"]
+        wanted = {name: ids[name] for name in ids if "{" + name + "}" in path}
+        response = operation.Case(path_parameters=wanted).call_and_validate(headers=staff_headers)
+        assert response.status_code == 200

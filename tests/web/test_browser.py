@@ -6,7 +6,6 @@ so an end-to-end test (launch → live progress → 100 %) can reuse them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,16 +15,10 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from runs.models import AgentProject, Run
+from tests.web.chromium import CHROMIUM
 from tests.web.factories import PASSWORD, RunSpec, build_run, failing_case, make_project, make_user
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path("/tmp/holodeck-shots")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-]
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,27 +29,14 @@ pytestmark = [
 
 
 @pytest.fixture
-def browser_page() -> Iterator[Any]:
-    """A fresh page in headless Chromium (the system binary; never `playwright install`)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    # Playwright's sync API runs an event loop in this thread; Django's ORM would refuse to run
-    # next to it without this (the ORM calls here are plain synchronous test setup).
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+def browser_page(chromium: Any) -> Iterator[Any]:
+    """A fresh page, in a browser context of its own, in headless Chromium."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(10_000)
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.set_default_timeout(10_000)
-            yield context.new_page()
-            browser.close()
+        yield context.new_page()
     finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+        context.close()
 
 
 def login(page: Any, live_server: Any, user: User) -> None:

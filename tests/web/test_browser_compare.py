@@ -77,7 +77,7 @@ def test_a_grader_made_stricter_in_a_commit_shows_as_a_code_regression_in_compar
     assert page.locator("tr.has-regression").count() >= 2
     screenshot(page, "compare-code-regressions")
 
-    page.locator("tr.has-regression").first.locator("td.cell a.cv-fail").click()
+    page.locator("tr.has-regression").first.locator("td.cell a.cv-failed").click()
     page.wait_for_url(re.compile(r".*/compare/case/.*"))
     assert page.locator(".turn-pair.regression").count() >= 1
     assert "is not" in page.locator(".turn-pair.regression").first.inner_text()  # the reasoning

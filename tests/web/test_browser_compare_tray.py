@@ -11,14 +11,7 @@ from django.urls import reverse
 
 from runs.models import Run
 from tests.web.factories import RunSpec, build_run, make_project, make_user
-from tests.web.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    browser_page,
-    login,
-    open_run,
-    screenshot,
-)
+from tests.web.test_browser import CHROMIUM, browser_page, login, open_run, screenshot
 
 __all__ = ["browser_page"]  # the fixture, used by name
 
@@ -31,19 +24,14 @@ pytestmark = [
 
 
 @pytest.fixture
-def page_without_js() -> Iterator[Any]:
+def page_without_js(chromium: Any) -> Iterator[Any]:
     """Like ``browser_page``, with JavaScript off: what the page does on its own."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see browser_page
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
-            context = browser.new_context(java_script_enabled=False)
-            context.set_default_timeout(10_000)
-            yield context.new_page()
-            browser.close()
+    context = chromium.new_context(java_script_enabled=False)
+    context.set_default_timeout(10_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def tray_ids(page: Any) -> list[str]:

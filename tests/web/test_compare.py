@@ -3,6 +3,7 @@ per-turn side-by-side and the config diff."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.report.outcomes import Outcome
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
 
@@ -25,7 +27,7 @@ def compare(client: Client, *runs: Run, **params: str) -> Any:
 
 
 def later(minutes: int) -> Any:
-    return timezone.now() + timezone.timedelta(minutes=minutes)
+    return timezone.now() + timedelta(minutes=minutes)
 
 
 def regressed_pair(project: AgentProject) -> tuple[Run, Run]:
@@ -73,36 +75,40 @@ def test_aligning_by_name_keeps_cases_of_one_run_only_as_absent(
     context = compare(viewer_client, base, run, baseline=str(base.pk), show="partial").context
     partial = {view.row.key: [cell.verdict for cell in view.cells] for view in context["rows"]}
     assert partial == {
-        "only in the baseline": ["pass", "absent"],
-        "refund case 0": ["absent", "pass"],
-        "refund case 3": ["absent", "pass"],
-        "refund case 4": ["absent", "pass"],
+        "only in the baseline": ["passed", "absent"],
+        "refund case 0": ["absent", "passed"],
+        "refund case 3": ["absent", "passed"],
+        "refund case 4": ["absent", "passed"],
     }
+    assert all(isinstance(cell.verdict, Outcome) for view in context["rows"] for cell in view.cells)
 
 
-def test_the_kind_filter_changes_the_matrix_and_the_headline(
+def test_the_kind_filter_changes_the_matrix_not_the_runs_own_counts(
     viewer_client: Client, project: AgentProject
 ) -> None:
     base, run = regressed_pair(project)
 
-    def state(kinds: str) -> tuple[list[str], str, list[str]]:
+    def state(kinds: str) -> tuple[list[str], dict[str, list[str]], list[str]]:
         context = compare(viewer_client, base, run, baseline=str(base.pk), kinds=kinds).context
         row = next(v for v in context["rows"] if v.row.index == 1)
-        pass_rate = next(line for line in context["lines"] if line.label == "pass rate")
-        return (
-            [c.verdict for c in row.cells],
-            pass_rate.cells[1].text,
-            list(dict(context["kind_changes"])),
-        )
+        lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
+        return [c.verdict for c in row.cells], lines, list(dict(context["kind_changes"]))
 
-    cells, rate, kinds = state("code")
-    assert cells == ["pass", "fail"] and rate == "75%" and kinds == ["code"]
-    cells, rate, kinds = state("geval")
-    assert cells == ["pass", "not_graded"] and rate == "100%"  # 3 graded cases, all passed
-    cells, _, kinds = state("rag")
+    cells, lines, kinds = state("code")
+    assert cells == ["passed", "failed"] and kinds == ["code"]
+    assert lines["pass rate"] == ["100%", "75%"]  # the runs' own, whatever the filter
+    assert lines["pass rate, code only"] == ["100%", "75%"]
+    assert "rouge" not in lines and "refund_grader" in lines  # metrics of the kind only
+    cells, lines, kinds = state("geval")
+    assert cells == ["passed", "not_graded"]
+    assert lines["pass rate, geval only"] == ["100%", "100%"]  # 3 graded cases, all passed
+    assert lines["pass rate"] == ["100%", "75%"] and lines["cases failed"] == ["0", "1"]
+    cells, lines, kinds = state("rag")
     assert cells == ["none", "none"] and kinds == ["rag"]  # nothing of that kind ran
-    cells, _, _ = state("")
-    assert cells == ["pass", "fail"]
+    assert lines["pass rate, rag only"] == ["–", "–"]  # nothing graded: no pass rate
+    cells, lines, _ = state("")
+    assert cells == ["passed", "failed"]
+    assert not any(label.endswith(" only") for label in lines)
 
 
 def test_not_graded_is_counted_apart_never_as_a_pass_or_a_failure(
@@ -111,8 +117,43 @@ def test_not_graded_is_counted_apart_never_as_a_pass_or_a_failure(
     base, run = regressed_pair(project)
     context = compare(viewer_client, base, run, baseline=str(base.pk), kinds="geval").context
     lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
-    assert lines["not graded"] == ["0", "1"]
-    assert lines["cases passed"] == ["4", "3"] and lines["cases failed"] == ["0", "0"]
+    # The runs' own counts: case 1 failed (its code grader and tools failed, its judge could
+    # not grade); under the geval filter its cell is not graded, never a regression.
+    assert lines["cases passed"] == ["4", "3"] and lines["cases failed"] == ["0", "1"]
+    assert "turns not graded" not in lines  # every turn with a verdict failed or passed
+    row = next(v for v in context["rows"] if v.row.index == 1)
+    assert [cell.verdict for cell in row.cells] == ["passed", "not_graded"]
+    assert row.row.regressions == 0
+
+
+def test_the_headline_shows_each_runs_summary_with_metrics_counted_per_turn(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    context = compare(viewer_client, base, run, baseline=str(base.pk)).context
+    lines = {line.label: line for line in context["lines"]}
+    assert [cell.text for cell in lines["cases passed"].cells] == ["4", "3"]
+    assert [cell.text for cell in lines["turns failed"].cells] == ["0", "1"]
+    assert [cell.trend for cell in lines["cases failed"].cells] == ["", "worse"]
+    rouge = lines["rouge"]
+    assert [cell.metric.evaluated for cell in rouge.cells if cell.metric] == [8, 8]
+    assert [cell.metric.failed for cell in rouge.cells if cell.metric] == [0, 1]
+    politeness = lines["politeness"]
+    assert [cell.metric.not_graded for cell in politeness.cells if cell.metric] == [0, 1]
+    assert "cases errored" not in lines  # no run has any
+
+
+def test_a_run_with_nothing_graded_has_no_pass_rate_never_0_percent(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base = build_run(project, RunSpec(cases=2, turns=1, failing=()))
+    run = build_run(project, RunSpec(cases=2, turns=1, failing=()), created_at=later(5))
+    CaseResult.objects.filter(run=run).update(outcome="not_graded")
+    response = compare(viewer_client, base, run, baseline=str(base.pk))
+    lines = {line.label: [cell.text for cell in line.cells] for line in response.context["lines"]}
+    assert lines["pass rate"] == ["100%", "–"]
+    assert lines["cases not graded"] == ["0", "2"]
+    assert f'data-run="{run.pk}"><span data-summary="pass_rate">–</span>' in response.text
 
 
 def test_regressions_fixes_and_flaky_rows_can_be_shown_alone(
@@ -269,3 +310,12 @@ def test_the_24_imported_holodeck_runs_compare_without_errors(
     assert alone["baseline"].run.pk == runs[-2].pk
     some = compare(viewer_client, *runs[:12]).context
     assert len(some["runs"]) == 12
+
+
+def test_the_api_kind_type_is_the_kinds_module() -> None:
+    from typing import get_args
+
+    from runs.api.compare import Kind
+    from runs.report.kinds import KINDS
+
+    assert get_args(Kind) == KINDS

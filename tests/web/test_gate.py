@@ -86,8 +86,11 @@ def test_a_regressed_run_exits_1_and_names_the_regressed_cases_and_turns(
     assert "| refund case 1 | 1 |" in said.out
     link = f"https://holodeck.example/compare/case/?runs={base.pk}%2C{run.pk}&key=refund+case+1"
     assert f"[compare]({link}#turn-1)" in said.out
-    assert "| pass rate | 75% | 100% | -25.00 pts |" in said.out
-    assert "| cases passed | 3/4 | 4/4 | -1 |" in said.out
+    assert "| pass rate | 75% | 100% | -25 pts |" in said.out
+    assert "| cases passed | 3 | 4 | -1 |" in said.out
+    assert "| cases failed | 1 | 0 | +1 |" in said.out
+    assert "| cases not graded | 0 | 0 | +0 |" in said.out
+    assert "| turns failed | 1 | 0 | +1 |" in said.out
 
 
 def test_an_equal_run_exits_0_with_a_passing_summary(project: AgentProject) -> None:
@@ -125,6 +128,18 @@ def test_a_pass_rate_below_min_pass_rate_fails_even_without_regressions(
     assert "pass rate 75% is below 80%" in said.out
 
 
+def test_min_pass_rate_fails_a_run_with_no_pass_rate_saying_why(project: AgentProject) -> None:
+    base = passing_run(project)
+    run = passing_run(project, minutes=5)
+    CaseResult.objects.filter(run=run).update(outcome="not_graded")
+    said = gate("--run", run.pk, "--baseline", base.pk, "--min-pass-rate", 50)
+    assert said.code == 1
+    assert "| pass rate | – | 100% |  |" in said.out  # no pass rate, never 0 %
+    assert "| cases not graded | 4 | 0 | +4 |" in said.out
+    assert f"run #{run.pk} has no pass rate (no case was graded" in said.out
+    assert "cannot reach the minimum pass rate 50%" in said.out
+
+
 def test_kinds_counts_regressions_of_those_kinds_only(project: AgentProject) -> None:
     base = passing_run(project)
     run = regressed_run(project)
@@ -146,8 +161,9 @@ def test_max_metric_drop_fails_when_that_metrics_average_dropped_more(
     assert gate(*args, "--max-metric-drop", "rouge=0.1").code == 0
     said = gate(*args, "--max-metric-drop", "rouge=0.05")
     assert said.code == 1
-    assert "rouge dropped by 0.064 (0.820 → 0.756; at most 0.05 allowed)" in said.out
-    assert "| rouge ❌ | standard | 0.820 | 0.756 | -0.064 | 0.05 |" in said.out
+    assert "rouge dropped by 0.064 (0.82 → 0.76; at most 0.05 allowed)" in said.out
+    # The run's per-turn counts of the metric, its average, the baseline's, the change.
+    assert "| rouge ❌ | standard | 8 | 7 | 1 | 0 | 0.76 | 0.82 | -0.064 | 0.05 |" in said.out
 
 
 def test_metric_drops_outside_the_selected_kinds_are_not_counted(project: AgentProject) -> None:
@@ -282,7 +298,7 @@ def test_agent_runs_the_agent_yaml_stores_it_and_gates_it(tmp_path: Path) -> Non
     assert run.source == Run.Source.CLI and run.project == project
     assert said.out.startswith("## ✅ HoloDeck gate passed: convfinqa-analyst")
     assert f"Run [#{run.pk}]" in said.out and f"stored as run {run.pk}" in said.err
-    assert "| cases passed | 2/3 | 2/3 | +0 |" in said.out
+    assert "| cases passed | 2 | 2 | +0 |" in said.out
 
 
 @pytest.mark.django_db(transaction=True)
@@ -320,6 +336,10 @@ def test_the_api_gate_answers_the_verdict_and_the_summary(
     assert "rouge dropped by 0.064" in data["reasons"][1]
     assert (data["regressions"], data["fixes"]) == (1, 0)
     assert (data["pass_rate"], data["baseline_pass_rate"]) == (75.0, 100.0)
+    assert data["summary"]["cases"]["failed"] == 1 and data["summary"]["pass_rate"] == 75.0
+    assert data["baseline_summary"]["cases"]["passed"] == 4
+    rouge = next(metric for metric in data["metrics"] if metric["name"] == "rouge")
+    assert (rouge["turns"]["evaluated"], rouge["turns"]["failed"]) == (8, 1)
     assert data["baseline_run"] == base.pk
     assert data["regressed"][0]["key"] == "refund case 1" and data["regressed"][0]["turns"] == [1]
     assert data["regressed"][0]["url"].startswith("http://testserver/compare/case/?")

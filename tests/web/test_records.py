@@ -105,8 +105,10 @@ def test_importing_the_result_file_of_a_cli_run_finds_that_run(tmp_path: Path) -
 
     project = example_project(tmp_path)
     with pytest.raises(SystemExit):
-        call_command("run_agent", str(project.agent_path), "--quiet")
-    (result_file,) = (project.agent_path.parent / "results").glob("*/*.json")
+        call_command(
+            "run_agent", str(project.agent_path), "--quiet", "--results-dir", str(tmp_path / "r")
+        )
+    (result_file,) = (tmp_path / "r").glob("*/*.json")
     outcome = history.runs_import([result_file])
     assert outcome.imported == []
     assert [r.source for r in outcome.already_imported] == [Run.Source.CLI]

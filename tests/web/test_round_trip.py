@@ -78,9 +78,12 @@ def test_the_result_files_of_a_cli_run_import_again_as_that_run(tmp_path: Path) 
     project = example_project(tmp_path)
     output = tmp_path / "out" / "run.json"
     with pytest.raises(SystemExit):
-        call_command("run_agent", str(project.agent_path), "--quiet", "--output", str(output))
+        call_command(
+            "run_agent", str(project.agent_path), "--quiet", "--output", str(output),
+            "--results-dir", str(tmp_path / "r"),
+        )  # fmt: skip
     stored = Run.objects.get()
-    (results_file,) = (project.agent_path.parent / "results").glob("*/*.json")
+    (results_file,) = (tmp_path / "r").glob("*/*.json")
     for file in (results_file, output):
         assert named_run(file.read_text()) == str(stored.uid), file.name
         outcome = history.runs_import([file])
@@ -114,8 +117,11 @@ def test_a_file_naming_a_run_in_no_uuid_form_imports_as_a_new_run(shared_dir: Pa
 def test_a_cli_run_not_stored_still_names_a_run_in_its_result_file(tmp_path: Path) -> None:
     project = example_project(tmp_path)
     with pytest.raises(SystemExit):
-        call_command("run_agent", str(project.agent_path), "--quiet", "--no-store")
-    (results_file,) = (project.agent_path.parent / "results").glob("*/*.json")
+        call_command(
+            "run_agent", str(project.agent_path), "--quiet", "--no-store",
+            "--results-dir", str(tmp_path / "r"),
+        )  # fmt: skip
+    (results_file,) = (tmp_path / "r").glob("*/*.json")
     named = named_run(results_file.read_text())
     (run,) = history.runs_import([results_file]).imported
     assert str(run.uid) == named

@@ -14,7 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.mapping import summary_of_rows
 from runs.models import AgentProject, Run
+from runs.report.summary import OutcomeCounts
 from runs.services.history import runs_import
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
@@ -47,10 +49,25 @@ def make_run(
         config_snapshot={"model": {"provider": "openai", "name": model}},
     )
     changes: dict[str, Any] = {"pass_rate": rate, "git_branch": branch}
+    if status not in Run.ACTIVE:
+        changes["summary"] = stored_summary(run, rate)
     if agent is not None:
         changes["agent_name"] = agent
     Run.objects.filter(pk=run.pk).update(**changes)
     return run
+
+
+def stored_summary(run: Run, rate: float | None) -> dict[str, Any]:
+    """The summary a run stores when it ends (its rows'), with case counts that make ``rate``
+    its pass rate (None: no case graded)."""
+    if rate is None:
+        cases = OutcomeCounts(total=2, not_graded=2)
+    else:
+        passed = round(rate / 5)  # of 20 cases: every rate these tests use is a multiple of 5
+        cases = OutcomeCounts(total=20, passed=passed, failed=20 - passed)
+    summary = summary_of_rows(run.pk).model_copy(update={"cases": cases})
+    assert summary.pass_rate == rate
+    return summary.model_dump(mode="json")
 
 
 def trends_page(client: Client, query: str) -> str:
@@ -120,7 +137,17 @@ def test_only_finished_runs_are_drawn(viewer_client: Client, project: AgentProje
     html = trends_page(viewer_client, f"?project={project.pk}")
 
     assert table_order(html) == [run.pk for run in finished]
-    assert 'class="trend-no-rate' in html  # the errored run without a pass rate
+    # The errored run has no pass rate: a hollow point off the 0-100 % scale, not a 0 %.
+    no_rate = re.search(r'<circle class="trend-no-rate[^"]*" cx="[\d.]+" cy="([\d.]+)"', html)
+    zero = re.search(
+        r'<line class="trend-grid"[^>]*y1="([\d.]+)"[^>]*/>\s*<text[^>]*>0</text>', html
+    )
+    assert no_rate is not None and zero is not None
+    assert float(no_rate.group(1)) > float(zero.group(1))
+    assert f"Run #{finished[2].pk} · error · no pass rate" in html
+    assert re.search(
+        rf'<tr data-run="{finished[2].pk}">.*?data-summary="pass_rate"[^>]*>–<', html, re.S
+    )
 
 
 def test_a_project_without_finished_runs_shows_the_empty_state(

@@ -9,7 +9,10 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
-from runs.templatetags.dashboard import percent
+from runs.report.kinds import KIND_LABELS
+from runs.report.numbers import format_rate
+from runs.report.outcomes import Outcome
+from runs.templatetags.dashboard import mark, percent
 from tests.web.factories import (
     RunSpec,
     build_run,
@@ -19,6 +22,7 @@ from tests.web.factories import (
     make_not_graded,
     make_project,
 )
+from tests.web.one_record import Numbers, html_numbers
 
 pytestmark = pytest.mark.django_db
 
@@ -252,19 +256,27 @@ def test_the_run_list_pages_by_fifty(viewer_client: Client, project: AgentProjec
 # --- run detail -----------------------------------------------------------------------------
 
 
-def test_the_run_page_shows_tiles_case_rows_and_metric_averages_by_kind(
+def test_the_run_page_shows_its_summary_case_rows_and_metrics_per_turn_by_kind(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=10, turns=3))
     response = viewer_client.get(reverse("run_detail", args=[run.pk]))
     html = response.text
-    assert "90%" in html  # 9 of 10 cases passed
     assert "10/10" in html and "30/30" in html
-    groups = response.context["metric_groups"]
-    assert list(groups) == ["standard", "geval", "code"]
-    code = groups["code"][0]
-    assert (code.name, code.evaluated, code.passed) == ("refund_grader", 29, 28)
-    assert groups["geval"][0].errored == 1
+    # Case 1 fails: turn 1 failed (its judge could not grade), turn 2 skipped.
+    assert html_numbers(html) == Numbers(
+        cases={"passed": 9, "failed": 1},
+        turns={"passed": 28, "failed": 1},
+        metrics={
+            "rouge": (29, 28, 1, 0),
+            "politeness": (29, 28, 0, 1),
+            "refund_grader": (29, 28, 1, 0),
+        },
+        pass_rate="90%",
+    )
+    assert "1 skipped" in html
+    places = [html.index(KIND_LABELS[kind]) for kind in ("standard", "geval", "code")]
+    assert places == sorted(places)  # grouped by kind, in the kinds' order
     assert "3 turns · 1/3 passed" in html  # the failing case's chip
     assert case_rows(html) == 10
     # Rows only: turn details are loaded when a row is expanded.
@@ -504,14 +516,19 @@ def test_a_bad_git_ref_is_reported_at_the_git_ref_field(
 # --- run page: outcomes, tiles, search --------------------------------------------------------
 
 
-def test_percentages_show_one_decimal_and_never_round_to_a_whole_100_or_0() -> None:
-    assert percent(100.0) == "100%"
-    assert percent(90.0) == "90%"
-    assert percent(87.5) == "87.5%"
-    assert percent(66.6666) == "66.7%"
-    assert percent(99.96) == "99.9%"
-    assert percent(0.04) == "0.1%"
-    assert percent(None) == "–"
+def test_the_pages_format_pass_rates_with_the_one_formatter() -> None:
+    assert percent is format_rate  # runs.report.numbers
+    # One decimal that never rounds to a whole 100 or 0; "–" for no pass rate, never "0%".
+    assert [percent(v) for v in (100.0, 90.0, 87.5, 66.6666, 99.96, 0.04, 0.0, None)] == [
+        "100%",
+        "90%",
+        "87.5%",
+        "66.7%",
+        "99.9%",
+        "0.1%",
+        "0%",
+        "–",
+    ]
 
 
 def test_a_case_failed_only_by_errored_metrics_is_shown_as_not_graded(
@@ -521,18 +538,20 @@ def test_a_case_failed_only_by_errored_metrics_is_shown_as_not_graded(
     case = make_not_graded(run, index=0)
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     row = re.search(rf'<details class="case case-([\w-]+)" id="case-{case.pk}".*?</details>', html)
-    assert row is not None and row.group(1) == "not-graded"
-    assert '<span class="chip chip-notgraded">not graded</span>' in row.group(0)
+    assert row is not None and row.group(1) == "not_graded"
+    assert '<span class="chip chip-not_graded">not graded</span>' in row.group(0)
     assert '<span class="sr-only">not graded</span>' in row.group(0)
     real = run.cases.get(index=1)
     assert f'<details class="case case-failed" id="case-{real.pk}"' in html  # a real failure
-    assert "2 failed · <span" in html and "1 not graded</span>" in html
+    assert html_numbers(html).cases == {"passed": 2, "failed": 1, "not_graded": 1}
+    assert html_numbers(html).pass_rate == "66.7%"  # not graded is left out of the pass rate
 
     turns = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
-    assert '<section class="turn turn-not-graded"' in turns
+    assert '<section class="turn turn-not_graded"' in turns
     assert '<section class="turn turn-passed"' in turns
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "not graded" in page.split('<div class="case-turns">')[0]  # the case header
+    assert html_numbers(page).turns == {"passed": 1, "not_graded": 1}
 
 
 def test_a_turn_failed_by_its_tools_is_failed_even_when_a_judge_errored(
@@ -542,7 +561,7 @@ def test_a_turn_failed_by_its_tools_is_failed_even_when_a_judge_errored(
     case = failing_case(run)  # turn 1: tool assertion failed, and the judge errored
     html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
     assert f'<section class="turn turn-failed" id="case-{case.pk}-turn-1"' in html
-    assert "turn-not-graded" not in html
+    assert "turn-not_graded" not in html
 
 
 def test_cancelled_cases_get_a_grey_not_run_chip_and_the_tiles_count_them(
@@ -555,7 +574,7 @@ def test_cancelled_cases_get_a_grey_not_run_chip_and_the_tiles_count_them(
     assert row is not None and row.group(1) == "case-cancelled"
     assert '<span class="chip chip-cancelled">cancelled · not run</span>' in row.group(0)
     assert "case-failed" not in html
-    assert "· 2 cancelled" in html
+    assert '<span class="count-cancelled">2 cancelled</span>' in html
     assert 'class="progress progress-cancelled"' in html
     page = viewer_client.get(reverse("case_detail", args=[run.pk, cancelled.pk])).text
     assert "Not run — the run was cancelled." in page
@@ -576,9 +595,9 @@ def test_the_tokens_tile_shows_a_dash_when_no_usage_was_recorded(
 ) -> None:
     run = build_run(project, RunSpec(cases=2, turns=1))
     Run.objects.filter(pk=run.pk).update(total_tokens=0, prompt_tokens=0, completion_tokens=0)
-    tiles = viewer_client.get(reverse("run_detail", args=[run.pk])).context
-    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
-    assert not tiles["tiles"]["has_tokens"]
+    response = viewer_client.get(reverse("run_detail", args=[run.pk]))
+    html = response.text
+    assert not response.context["has_tokens"]
     assert '<span class="tile-value" title="no token usage was recorded">–</span>' in html
 
 
@@ -714,6 +733,17 @@ def test_the_expanded_case_has_turn_chips_pointing_at_its_own_anchors(
     case = failing_case(run)
     html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
     assert f'href="#case-{case.pk}-turn-1"' in html
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_the_mark_of_every_outcome_comes_from_the_one_vocabulary(outcome: Outcome) -> None:
+    html = str(mark(outcome.value))
+    assert html == (
+        f'<span class="v {outcome.css}" title="{outcome.label}" aria-hidden="true">'
+        f'{outcome.symbol}</span><span class="sr-only">{outcome.label}</span>'
+    )
+    assert mark("") == mark(None) == mark(Outcome.PENDING)  # no verdict yet
+    assert 'title="errored"' in mark(Outcome.ERROR) and "v-err" in mark(Outcome.ERROR)
 
 
 def test_verdicts_carry_words_for_screen_readers(

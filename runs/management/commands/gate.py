@@ -22,6 +22,11 @@ class Command(BaseCommand):
         subject.add_argument("--run", type=int, help="the id of a stored run")
         subject.add_argument("--agent", help="run this agent.yaml first (stored), then gate it")
         parser.add_argument(
+            "--results-dir",
+            default=None,
+            help="with --agent: where its result file goes (default: the data folder's results/)",
+        )
+        parser.add_argument(
             "--baseline",
             default="parent-commit",
             help="a run id, parent-commit (the compare rule; default) or latest:<branch>",
@@ -62,7 +67,7 @@ class Command(BaseCommand):
             baseline_spec_parse(options["baseline"])  # bad input is said before any run
             run_id = options["run"]
             if options["agent"] is not None:
-                code, run_id = self._run_agent(options["agent"])
+                code, run_id = self._run_agent(options["agent"], options["results_dir"])
                 if run_id is None:
                     return code
             run = gate_run(run_id)
@@ -79,7 +84,7 @@ class Command(BaseCommand):
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
         from runs.report.gate import GateOptions
-        from runs.services.gate import GateError, kinds_parse, metric_drops_parse, public_url
+        from runs.services.gate import GateError, gate_kinds, metric_drops_parse, public_url
 
         if options["max_regressions"] < 0:
             raise GateError(f"--max-regressions {options['max_regressions']}: must be 0 or more")
@@ -89,19 +94,20 @@ class Command(BaseCommand):
         return GateOptions(
             max_regressions=options["max_regressions"],
             min_pass_rate=rate,
-            kinds=kinds_parse(options["kinds"]),
+            kinds=gate_kinds(options["kinds"]),
             max_metric_drop=metric_drops_parse(options["max_metric_drop"]),
             base_url=options["url"] or public_url(),
         )
 
-    def _run_agent(self, agent: str) -> tuple[int, int | None]:
+    def _run_agent(self, agent: str, results_dir: str | None) -> tuple[int, int | None]:
         """Run the agent.yaml with ``run_agent``'s own code, stored: (exit code, the stored run's
         id, None when there is none). Its lines go to stderr: stdout carries only the summary."""
         from runs.management.commands import run_agent
 
         runner = run_agent.Command()
         runner.stdout = runner.stderr = self.stderr
-        options = vars(runner.create_parser("manage.py", "run_agent").parse_args([agent]))
+        argv = [agent, *(["--results-dir", results_dir] if results_dir else [])]
+        options = vars(runner.create_parser("manage.py", "run_agent").parse_args(argv))
         code = runner.execute_run(options)
         if code == run_agent.EXIT_CONFIG:
             return EXIT_BAD_INPUT, None

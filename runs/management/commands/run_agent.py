@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from graders.result import error_text
 
 if TYPE_CHECKING:
+    from runs.report.models import TestReport
     from runs.services.cli import RunStore
 
 EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
@@ -50,7 +51,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--results-dir",
             default=None,
-            help="where results/<slug>/ goes (default: beside agent.yaml)",
+            help=(
+                "the folder that receives <slug>/<timestamp>.json (default: the data folder's "
+                "results/, outside the project's git tree)"
+            ),
         )
         parser.add_argument(
             "--no-results-file",
@@ -116,12 +120,8 @@ class Command(BaseCommand):
         except OSError as exc:
             self.stderr.write(f"execution error: could not write the results: {exc}")
             return EXIT_EXECUTION
-        summary = eval_run.report.summary
-        self.stdout.write(
-            f"{agent.config.name}: {summary.passed}/{summary.total_tests} test cases passed "
-            f"({summary.pass_rate:g}%) in {summary.total_duration_ms / 1000:.1f}s"
-        )
-        return EXIT_PASSED if summary.failed == 0 else EXIT_FAILED
+        self.stdout.write(closing_line(agent.config.name, eval_run.report))
+        return EXIT_PASSED if eval_run.report.summary.failed == 0 else EXIT_FAILED
 
     def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
         from runs.engine.progress import TerminalProgress
@@ -156,7 +156,7 @@ class Command(BaseCommand):
         from runs.report.writers import EXPORT_SUFFIXES, export_text
 
         if not options["no_results_file"]:
-            results_dir = Path(options["results_dir"] or agent.base_dir / "results")
+            results_dir = Path(options["results_dir"] or default_results_dir())
             path = write_eval_run(eval_run, results_dir, datetime.now(UTC))
             self.stdout.write(f"results: {path}")
         for output in options["output"]:
@@ -166,3 +166,25 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {target}")
         if self.store is not None and self.store.run is not None:
             self.stdout.write(f"stored as run {self.store.run.pk}")
+
+
+def default_results_dir() -> Path:
+    """Result files of command-line runs go to the data folder, never into the project's
+    repository (a file there would make the next launch "dirty")."""
+    from django.conf import settings
+
+    return Path(settings.DATA_DIR) / "results"
+
+
+def closing_line(agent_name: str, report: TestReport) -> str:
+    """``"agent: 4 test cases: 1 passed, 2 failed, 0 errored, 1 not graded (pass rate 33.3%)
+    in 1.2s"``: the numbers of the run's page and exports."""
+    from runs.report.numbers import format_rate
+    from runs.report.writers import counts_text, report_summary
+
+    cases = report_summary(report).cases
+    return (
+        f"{agent_name}: {cases.total} test cases: {counts_text(cases)} "
+        f"(pass rate {format_rate(cases.pass_rate)}) "
+        f"in {report.summary.total_duration_ms / 1000:.1f}s"
+    )
