@@ -59,6 +59,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_path(name: str, default: Path) -> Path:
+    """An absolute path (``~`` expanded; relative to the working directory when relative)."""
+    raw = os.environ.get(name, "").strip()
+    return (Path(raw).expanduser() if raw else default).resolve()
+
+
 def env_url(name: str, *, schemes: set[str]) -> str | None:
     raw = os.environ.get(name, "").strip()
     if not raw:

@@ -11,7 +11,15 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from holodeck_web.env import env_bool, env_choice, env_int, env_list, env_url, secret_key
+from holodeck_web.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_path,
+    env_url,
+    secret_key,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("HOLODECK_DATA_DIR", BASE_DIR / ".holodeck")).resolve()
@@ -170,6 +178,9 @@ if HOLODECK_HEARTBEAT_SECONDS * 3 > HOLODECK_CASE_STALE_SECONDS:
     )
 # How often each worker looks for stale cases, lost messages and runs to settle.
 HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 15, minimum=0)  # 0: off
+# Where this machine unpacks the agent snapshots its runs run from (one folder per digest,
+# written once; the launch validates from here too). Local to each machine: nothing is shared.
+HOLODECK_SNAPSHOT_CACHE = env_path("HOLODECK_SNAPSHOT_CACHE", DATA_DIR / "snapshots")
 
 CACHES = {
     "default": (

@@ -40,6 +40,24 @@ class AgentProject(models.Model):
         return Path(self.directory) / self.agent_file
 
 
+class AgentSnapshot(models.Model):
+    """The files of an agent directory as a run ran them (``runs.snapshots``): a deterministic
+    zip, content-addressed by ``digest``, one row per distinct tree (launches of the same tree
+    share it). Never changed once written; workers unpack it into their local cache."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    # The zip (PackedSnapshot.to_zip). Up to tens of MB: a query that does not unpack it defers it.
+    archive = models.BinaryField()
+    # [{path, size, sha256, mode}] sorted by path (Snapshot.manifest), readable without the zip.
+    manifest = models.JSONField(default=list)
+    file_count = models.IntegerField()
+    total_bytes = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"snapshot {self.digest[:12]} ({self.file_count} files)"
+
+
 class Run(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -79,8 +97,15 @@ class Run(models.Model):
     prompt_version = models.JSONField(null=True, blank=True)
     config_snapshot = models.JSONField(default=dict, blank=True)
     raw_yaml = models.TextField(blank=True)
-    # The content snapshot a dashboard run is pinned to: raw_yaml plus {file it read: sha256}.
+    # {file the load read: sha256}. With raw_yaml, what a run launched before snapshots
+    # existed is pinned to (a run with a snapshot runs its snapshot's files).
     agent_sources = models.JSONField(default=dict, blank=True)
+    # The files the run ran (launch, re-grade, CLI); None for imported runs and older runs.
+    # PROTECT: a snapshot is the record of what its runs ran (and what a queued run will run),
+    # so it cannot be deleted from under them; deleting the runs frees it.
+    snapshot = models.ForeignKey(
+        AgentSnapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     options = models.JSONField(default=dict, blank=True)
     holodeck_version = models.CharField(max_length=64, blank=True)
     environment = models.JSONField(default=dict, blank=True)

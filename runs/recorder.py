@@ -36,7 +36,7 @@ from django.utils.dateparse import parse_datetime
 
 from runs import gitutil
 from runs.mapping import case_turns, case_values, summary_of_rows, turn_rows
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentSnapshot, CaseResult, MetricResult, Run, TurnResult
 from runs.owner import process_identity
 from runs.report import models as wire
 from runs.report.build import summary_of_results
@@ -95,14 +95,16 @@ def run_open(
     prompt_version: dict[str, Any] | None = None,
     regrade_of: Run | None = None,
     uid: uuid.UUID | None = None,
+    snapshot: AgentSnapshot | None = None,
 ) -> Run:
     """Create the Run and one pending row per selected case, in one transaction: everything a
     run is opened with is given here, so nothing patches the run afterwards.
 
     A dashboard run starts queued (a worker starts it); a CLI run starts running, owned by the
     command's process. ``warnings`` (about its agent.yaml) are shown on the run page;
-    ``agent_config_path`` is the path to show when the agent was read from a temporary
-    checkout; ``regrade_of`` is the run a re-grade grades again.
+    ``agent_config_path`` is the path to show when the agent was read from a snapshot's
+    unpacked copy; ``regrade_of`` is the run a re-grade grades again; ``snapshot``
+    the stored files it runs (``runs.services.snapshots``).
     """
     cases = options["cases"]
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
@@ -127,6 +129,7 @@ def run_open(
             git_dirty=bool(git and git.dirty and not commit),
             prompt_version=prompt_version,
             regrade_of=regrade_of,
+            snapshot=snapshot,
             config_snapshot=agent.redacted_snapshot(),
             raw_yaml=agent.raw_yaml,
             agent_sources=agent.sources,

@@ -20,12 +20,14 @@ from django.db import DatabaseError
 
 from graders.result import error_text
 from runs.engine.events import emit
-from runs.models import AgentProject, Run
+from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open, run_options
 from runs.report import models as wire
 from runs.report.round_trip import with_identity
 from runs.services.history import eval_run_hash
 from runs.services.launch import launch_warnings
+from runs.services.snapshots import snapshot_store
+from runs.snapshots import SnapshotError, snapshot_working_tree
 
 if TYPE_CHECKING:
     from runs import gitutil
@@ -123,6 +125,18 @@ def cli_eval_run(
     )
 
 
+def cli_snapshot(*, agent: LoadedAgent, warn: Warn) -> AgentSnapshot | None:
+    """The stored snapshot of the agent directory this command runs (its working tree, read
+    when the run opens), or None when it cannot be taken (said through ``warn``): the run is
+    stored without one, as a run is never refused for its record."""
+    try:
+        packed = snapshot_working_tree(agent.base_dir)
+    except SnapshotError as exc:
+        warn(f"warning: the run is stored without a snapshot of its files: {exc}")
+        return None
+    return snapshot_store(packed=packed)
+
+
 class RunStore:
     """Stores a command-line run as it goes, through ``runs.recorder``: the engine's event
     listener (each case's turns written when it finishes, as the workers' recorder does).
@@ -152,6 +166,7 @@ class RunStore:
         """The run opened (running, owned by this process), or None when it cannot be stored."""
         try:
             project = AgentProject.objects.filter(directory=str(agent.base_dir)).first()
+            snapshot = cli_snapshot(agent=agent, warn=warn)
             run = run_open(
                 agent=agent,
                 options=run_options(
@@ -162,6 +177,7 @@ class RunStore:
                 git=git,
                 cli_args=cli_args,
                 warnings=launch_warnings(agent),
+                snapshot=snapshot,
             )
         except DatabaseError as exc:
             warn(f"warning: the run was not stored in the database: {exc}")

@@ -2,9 +2,10 @@
 
 One Celery task per case, at most ``parallel`` cases of a run in flight (``case_pump``). Each
 case is run by the process that claims it (``runs.recorder.case_claim``) and written through the
-recorder as its turns finish. The agent is loaded once per worker process per run, from the
-content the run was pinned to at launch (its agent.yaml text; every other file it read must
-still hash the same), so an edit on disk after the launch cannot leak into a running run.
+recorder as its turns finish. The agent is loaded from the run's snapshot (the files sealed at
+launch, unpacked once per machine into ``HOLODECK_SNAPSHOT_CACHE``), never from the project's
+directory: a worker needs no shared file system, and an edit on disk after the launch changes
+nothing in a launched run. Loaded agents are kept per process, keyed by snapshot.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +46,7 @@ from runs.recorder import (
 from runs.report import models as wire
 from runs.services.launch import LaunchError
 from runs.services.queue import EXECUTE_CASE, task_enqueue
+from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -307,61 +310,108 @@ def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
 
 # --- the agent of a run, loaded once per process ---------------------------------------------
 
-_AGENTS: OrderedDict[int, tuple[LoadedAgent, contextlib.ExitStack]] = OrderedDict()
+
+@dataclass
+class _Kept:
+    agent: LoadedAgent
+    # What to release when the agent is dropped: the git worktree of a run without a snapshot.
+    stack: contextlib.ExitStack
+    legacy_run: int | None = None  # a run without a snapshot: kept for that run only
+
+
+# "<digest>:<agent file>:<parallel>" for runs with a snapshot (runs of one tree share it), or
+# "run:<id>" for the older runs without one.
+_AGENTS: OrderedDict[str, _Kept] = OrderedDict()
 _AGENTS_KEPT = 4
 _AGENTS_LOCK = threading.Lock()
+_DIGESTS: dict[int, str] = {}  # snapshot id -> digest (a stored snapshot never changes)
 
 
 def run_agent(run: Run) -> LoadedAgent:
-    """The run's agent as launched, loaded on this process's first case of the run and kept for
-    the others (the last few runs are kept; an older one's checkout is removed)."""
+    """The run's agent as launched, loaded on this process's first case of its snapshot and
+    kept for the others (the last few are kept)."""
     with _AGENTS_LOCK:
-        cached = _AGENTS.get(run.pk)
+        key = _agent_key(run)
+        cached = _AGENTS.get(key)
         if cached is not None:
-            _AGENTS.move_to_end(run.pk)
-            return cached[0]
+            _AGENTS.move_to_end(key)
+            return cached.agent
         _forget_ended_runs()
         stack = contextlib.ExitStack()
         try:
-            agent = _agent_load(run, stack)
+            if run.snapshot_id is None:
+                kept = _Kept(_agent_load_legacy(run, stack), stack, legacy_run=run.pk)
+            else:
+                kept = _Kept(_agent_load(run), stack)
         except BaseException:
             stack.close()
             raise
-        _AGENTS[run.pk] = (agent, stack)
+        _AGENTS[key] = kept
         while len(_AGENTS) > _AGENTS_KEPT:
-            _, (_, old_stack) = _AGENTS.popitem(last=False)
-            old_stack.close()
-        return agent
+            _, old = _AGENTS.popitem(last=False)
+            old.stack.close()
+        return kept.agent
+
+
+def _agent_key(run: Run) -> str:
+    if run.snapshot_id is None:
+        return f"run:{run.pk}"
+    digest = _DIGESTS.get(run.snapshot_id)
+    if digest is None:
+        digest = _DIGESTS[run.snapshot_id] = snapshot_digest_of(snapshot_id=run.snapshot_id)
+    return f"{digest}:{_agent_file(run)}:{run.options.get('parallel')}"
+
+
+def _agent_file(run: Run) -> str:
+    return str(
+        run.options.get("agent_file") or (run.project.agent_file if run.project else "agent.yaml")
+    )
 
 
 def run_agent_forget(run_id: int) -> None:
-    """Drop a run's kept agent (its run ended) and remove its checkout."""
+    """Drop a run's kept agent when it was kept for that run alone (a run without a snapshot),
+    removing its checkout; an agent of a snapshot stays for the next run of that tree."""
     with _AGENTS_LOCK:
-        kept = _AGENTS.pop(run_id, None)
+        kept = _AGENTS.pop(f"run:{run_id}", None)
     if kept is not None:
-        kept[1].close()
+        kept.stack.close()
 
 
 def _forget_ended_runs() -> None:
-    """Drop the agents of runs that ended since (called with the lock held)."""
-    if not _AGENTS:
+    """Drop the agents kept for runs without a snapshot that ended since (with the lock held)."""
+    legacy = {kept.legacy_run: key for key, kept in _AGENTS.items() if kept.legacy_run}
+    if not legacy:
         return
     active = set(
-        Run.objects.filter(pk__in=list(_AGENTS), status__in=Run.ACTIVE).values_list("pk", flat=True)
+        Run.objects.filter(pk__in=list(legacy), status__in=Run.ACTIVE).values_list("pk", flat=True)
     )
-    for run_id in [run_id for run_id in _AGENTS if run_id not in active]:
-        _AGENTS.pop(run_id)[1].close()
+    for run_id, key in legacy.items():
+        if run_id not in active:
+            _AGENTS.pop(key).stack.close()
 
 
 def run_agents_forget() -> None:
     """Drop every kept agent and remove their checkouts (worker shutdown, tests)."""
     with _AGENTS_LOCK:
         while _AGENTS:
-            _, (_, stack) = _AGENTS.popitem()
-            stack.close()
+            _, kept = _AGENTS.popitem()
+            kept.stack.close()
 
 
-def _agent_load(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
+def _agent_load(run: Run) -> LoadedAgent:
+    """The agent of the run's snapshot, loaded from this machine's unpacked copy: relative paths
+    in it (instructions, transcript, tools, graders, test cases, file inputs) resolve there."""
+    from runs.spec.loader import load_agent
+
+    assert run.snapshot_id is not None
+    directory = snapshot_unpacked(snapshot_id=run.snapshot_id)
+    return load_agent(directory / _agent_file(run), parallel_override=run.options.get("parallel"))
+
+
+def _agent_load_legacy(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
+    """A run launched before snapshots existed: loaded from the project's directory (at its
+    commit, in a temporary worktree) with the agent.yaml text it was launched with; every other
+    file it read must still hash the same."""
     from runs.spec.loader import load_agent
 
     project = run.project

@@ -1,20 +1,25 @@
 """Launch a run from the dashboard (or the API), and cancel one.
 
-A launch validates the agent.yaml (at a git ref when one is given), pins the run to the content
-it validated (the agent.yaml text and a hash of every file the load read: ``Run.raw_yaml`` and
-``Run.agent_sources``), creates the queued run with its case rows, and enqueues its start once
-the transaction commits. Nothing is queued when validation fails.
+A launch seals the agent: the agent directory as it will run (the tree of the chosen git ref's
+commit, or the working tree) is packed into a snapshot (``runs.snapshots``), unpacked into this
+machine's cache, and the agent is validated from there, so what is validated is what runs. The
+snapshot is stored (once per distinct tree) and the queued run, created with its case rows,
+records it; its start is enqueued once the transaction commits. Nothing is queued when sealing
+or validation fails.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runs import gitutil
-from runs.models import AgentProject, Run
+from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import cases_cancel_pending, run_open, run_options, run_settle
 from runs.services.queue import START_RUN, task_enqueue
+from runs.services.snapshots import snapshot_cache_dir, snapshot_store
+from runs.snapshots import SnapshotError, snapshot_agent, unpack
 from runs.spec.errors import ConfigError, ConfigProblem
 from runs.spec.test_cases import case_label
 
@@ -60,7 +65,8 @@ def run_create(
 
     Raises ConfigError (every problem of the agent.yaml) or LaunchError; nothing is queued then.
     """
-    agent, commit = agent_load_at(project=project, git_ref=git_ref, parallel=parallel)
+    sealed = agent_seal(project=project, git_ref=git_ref, parallel=parallel)
+    agent, commit = sealed.agent, sealed.commit
     ref = git_ref.strip()
     directory = Path(project.directory)
     indices = cases_select(agent.config.test_cases, case_filter=case_filter, limit=limit)
@@ -69,6 +75,7 @@ def run_create(
     options = run_options(
         agent=agent, indices=indices, limit=limit, case_filter=case_filter, checkout_commit=commit
     )
+    options["agent_file"] = sealed.agent_file  # what a worker loads from the snapshot
     run = run_open(
         agent=agent,
         options=options,
@@ -80,8 +87,9 @@ def run_create(
         commit=commit,
         # Shown on the run page: HoloDeck fields with no effect here, judges that cannot grade.
         warnings=launch_warnings(agent),
-        # A checkout is a temporary worktree: the path to show is the project's own.
+        # The agent was read from the snapshot cache: the path to show is the project's own.
         agent_config_path=str(project.agent_path),
+        snapshot=sealed.snapshot,
     )
     task_enqueue(START_RUN, run.pk)
     return run
@@ -93,13 +101,24 @@ def launch_warnings(agent: LoadedAgent) -> list[str]:
     return [*agent.warnings, *judge_warnings(agent)]
 
 
-def agent_load_at(
-    *, project: AgentProject, git_ref: str = "", parallel: int | None = None
-) -> tuple[LoadedAgent, str]:
-    """The project's agent, validated, at ``git_ref`` (a temporary worktree) or as it is on
-    disk; and the commit it was read at ("" for the working tree).
+@dataclass(frozen=True)
+class SealedAgent:
+    """The agent a launch validated, loaded from its stored snapshot's files."""
 
-    Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref).
+    agent: LoadedAgent
+    commit: str  # the commit it was read at; "" for the working tree
+    snapshot: AgentSnapshot
+    agent_file: str  # the agent.yaml's path inside the snapshot
+
+
+def agent_seal(
+    *, project: AgentProject, git_ref: str = "", parallel: int | None = None
+) -> SealedAgent:
+    """Snapshot the project's agent directory (at ``git_ref``, or as it is on disk), validate
+    the agent from the snapshot's files, and store the snapshot.
+
+    Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref, a directory
+    that cannot be snapshotted, a file the agent reads outside its directory).
     """
     from runs.spec.loader import load_agent
 
@@ -112,13 +131,31 @@ def agent_load_at(
         except gitutil.GitError as exc:
             raise LaunchError(str(exc), field="git_ref") from exc
     try:
-        with gitutil.checkout(directory, commit or None) as agent_dir:
-            agent = load_agent(agent_dir / project.agent_file, parallel_override=parallel)
-    except gitutil.GitError as exc:
-        raise LaunchError(f"could not check out {ref}: {exc}", field="git_ref") from exc
+        packed = snapshot_agent(directory, commit or None)
+        archive = packed.to_zip()
+        unpacked = unpack(archive, packed.digest, snapshot_cache_dir())
+    except SnapshotError as exc:
+        raise LaunchError(f"cannot snapshot the agent directory: {exc}") from exc
+    agent_file = Path(project.agent_file).as_posix()
+    try:
+        agent = load_agent(unpacked / agent_file, parallel_override=parallel)
     except FileNotFoundError as exc:
         raise ConfigError([ConfigProblem(project.agent_file, None, None, "", str(exc))]) from exc
-    return agent, commit
+    _check_sealed(agent)
+    snapshot = snapshot_store(packed=packed, archive=archive)
+    return SealedAgent(agent=agent, commit=commit, snapshot=snapshot, agent_file=agent_file)
+
+
+def _check_sealed(agent: LoadedAgent) -> None:
+    """Every file the agent reads is in its snapshot: a file outside the agent directory (an
+    absolute path) would be read from the disk of whichever machine runs the case."""
+    outside = sorted(key for key in agent.sources if Path(key).is_absolute())
+    if outside:
+        raise LaunchError(
+            f"{outside[0]} is outside the agent directory: a run holds only the agent "
+            "directory's files (its snapshot), so copy the file into the directory and name it "
+            "by a relative path"
+        )
 
 
 def run_cancel(*, run: Run) -> bool:

@@ -1,8 +1,9 @@
 """Re-grade a finished run: a new run holding the original's transcripts, graded with the
 current agent.yaml (or the one at a git ref), without calling the agent.
 
-The re-grade is an ordinary run (source ``regrade``, ``regrade_of`` the original): it is pinned
-to the agent.yaml it was created with, its cases go through the workers like any run's (LLM
+The re-grade is an ordinary run (source ``regrade``, ``regrade_of`` the original): the grading
+agent directory (at the ref, or the agent.yaml given) is sealed into a snapshot like a launch's,
+and the re-grade runs from that snapshot; its cases go through the workers like any run's (LLM
 judges included, with progress, recovery and cancel), and it compares with its original like
 any two runs.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from runs import gitutil
 from runs.models import CaseResult, Run
 from runs.recorder import run_open
-from runs.services.launch import LaunchError, agent_load_at, launch_warnings
+from runs.services.launch import LaunchError, agent_seal, launch_warnings
 from runs.services.queue import START_RUN, task_enqueue
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
@@ -45,7 +46,8 @@ def run_regrade_create(
             f"run {original.pk} has no project (an imported run): give the agent.yaml to "
             "grade it with (manage.py regrade RUN --agent PATH)"
         )
-    agent, commit = agent_load_at(project=project, git_ref=git_ref)
+    sealed = agent_seal(project=project, git_ref=git_ref)
+    agent, commit = sealed.agent, sealed.commit
     cases = [
         [index, name, multi, turns]
         for index, name, multi, turns in CaseResult.objects.filter(
@@ -62,6 +64,7 @@ def run_regrade_create(
         "case_indices": [case[0] for case in cases],
         "cases": cases,
         "checkout_commit": commit,
+        "agent_file": sealed.agent_file,
     }
     run = run_open(
         agent=agent,
@@ -76,6 +79,7 @@ def run_regrade_create(
         agent_config_path=str(project.agent_path),
         prompt_version=original.prompt_version,
         regrade_of=original,
+        snapshot=sealed.snapshot,
     )
     if enqueue:
         task_enqueue(START_RUN, run.pk)

@@ -8,10 +8,16 @@ its numbers into ``tests.web.one_record.Numbers``; this one checks the stored tr
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 
 from runs.models import CaseResult, Run, TurnResult
+from runs.report.gate import GateOptions
 from runs.report.numbers import format_rate
 from runs.report.summary import RunSummary
+from runs.services.gate import gate_baseline, gate_evaluate
+from runs.services.tokens import token_create
 from tests.web.one_record import (
     IMPORTED,
     MIXED,
@@ -83,3 +89,48 @@ def test_html_numbers_reads_marked_numbers_per_run() -> None:
         cases={"passed": 1}, metrics={"m": (4, 3, 0, 0)}, pass_rate="50%"
     )
     assert html_numbers(html, 8).cases == {"passed": 3}
+
+
+# --- every surface at once ------------------------------------------------------------------------
+
+
+def every_surface(
+    client: Client, token: dict[str, str], run: Run, other: Run
+) -> dict[str, Numbers]:
+    """What each surface says about ``run`` (``other`` is the run it is compared and gated
+    against)."""
+    from tests.web.test_one_record_compare import api_numbers, compare_page, gate_numbers
+    from tests.web.test_one_record_exports import surfaces
+
+    compare_api = client.get(
+        "/api/v1/compare", {"runs": [other.pk, run.pk], "baseline": other.pk}, headers=token
+    ).json()
+    headline = next(h for h in compare_api["headline"] if h["run_id"] == run.pk)
+    trends = client.get(reverse("trends"), {"agent": run.agent_name}).text
+    trend_numbers = html_numbers(trends, run.pk)
+    gate = gate_evaluate(run, gate_baseline(run, other.pk), GateOptions())
+    return {
+        "run page": html_numbers(client.get(reverse("run_detail", args=[run.pk])).text),
+        "compare page": html_numbers(compare_page(client, other, run), run.pk),
+        "compare api": api_numbers(headline),
+        # The trends table shows cases and the pass rate (turns and metrics are charted).
+        "trends": Numbers(cases=trend_numbers.cases, pass_rate=trend_numbers.pass_rate),
+        **surfaces(client, token, run),
+        "gate markdown": gate_numbers(gate.markdown),
+    }
+
+
+def test_every_surface_reports_the_same_case_turn_and_metric_counts_and_pass_rates(
+    client: Client, viewer: User, mixed_run: Run, contradictory_import: Run
+) -> None:
+    client.force_login(viewer)
+    _, secret = token_create(user=viewer, name="surfaces")
+    token = {"Authorization": f"Bearer {secret}"}
+    for run, other, expected in (
+        (mixed_run, contradictory_import, MIXED),
+        (contradictory_import, mixed_run, IMPORTED),
+    ):
+        shown = every_surface(client, token, run, other)
+        trends_expected = Numbers(cases=expected.cases, pass_rate=expected.pass_rate)
+        assert shown.pop("trends") == trends_expected, run
+        assert shown == dict.fromkeys(shown, expected), run
