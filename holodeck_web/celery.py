@@ -12,20 +12,57 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
 app = Celery("holodeck_web")
 
 # The embedded broker: kombu's file-system transport with atomic writes and claims
-# (holodeck_web/broker.py).
+# (holodeck_web/broker.py); Redis and RabbitMQ (amqp://) are kombu's own.
 TRANSPORT_ALIASES["holodeckfs"] = "holodeck_web.broker:Transport"
 
 
 def configure(app: Celery) -> None:
     from django.conf import settings
 
-    broker_url: str | None
-    transport_options: dict[str, object]
-    if settings.EMBEDDED_BROKER:
+    broker_url = "holodeckfs://" if settings.EMBEDDED_BROKER else settings.BROKER_URL
+    app.conf.update(
+        broker_url=broker_url,
+        broker_transport_options=transport_options(broker_url),
+        broker_connection_retry_on_startup=True,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        result_backend=None,
+        task_default_queue=settings.HOLODECK_QUEUE,
+        # Every broker: a message is acknowledged after its task, so the message of a worker
+        # that died mid-case comes back and takes the case over (runs/services/execution.py).
+        # A pool child killed under a living worker: its message is rejected and requeued at
+        # once (Redis puts it back at the head of the queue, RabbitMQ requeues it), instead of
+        # being acknowledged as failed and its case waiting for a sweep.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        # One message per pool process: a worker holds no queued case another worker could run.
+        worker_prefetch_multiplier=1,
+        # A worker that loses its broker connection keeps running its cases (Celery 6 would
+        # cancel them by default): their messages come back to another worker, which finds each
+        # case owned by a live attempt and leaves it, so finished turns are not thrown away.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        # RabbitMQ closes a channel whose delivery outlived its consumer_timeout (a channel
+        # error): the worker reconnects instead of stopping with "Unrecoverable error".
+        broker_channel_error_retry=broker_url.startswith(("amqp://", "amqps://")),
+        worker_concurrency=settings.CELERY_WORKER_CONCURRENCY,
+        task_always_eager=settings.CELERY_EAGER,
+        task_eager_propagates=True,
+        timezone="UTC",
+    )
+
+
+def transport_options(broker_url: str) -> dict[str, object]:
+    """Per-broker options; docs/operations.md says how each broker gives back a dead worker's
+    message."""
+    from django.conf import settings
+
+    scheme = broker_url.split("://", 1)[0]
+    if scheme == "holodeckfs":
+        # kombu's file-system transport with atomic writes and claims (holodeck_web/broker.py).
         for sub in ("in", "processed", "control", "quarantine"):
             (settings.BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-        broker_url = "holodeckfs://"
-        transport_options = {
+        return {
             "data_folder_in": str(settings.BROKER_DIR / "in"),
             "data_folder_out": str(settings.BROKER_DIR / "in"),
             "processed_folder": str(settings.BROKER_DIR / "processed"),
@@ -35,28 +72,17 @@ def configure(app: Celery) -> None:
             "polling_interval": 0.05,
             "store_processed": False,
         }
-    else:
-        broker_url = settings.BROKER_URL
-        # An unacknowledged message (its worker died) comes back after this long: sized to the
-        # stale limit, not Redis's hour. A case that outlives it while its worker lives is
-        # delivered again and left alone (its owner is alive and its heartbeat fresh).
-        transport_options = {"visibility_timeout": 2 * settings.HOLODECK_CASE_STALE_SECONDS}
-    app.conf.update(
-        broker_url=broker_url,
-        broker_transport_options=transport_options,
-        broker_connection_retry_on_startup=True,
-        task_serializer="json",
-        accept_content=["json"],
-        task_ignore_result=True,
-        result_backend=None,
-        task_acks_late=True,
-        task_reject_on_worker_lost=True,
-        worker_prefetch_multiplier=1,
-        worker_concurrency=settings.CELERY_WORKER_CONCURRENCY,
-        task_always_eager=settings.CELERY_EAGER,
-        task_eager_propagates=True,
-        timezone="UTC",
-    )
+    if scheme in ("amqp", "amqps"):
+        # RabbitMQ requeues a consumer's unacknowledged messages the moment its connection
+        # closes (a dead worker), so there is no visibility timeout to size. Publisher confirms:
+        # a launch returns once the broker has stored the message, not when it left the socket.
+        # RabbitMQ closes the channel of a delivery unacknowledged for `consumer_timeout`
+        # (30 min by default): raise it above the longest case (docs/operations.md).
+        return {"confirm_publish": True}
+    # Redis: an unacknowledged message (its worker died) comes back after this long: sized to
+    # the stale limit, not Redis's hour. A case that outlives it while its worker lives is
+    # delivered again and left alone (its owner is alive and its heartbeat fresh).
+    return {"visibility_timeout": 2 * settings.HOLODECK_CASE_STALE_SECONDS}
 
 
 configure(app)

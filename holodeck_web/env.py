@@ -7,6 +7,7 @@ from deep inside Django or Celery.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from urllib.parse import urlparse
@@ -57,6 +58,21 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+
+def env_name(name: str, default: str) -> str:
+    """A name such as a queue's: letters, digits, ``_ . : -``, at most 128 characters."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not NAME.fullmatch(raw):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
+        )
+    return raw
 
 
 def env_path(name: str, default: Path) -> Path:

@@ -16,6 +16,7 @@ from holodeck_web.env import (
     env_choice,
     env_int,
     env_list,
+    env_name,
     env_path,
     env_url,
     secret_key,
@@ -158,12 +159,17 @@ HOLODECK_LOGIN_ATTEMPTS = env_int("HOLODECK_LOGIN_ATTEMPTS", 5, minimum=1)
 HOLODECK_LOGIN_WINDOW_SECONDS = env_int("HOLODECK_LOGIN_WINDOW_SECONDS", 900, minimum=1)
 
 # --- Celery -------------------------------------------------------------------------------
-# Redis in production; without REDIS_URL/CELERY_BROKER_URL an embedded file-system broker lets a
-# real Celery worker run on a laptop with nothing else installed.
-BROKER_URL = env_url("CELERY_BROKER_URL", schemes={"redis", "rediss", "amqp", "filesystem"}) or (
-    env_url("REDIS_URL", schemes={"redis", "rediss"})
+# Redis or RabbitMQ in production; without REDIS_URL/CELERY_BROKER_URL an embedded file-system
+# broker lets a real Celery worker run on a laptop with nothing else installed.
+REDIS_URL = env_url("REDIS_URL", schemes={"redis", "rediss"})
+BROKER_URL = (
+    env_url("CELERY_BROKER_URL", schemes={"redis", "rediss", "amqp", "amqps", "filesystem"})
+    or REDIS_URL
 )
 EMBEDDED_BROKER = BROKER_URL is None
+# The queue the web server sends to and workers take from. Deployments that share one broker
+# (one RabbitMQ virtual host, one Redis database) each need their own; the tests use a fresh one.
+HOLODECK_QUEUE = env_name("HOLODECK_QUEUE", "celery")
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_EAGER = env_bool("HOLODECK_CELERY_EAGER", False)
 CELERY_WORKER_CONCURRENCY = env_int("HOLODECK_WORKER_CONCURRENCY", 2, minimum=1)
@@ -182,10 +188,13 @@ HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 15, minimum=0)  # 0: 
 # written once; the launch validates from here too). Local to each machine: nothing is shared.
 HOLODECK_SNAPSHOT_CACHE = env_path("HOLODECK_SNAPSHOT_CACHE", DATA_DIR / "snapshots")
 
+# Redis is the cache too (login throttling counters shared by every web process): REDIS_URL
+# when set (beside a RabbitMQ broker, say), else a Redis broker.
+CACHE_URL = REDIS_URL or (BROKER_URL if BROKER_URL and BROKER_URL.startswith("redis") else None)
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": BROKER_URL}
-        if BROKER_URL and BROKER_URL.startswith(("redis://", "rediss://"))
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }

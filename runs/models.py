@@ -17,6 +17,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.report.regrades import RegradeSources
 from runs.spec.test_cases import case_label
 
 
@@ -86,6 +87,10 @@ class Run(models.Model):
     regrade_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="regrades"
     )
+    # A re-grade's two sources (runs.report.regrades.RegradeSources as JSON; {} otherwise): the
+    # run and snapshot its transcripts come from, and the agent.yaml (ref, commit, snapshot) it
+    # was graded with. Its git_* fields are its transcripts', never the grading commit's.
+    regrade_sources = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.DASHBOARD)
     agent_name = models.CharField(max_length=200)
@@ -138,7 +143,6 @@ class Run(models.Model):
     total_tokens = models.BigIntegerField(default=0)
     # The run's summary (runs.report.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
-    metric_summary = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -166,6 +170,11 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def regrade(self) -> RegradeSources | None:
+        """Where a re-grade's transcripts come from and what graded them (None: not one)."""
+        return RegradeSources.stored(self.regrade_sources)
 
     @property
     def progress_percent(self) -> int:

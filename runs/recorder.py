@@ -41,6 +41,7 @@ from runs.owner import process_identity
 from runs.report import models as wire
 from runs.report.build import summary_of_results
 from runs.report.outcomes import Outcome
+from runs.report.regrades import GradingSource, RegradeSources, TranscriptSource
 from runs.report.summary import RunSummary
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,26 @@ def run_open(
     ``agent_config_path`` is the path to show when the agent was read from a snapshot's
     unpacked copy; ``regrade_of`` is the run a re-grade grades again; ``snapshot``
     the stored files it runs (``runs.services.snapshots``).
+
+    ``git``, ``git_ref`` and ``commit`` say where the agent it runs was read: a re-grade's are
+    those of the agent.yaml it grades with, recorded apart (``Run.regrade_sources``), while its
+    own git identity is its transcripts' (``runs.report.regrades``).
     """
     cases = options["cases"]
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     status = Run.Status.QUEUED if queued else Run.Status.RUNNING
     options = {**options, "warnings": list(warnings)}
+    identity = _git_identity(git=git, git_ref=git_ref, commit=commit)
+    sources: dict[str, Any] = {}
     if regrade_of is not None:
         options["regrade_of"] = regrade_of.pk  # the case tasks read the original's turns
+        sources = regrade_sources(
+            original=regrade_of,
+            grading=identity,
+            agent_path=agent_config_path or str(agent.path),
+            snapshot=snapshot,
+        ).model_dump(mode="json")
+        identity = {field: getattr(regrade_of, field) for field in GIT_FIELDS}
     if not queued:
         options["owner"] = _me()
     with transaction.atomic():
@@ -123,12 +137,10 @@ def run_open(
             started_at=None if status == Run.Status.QUEUED else timezone.now(),
             agent_name=agent.config.name,
             agent_config_path=agent_config_path or str(agent.path),
-            git_ref=git_ref,
-            git_commit=commit or (git.commit if git else ""),
-            git_branch=(git.branch if git and not commit else ""),
-            git_dirty=bool(git and git.dirty and not commit),
+            **identity,
             prompt_version=prompt_version,
             regrade_of=regrade_of,
+            regrade_sources=sources,
             snapshot=snapshot,
             config_snapshot=agent.redacted_snapshot(),
             raw_yaml=agent.raw_yaml,
@@ -146,6 +158,61 @@ def run_open(
             ]
         )
     return run
+
+
+GIT_FIELDS = ("git_ref", "git_commit", "git_branch", "git_dirty")
+
+
+def _git_identity(*, git: gitutil.GitInfo | None, git_ref: str, commit: str) -> dict[str, Any]:
+    """The git fields of a run read at ``commit`` (a ref's), else at the working tree ``git``
+    describes (its branch and dirty flag then say what ran)."""
+    return {
+        "git_ref": git_ref,
+        "git_commit": commit or (git.commit if git else ""),
+        "git_branch": git.branch if git and not commit else "",
+        "git_dirty": bool(git and git.dirty and not commit),
+    }
+
+
+def regrade_sources(
+    *,
+    original: Run,
+    grading: dict[str, Any],
+    agent_path: str,
+    snapshot: AgentSnapshot | None,
+) -> RegradeSources:
+    """The two sources of a re-grade of ``original``: its transcripts (the run that produced
+    them: ``original``, or what ``original`` re-graded when it is a re-grade itself) and the
+    agent.yaml it grades with (``grading``: the git fields it was read at)."""
+    earlier = original.regrade
+    if earlier is not None:
+        transcripts = earlier.transcripts
+    else:
+        digest = (
+            AgentSnapshot.objects.filter(pk=original.snapshot_id)
+            .values_list("digest", flat=True)
+            .first()
+            if original.snapshot_id is not None
+            else None
+        )
+        transcripts = TranscriptSource(
+            run=original.pk,
+            commit=original.git_commit,
+            branch=original.git_branch,
+            snapshot=digest or "",
+        )
+    return RegradeSources(
+        of=original.pk,
+        transcripts=transcripts,
+        grading=GradingSource(
+            ref=grading["git_ref"],
+            commit=grading["git_commit"],
+            branch=grading["git_branch"],
+            dirty=grading["git_dirty"],
+            agent_path=agent_path,
+            snapshot=snapshot.digest if snapshot is not None else "",
+        ),
+    )
 
 
 def run_record(

@@ -1,6 +1,10 @@
 """The trends chart from plain data: runs in commit order, pass-rate drops, prompt and model
 changes, and the geometry of the SVG chart ``templates/runs/trends.html`` draws.
 
+Re-grades are not runs of a commit (their transcripts come from one run, their verdicts from
+another agent.yaml): they are kept out of the series (the line, its drops and its change
+markers) and drawn as marked points of their own beside the run whose transcripts they grade.
+
 No database and no Django here: the reads (``runs.selectors.trends``) hand over ``TrendRun``
 values and metric averages; every text in the chart comes from a run and is escaped by the
 template.
@@ -44,16 +48,50 @@ class TrendRun:
     created_at: datetime
     url: str = ""  # its run page, set by the view for the runs it shows
     cases: OutcomeCounts | None = None  # of its stored summary (None: stored without one)
+    # A re-grade: the run it re-grades, the run whose transcripts it grades (where it is drawn),
+    # and the agent.yaml it was graded with (its ref, or "the working tree", and commit).
+    regrade_of: int | None = None
+    transcripts_run: int | None = None
+    graded_with: str = ""
+    grading_commit: str = ""
 
     @property
     def short_commit(self) -> str:
         return self.commit[:8]
+
+    @property
+    def is_regrade(self) -> bool:
+        return self.regrade_of is not None
+
+    @property
+    def regrade_label(self) -> str:
+        """``"re-grade of #2 with loose"`` ("" for a run that is not a re-grade)."""
+        if self.regrade_of is None:
+            return ""
+        return f"re-grade of #{self.regrade_of} with {self.graded_with}"
 
 
 MetricKey = tuple[str, str]  # (kind, metric name)
 
 
 # --- ordering --------------------------------------------------------------------------------
+
+
+def split_regrades(runs: Sequence[TrendRun]) -> tuple[list[TrendRun], list[TrendRun]]:
+    """(the runs of the series, the re-grades), each in the order given."""
+    series = [run for run in runs if not run.is_regrade]
+    return series, [run for run in runs if run.is_regrade]
+
+
+def regrades_placed(
+    regrades: Sequence[TrendRun], shown: Sequence[TrendRun]
+) -> tuple[list[TrendRun], list[TrendRun]]:
+    """(the re-grades whose transcripts' run is among ``shown``, in that run's order then by
+    date; the others, which have no place on the chart)."""
+    position = {run.id: index for index, run in enumerate(shown)}
+    placed = [run for run in regrades if run.transcripts_run in position]
+    placed.sort(key=lambda run: (position[run.transcripts_run or 0], run.created_at, run.id))
+    return placed, [run for run in regrades if run.transcripts_run not in position]
 
 
 def commit_ordered(runs: list[TrendRun], history: list[str]) -> list[TrendRun]:
@@ -101,6 +139,10 @@ METRIC_HEIGHT = 160
 AXIS_LABELS = 24
 LABEL_CHARS = 24
 X_LABEL_WIDTH = 36
+# A re-grade's diamond sits this fraction of a step (at most this many px) right of its run's point.
+REGRADE_SHIFT = 0.3
+REGRADE_SHIFT_MAX = 9.0
+REGRADE_SIZE = 4.5  # half the diagonal of its diamond
 
 PASS_COLOUR = "#1d2330"
 PALETTE = (
@@ -139,6 +181,24 @@ class PassPoint:
     y: float
     has_rate: bool
     title: str
+
+
+@dataclass(frozen=True)
+class RegradePoint:
+    """A re-grade, drawn beside the run whose transcripts it grades, off the line."""
+
+    run: TrendRun
+    x: float
+    y: float
+    has_rate: bool
+    title: str
+
+    @property
+    def path(self) -> str:
+        """An SVG diamond around (x, y): a shape no run of the series has."""
+        x, y, r = self.x, self.y, REGRADE_SIZE
+        corners = ((x, y - r), (x + r, y), (x, y + r), (x - r, y))
+        return "M" + " L".join(f"{round(cx, 1)},{round(cy, 1)}" for cx, cy in corners) + " Z"
 
 
 @dataclass(frozen=True)
@@ -200,6 +260,7 @@ class Chart:
     callouts: list[Callout]
     series: list[Series]
     radius: float
+    regrade_points: list[RegradePoint]
 
 
 def model_label(run: TrendRun) -> str:
@@ -221,6 +282,11 @@ def point_title(run: TrendRun) -> str:
     lines = [f"Run #{run.id} · {run.status} · {rate}"]
     if run.cases is not None:
         lines.append(cases_line(run.cases))
+    if run.is_regrade:
+        graded = run.grading_commit[:8] or "no commit"
+        lines[0] = f"Re-grade #{run.id} of #{run.regrade_of} · {run.status} · {rate}"
+        lines.append(f"graded with {run.graded_with} (commit {graded})")
+        commit = f"{commit} (transcripts of #{run.transcripts_run})"
     return "\n".join(
         [
             *lines,
@@ -302,10 +368,15 @@ def chart(
     averages: dict[MetricKey, dict[int, float]],
     *,
     margin: float = DEFAULT_MARGIN,
+    regrades: Sequence[TrendRun] = (),
 ) -> Chart:
     """The geometry of the pass-rate panel and (when there are metric averages) the metric
     panel, sharing one x position per run. A run without a pass rate breaks the line and has a
-    hollow point in a lane of its own under the panel."""
+    hollow point in a lane of its own under the panel.
+
+    ``runs`` are the series (no re-grade among them); ``regrades`` are drawn as diamonds on the
+    pass-rate panel, just right of the run whose transcripts they grade (one left out when that
+    run is not in ``runs``), never joined to the line nor counted in its drops or markers."""
     count = max(len(runs), 1)
     right_edge = WIDTH - RIGHT
     step = (right_edge - LEFT) / count
@@ -328,7 +399,8 @@ def chart(
             [(y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)],
         )
     ]
-    no_rate_y = pass_bottom + NO_RATE_OFFSET if any(run.pass_rate is None for run in runs) else None
+    rateless = any(run.pass_rate is None for run in (*runs, *regrades))
+    no_rate_y = pass_bottom + NO_RATE_OFFSET if rateless else None
     bottom = pass_bottom if no_rate_y is None else pass_bottom + NO_RATE_LANE
     series: list[Series] = []
     if averages:
@@ -361,6 +433,19 @@ def chart(
         for i, run in enumerate(runs)
     ]
     pass_segments = _polylines([(p.x, p.y) if p.has_rate else None for p in points])
+    index_of = {run.id: i for i, run in enumerate(runs)}
+    beside = min(step * REGRADE_SHIFT, REGRADE_SHIFT_MAX)
+    regrade_points = [
+        RegradePoint(
+            run,
+            round(x_of(index_of[run.transcripts_run]) + beside, 1),
+            y_of_rate(run.pass_rate) if run.pass_rate is not None else no_rate_y or pass_bottom,
+            run.pass_rate is not None,
+            point_title(run),
+        )
+        for run in regrades
+        if run.transcripts_run in index_of
+    ]
     markers = [
         Marker(round(x_of(i) - step / 2, 1), label, title) for i, label, title in changes(runs)
     ]
@@ -396,6 +481,7 @@ def chart(
         callouts=callouts,
         series=series,
         radius=4.0 if step >= 12 else 2.5,
+        regrade_points=regrade_points,
     )
 
 

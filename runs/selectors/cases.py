@@ -38,7 +38,6 @@ CASE_PAGE_UNUSED_RUN_FIELDS = (
     "options",
     "prompt_version",
     "summary",
-    "metric_summary",
     "error",
 )
 

@@ -9,8 +9,8 @@ from runs.models import AgentProject, Run
 
 
 def project_list() -> QuerySet[AgentProject]:
-    """Projects with their last run's id, status, case counts, pass rate, commit and time, in
-    one query."""
+    """Projects with their last run's id, status, case counts, pass rate, commit and time (and
+    the run it re-grades, when it is a re-grade), in one query."""
     last_runs = Run.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
     return AgentProject.objects.annotate(
         last_run_id=Subquery(last_runs.values("id")[:1]),
@@ -20,6 +20,7 @@ def project_list() -> QuerySet[AgentProject]:
         last_run_pass_rate=Subquery(last_runs.values("pass_rate")[:1]),
         last_run_commit=Subquery(last_runs.values("git_commit")[:1]),
         last_run_created_at=Subquery(last_runs.values("created_at")[:1]),
+        last_run_regrade_of=Subquery(last_runs.values("regrade_of")[:1]),
     ).order_by("name")
 
 

@@ -121,7 +121,7 @@ def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
     runs = (
         Run.objects.select_related("project")
         .defer(
-            "raw_yaml", "config_snapshot", "environment", "summary", "metric_summary", "cli_args"
+            "raw_yaml", "config_snapshot", "environment", "summary", "cli_args"
         )
         .annotate(model_name=KT(MODEL_NAME), version_label=KT(PROMPT_VERSION))
     )

@@ -10,6 +10,9 @@ case counts and pass rate of their summaries) and the metric averages of the run
 summaries' metrics). Runs are put in commit order with ``git rev-list --first-parent`` when the
 project's directory is a git repository, else in date order. The chart itself is drawn from
 these by ``runs.report.trend_chart``.
+
+A re-grade comes with its sources (``Run.regrade``): the chart keeps it out of the commit
+series and draws it beside the run whose transcripts it grades.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from django.utils import timezone
 
 from runs.gitutil import GitError, commit_order
 from runs.models import AgentProject, Run
+from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
 
@@ -52,6 +56,8 @@ def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]
         "pass_rate",
         "created_at",
         "summary__cases",
+        "regrade_of",
+        "regrade_sources",
     )
     return [_trend_run(row) for row in rows]
 
@@ -60,7 +66,23 @@ def _trend_run(row: tuple[Any, ...]) -> TrendRun:
     # The summary's pass rate is its cases' (a run stored without a summary, none should be,
     # keeps its pass-rate column).
     cases = None if row[11] is None else OutcomeCounts.model_validate(row[11])
+    sources = RegradeSources.stored(row[13])
+    regrade: dict[str, Any] = {}
+    if sources is not None:
+        regrade = {
+            "regrade_of": sources.of,
+            "transcripts_run": sources.transcripts.run,
+            "graded_with": sources.grading.label,
+            "grading_commit": sources.grading.commit,
+        }
+    elif row[12] is not None:  # a re-grade recorded without its sources: beside its original
+        regrade = {
+            "regrade_of": row[12],
+            "transcripts_run": row[12],
+            "graded_with": "another agent.yaml",
+        }
     return TrendRun(
+        **regrade,
         id=row[0],
         status=row[1],
         agent_name=row[2],

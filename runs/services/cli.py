@@ -127,8 +127,8 @@ def cli_eval_run(
 
 def cli_snapshot(*, agent: LoadedAgent, warn: Warn) -> AgentSnapshot | None:
     """The stored snapshot of the agent directory this command runs (its working tree, read
-    when the run opens), or None when it cannot be taken (said through ``warn``): the run is
-    stored without one, as a run is never refused for its record."""
+    when the run opens), or None when it cannot be taken (said through ``warn``): the command
+    runs the directory itself, so the run goes on and is stored without one."""
     try:
         packed = snapshot_working_tree(agent.base_dir)
     except SnapshotError as exc:

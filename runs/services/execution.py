@@ -324,14 +324,13 @@ class _Kept:
 _AGENTS: OrderedDict[str, _Kept] = OrderedDict()
 _AGENTS_KEPT = 4
 _AGENTS_LOCK = threading.Lock()
-_DIGESTS: dict[int, str] = {}  # snapshot id -> digest (a stored snapshot never changes)
 
 
 def run_agent(run: Run) -> LoadedAgent:
     """The run's agent as launched, loaded on this process's first case of its snapshot and
     kept for the others (the last few are kept)."""
+    key = _agent_key(run)
     with _AGENTS_LOCK:
-        key = _agent_key(run)
         cached = _AGENTS.get(key)
         if cached is not None:
             _AGENTS.move_to_end(key)
@@ -356,9 +355,9 @@ def run_agent(run: Run) -> LoadedAgent:
 def _agent_key(run: Run) -> str:
     if run.snapshot_id is None:
         return f"run:{run.pk}"
-    digest = _DIGESTS.get(run.snapshot_id)
-    if digest is None:
-        digest = _DIGESTS[run.snapshot_id] = snapshot_digest_of(snapshot_id=run.snapshot_id)
+    # Looked up each time (one indexed read): a snapshot id names one digest only as long as the
+    # database is the same one.
+    digest = snapshot_digest_of(snapshot_id=run.snapshot_id)
     return f"{digest}:{_agent_file(run)}:{run.options.get('parallel')}"
 
 

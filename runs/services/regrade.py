@@ -6,6 +6,10 @@ agent directory (at the ref, or the agent.yaml given) is sealed into a snapshot 
 and the re-grade runs from that snapshot; its cases go through the workers like any run's (LLM
 judges included, with progress, recovery and cancel), and it compares with its original like
 any two runs.
+
+It is recorded at its transcripts' commit (the original's git identity), with the agent.yaml it
+grades with (ref, commit, path, snapshot) recorded apart (``Run.regrade``): trends, the runs
+list and compare mark it as a re-grade and never count it among the grading commit's runs.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ def run_regrade_create(
         source=Run.Source.REGRADE,
         project=project,
         user=user,
+        # Where the grading agent.yaml was read; the recorder keeps the run at its transcripts'.
         git=gitutil.git_info(Path(project.directory)),
         git_ref=git_ref.strip(),
         commit=commit,

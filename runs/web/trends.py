@@ -1,5 +1,6 @@
 """Trends over a project's runs: pass rate and per-metric averages in commit order, as the runs'
-stored summaries have them."""
+stored summaries have them. Re-grades are drawn apart, beside the run whose transcripts they
+grade (``?regrades=hide`` leaves them out)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text
 
 DEFAULT_POINTS = 100
 MAX_POINTS = 500
+REGRADE_CHOICES = ("show", "hide")
 
 
 def kinds_param(request: HttpRequest) -> tuple[str, ...]:
@@ -49,6 +51,7 @@ def trends(request: HttpRequest) -> HttpResponse:
     margin = float_param(request, "margin", minimum=0, maximum=100)
     last = int_param(request, "last", minimum=1, maximum=MAX_POINTS)
     kinds = kinds_param(request)
+    regrades_shown = (choice_param(request, "regrades", REGRADE_CHOICES) or "show") == "show"
     if project_id is None and not agent:
         return _picker(request)
     project = selectors.project_get(project_id=project_id) if project_id else None
@@ -57,17 +60,20 @@ def trends(request: HttpRequest) -> HttpResponse:
     branch = choice_param(request, "branch", branches)
     if branch:
         runs = [run for run in runs if run.branch == branch]
+    # A re-grade is no run of a commit: never in the series, at most a mark beside its run.
+    runs, regrades = trend_chart.split_regrades(runs)
     ordering = trend.runs_ordered(
         runs, directory=project.directory if project else None, branch=branch
     )
     limit = last or DEFAULT_POINTS
     # Links only for the runs shown: reversing a URL is not free.
-    shown = [
-        replace(run, url=reverse("run_detail", args=[run.id])) for run in ordering.runs[-limit:]
-    ]
+    shown = [_linked(run) for run in ordering.runs[-limit:]]
+    placed, unplaced = trend_chart.regrades_placed(regrades, shown)
+    placed = [_linked(run) for run in placed] if regrades_shown else []
     averages = trend.metric_averages(run_ids=[run.id for run in shown], kinds=kinds)
     margin = trend_chart.DEFAULT_MARGIN if margin is None else margin
-    chart = trend_chart.chart(shown, averages, margin=margin)
+    chart = trend_chart.chart(shown, averages, margin=margin, regrades=placed)
+    originals = {run.id: run for run in shown}
     context = {
         "project": project,
         "agent": agent,
@@ -78,14 +84,24 @@ def trends(request: HttpRequest) -> HttpResponse:
         "chart": chart,
         "branches": branches,
         "metric_kinds": METRIC_KINDS,
+        # Each drawn re-grade with the run whose transcripts it grades.
+        "regrades": [(run, originals[run.transcripts_run or 0]) for run in placed],
+        "regrade_count": len(regrades),
+        "regrades_unplaced": len(unplaced) if regrades_shown else 0,
+        "regrade_choices": REGRADE_CHOICES,
         "selected": {
             "branch": branch,
             "kinds": kinds,
             "margin": margin,
             "last": limit,
+            "regrades": "show" if regrades_shown else "hide",
         },
     }
     return render(request, "runs/trends.html", context)
+
+
+def _linked(run: trend_chart.TrendRun) -> trend_chart.TrendRun:
+    return replace(run, url=reverse("run_detail", args=[run.id]))
 
 
 def _picker(request: HttpRequest) -> HttpResponse:

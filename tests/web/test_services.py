@@ -32,7 +32,7 @@ def test_a_launched_run_executes_every_case_turn_by_turn(
     assert run.total_turns == run.turns_done == TurnResult.objects.filter(run=run).count() == 10
     assert MetricResult.objects.filter(run=run).exists()
     assert run.pass_rate == pytest.approx(66.67)
-    assert {row["kind"] for row in run.metric_summary} >= {"standard", "code"}
+    assert {row["kind"] for row in run.summary["metrics"]} >= {"standard", "code"}
     failing = CaseResult.objects.get(run=run, passed=False)
     assert failing.turns_passed < failing.turn_count
     assert any(t.tools_matched is False for t in failing.turns.all())
@@ -297,16 +297,15 @@ def test_an_agent_yaml_edited_mid_run_does_not_leak_into_the_run(tmp_path: Path)
     assert not CaseResult.objects.filter(run=run, status=CaseResult.Status.ERROR).exists()
 
 
-def test_a_tool_file_edited_after_launch_stops_the_case_with_its_name(tmp_path: Path) -> None:
+def test_a_tool_file_edited_after_launch_changes_nothing_in_the_run(tmp_path: Path) -> None:
     project = example_project(tmp_path)
     run = launch_run(project, limit=1)
     tool = Path(project.directory) / "tools" / "finance.py"
-    tool.write_text(tool.read_text() + "\n# edited\n")
+    tool.write_text("raise RuntimeError('edited after the launch')\n")  # breaks every import
     execution.run_start(run_id=run.pk)
     execution.case_execute(case_id=run.cases.get().pk)
     case = run.cases.get()
-    assert case.status == CaseResult.Status.ERROR
-    assert "tools/finance.py changed on disk since the run was launched" in case.errors[0]
+    assert case.status == CaseResult.Status.DONE and case.outcome == "passed", case.errors
 
 
 def test_a_lost_case_message_is_sent_again(tmp_path: Path, settings: Any) -> None:

@@ -1,0 +1,200 @@
+"""RabbitMQ as the broker, with PostgreSQL: a real Celery worker runs a run launched through the
+view to the end, and a case whose pool child, or whole worker, is killed with SIGKILL runs again;
+every case is graded once.
+
+The broker comes from ``HOLODECK_TEST_AMQP_URL`` (``.ci/run`` sets it), not from the broker the
+rest of the suite uses. Each test sends to a queue of its own, so no other worker on that
+RabbitMQ (a dashboard's, say) can take its messages; the queue is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from celery import Celery
+from celery._state import get_current_app
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+from kombu import Connection, pools
+from kombu.utils.collections import eqhash
+from pytest_django.fixtures import Settings
+
+import runs.tasks  # noqa: F401 - registers the tasks with the app made below
+from holodeck_web.celery import configure
+from runs.models import CaseResult, Run, TurnResult
+from tests.web.services_helpers import example_project
+from tests.web.worker_helpers import (
+    Workers,
+    assert_run_whole,
+    slow_run,
+    wait_for,
+    wait_for_a_case_mid_turns,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.process]
+
+URL_VARIABLE = "HOLODECK_TEST_AMQP_URL"
+RECOVERY_BUDGET_S = 120  # "with default settings the run ends within 2 minutes of the kill"
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")).geturl()
+
+
+def rabbitmq_unavailable() -> str | None:
+    """None when PostgreSQL is the database and the test RabbitMQ answers, else why not."""
+    if connection.vendor != "postgresql":
+        return "DATABASE_URL does not point at PostgreSQL"
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if not url:
+        return f"{URL_VARIABLE} is not set (e.g. amqp://guest:guest@127.0.0.1:5672//)"
+    try:
+        with Connection(url, connect_timeout=3) as conn:
+            conn.ensure_connection(max_retries=1)
+    except Exception as exc:
+        return f"RabbitMQ at {redacted(url)} is unreachable: {exc}"
+    return None
+
+
+@dataclass
+class Broker:
+    url: str
+    queue: str
+    app: Celery
+
+    def worker_env(self) -> dict[str, str]:
+        """What a worker process needs to take this test's messages (and nothing of Redis)."""
+        return {"CELERY_BROKER_URL": self.url, "HOLODECK_QUEUE": self.queue}
+
+
+@pytest.fixture
+def rabbitmq(settings: Settings) -> Iterator[Broker]:
+    """This process sends its tasks to RabbitMQ, on a fresh queue, while the test runs."""
+    reason = rabbitmq_unavailable()
+    if reason:
+        pytest.skip(reason)  # a failure in CI (HOLODECK_REQUIRE_SERVICES, tests/conftest.py)
+    url = os.environ[URL_VARIABLE].strip()
+    queue = f"holodeck-test-{uuid.uuid4().hex[:12]}"
+    settings.BROKER_URL, settings.EMBEDDED_BROKER = url, False
+    settings.HOLODECK_QUEUE, settings.CELERY_EAGER = queue, False
+    app = Celery("holodeck_web", set_as_current=False)
+    configure(app)
+    previous = get_current_app()
+    app.set_current()  # what runs.services.queue sends through
+    try:
+        yield Broker(url=url, queue=queue, app=app)
+    finally:
+        previous.set_current()
+        with app.connection_for_write() as conn:
+            channel = conn.default_channel
+            channel.queue_delete(queue)
+            channel.exchange_delete(queue)  # Celery names the default exchange after the queue
+        close_pools(app)
+
+
+def close_pools(app: Celery) -> None:
+    """Close this app's broker connections. kombu keeps its pools process-wide, keyed by the
+    broker URL: a pool closed in place would be handed, closed, to the next test's app."""
+    key = eqhash(app.connection_for_write())
+    for group in (pools.producers, pools.connections):
+        pool = group.pop(key, None)
+        if pool is not None:
+            pool.force_close_all()
+    app.close()
+
+
+@pytest.fixture
+def workers(tmp_path: Path, rabbitmq: Broker) -> Iterator[Workers]:
+    env = rabbitmq.worker_env()
+    pool = Workers(tmp_path, env)
+    pool.env.pop("REDIS_URL", None)
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+def test_a_worker_on_rabbitmq_runs_a_run_launched_from_the_view_to_the_end(
+    tmp_path: Path, workers: Workers
+) -> None:
+    worker = workers.start()
+    project = example_project(tmp_path)
+    # A little simulated model latency so the run is observable while it runs.
+    text = project.agent_path.read_text()
+    project.agent_path.write_text(
+        text.replace("provider: scripted", "provider: scripted\n  latency_ms: 150", 1)
+    )
+    staff = User.objects.create_user("lead", password="pw-for-tests", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    response = client.post(
+        reverse("project_launch", args=[project.pk]),
+        {"git_ref": "", "parallel": "2", "limit": "", "case_filter": ""},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = Run.objects.get()
+
+    seen_partial = False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        rows = TurnResult.objects.filter(run=run).count()
+        if run.status == Run.Status.RUNNING and 0 < rows < run.total_turns:
+            seen_partial = True
+            assert rows >= run.turns_done  # rows are written with the counter, atomically
+        if not run.is_active:
+            break
+        workers.assert_alive(worker)
+        time.sleep(0.05)
+    assert not run.is_active, workers.logs()
+    assert seen_partial, "turn rows never appeared while the run was running"
+    assert_run_whole(run)
+    assert set(CaseResult.objects.filter(run=run).values_list("attempts", flat=True)) == {1}
+    page = client.get(reverse("run_detail", args=[run.pk]))
+    assert page.status_code == 200
+    assert "northwind_capex_decline" in page.content.decode()
+
+
+def test_a_case_whose_pool_child_is_killed_runs_again_on_rabbitmq(
+    tmp_path: Path, workers: Workers
+) -> None:
+    worker = workers.start()
+    run = slow_run(tmp_path)
+    case = wait_for_a_case_mid_turns(run, workers)
+    os.kill(int(case.claimed_by.split(":")[1]), signal.SIGKILL)  # one pool child, mid-case
+    killed_at = time.monotonic()
+    wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, RECOVERY_BUDGET_S, workers)
+    assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
+    workers.assert_alive(worker)  # the main process lives on and requeued the message
+    assert workers.redelivered(), "RabbitMQ never gave the killed child's message back"
+    assert_run_whole(run)
+    assert CaseResult.objects.get(pk=case.pk).attempts >= 2  # it ran again
+
+
+def test_a_case_whose_whole_worker_is_killed_runs_again_on_the_next_worker_on_rabbitmq(
+    tmp_path: Path, workers: Workers
+) -> None:
+    first = workers.start()
+    run = slow_run(tmp_path)
+    case = wait_for_a_case_mid_turns(run, workers)
+    workers.kill_all(first)  # the main process and its pool children
+    killed_at = time.monotonic()
+    workers.start()
+    wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, RECOVERY_BUDGET_S, workers)
+    assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
+    assert workers.redelivered(), "RabbitMQ never gave the dead worker's messages back"
+    assert_run_whole(run)
+    assert CaseResult.objects.get(pk=case.pk).attempts >= 2  # it ran again
