@@ -19,7 +19,9 @@ TRANSPORT_ALIASES["holodeckfs"] = "holodeck_web.broker:Transport"
 def configure(app: Celery) -> None:
     from django.conf import settings
 
-    broker_url = "holodeckfs://" if settings.EMBEDDED_BROKER else settings.BROKER_URL
+    broker_url = settings.BROKER_URL
+    if settings.EMBEDDED_BROKER or broker_url is None:
+        broker_url = "holodeckfs://"
     app.conf.update(
         broker_url=broker_url,
         broker_transport_options=transport_options(broker_url),
@@ -32,8 +34,8 @@ def configure(app: Celery) -> None:
         # Every broker: a message is acknowledged after its task, so the message of a worker
         # that died mid-case comes back and takes the case over (runs/services/execution.py).
         # A pool child killed under a living worker: its message is rejected and requeued at
-        # once (Redis puts it back at the head of the queue, RabbitMQ requeues it), instead of
-        # being acknowledged as failed and its case waiting for a sweep.
+        # once (on every broker), instead of being acknowledged as failed and its case waiting
+        # for a sweep.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         # One message per pool process: a worker holds no queued case another worker could run.

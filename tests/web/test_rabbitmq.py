@@ -57,10 +57,13 @@ def redacted(url: str) -> str:
 def rabbitmq_unavailable() -> str | None:
     """None when PostgreSQL is the database and the test RabbitMQ answers, else why not."""
     if connection.vendor != "postgresql":
-        return "DATABASE_URL does not point at PostgreSQL"
+        return "the RabbitMQ tests need PostgreSQL: DATABASE_URL does not point at it"
     url = os.environ.get(URL_VARIABLE, "").strip()
     if not url:
-        return f"{URL_VARIABLE} is not set (e.g. amqp://guest:guest@127.0.0.1:5672//)"
+        return (
+            f"the RabbitMQ tests need a broker: {URL_VARIABLE} is not set "
+            "(e.g. amqp://guest:guest@127.0.0.1:5672//)"
+        )
     try:
         with Connection(url, connect_timeout=3) as conn:
             conn.ensure_connection(max_retries=1)
@@ -76,7 +79,7 @@ class Broker:
     app: Celery
 
     def worker_env(self) -> dict[str, str]:
-        """What a worker process needs to take this test's messages (and nothing of Redis)."""
+        """What a worker process needs to take this test's messages."""
         return {"CELERY_BROKER_URL": self.url, "HOLODECK_QUEUE": self.queue}
 
 
@@ -120,7 +123,7 @@ def close_pools(app: Celery) -> None:
 def workers(tmp_path: Path, rabbitmq: Broker) -> Iterator[Workers]:
     env = rabbitmq.worker_env()
     pool = Workers(tmp_path, env)
-    pool.env.pop("REDIS_URL", None)
+    pool.env.pop("REDIS_URL", None)  # RabbitMQ and PostgreSQL only: no Redis, even as the cache
     try:
         yield pool
     finally:

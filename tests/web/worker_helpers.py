@@ -4,6 +4,7 @@ whole (every case graded, no duplicate rows, counters equal to the rows)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -57,10 +58,10 @@ class Workers:
         log = self.tmp_path / f"worker-{len(self.procs)}.log"
         # A node name of its own: no clash with another worker on this host and broker.
         name = f"holodeck-test-{uuid.uuid4().hex[:8]}@%h"
+        quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [*worker_command(2, loglevel="INFO"), "-n", name, "--without-gossip",
-                 "--without-mingle", "--without-heartbeat"],  # fmt: skip
+                [*worker_command(2, loglevel="INFO"), "-n", name, *quiet],
                 cwd=REPO,
                 env=self.env,
                 stdout=out,
@@ -102,10 +103,8 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            try:
+            with contextlib.suppress(ProcessLookupError):  # the group is gone: nothing is left
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # the group is gone: nothing left running
 
 
 def slow_run(tmp_path: Path, latency_ms: int = 800) -> Run:

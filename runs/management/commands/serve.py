@@ -39,6 +39,17 @@ def worker_command(concurrency: int, *, loglevel: str = "WARNING") -> list[str]:
     ]  # fmt: skip
 
 
+BROKER_NAMES = {"redis": "Redis", "rediss": "Redis", "amqp": "RabbitMQ", "amqps": "RabbitMQ"}
+
+
+def broker_name() -> str:
+    """What the worker's broker is, for the start-up line (never the URL: it holds a password)."""
+    if settings.EMBEDDED_BROKER:
+        return "embedded file-system broker"
+    scheme = str(settings.BROKER_URL).split("://", 1)[0]
+    return BROKER_NAMES.get(scheme, scheme)
+
+
 def web_command(addr: str) -> list[str]:
     return [sys.executable, "manage.py", "runserver", addr, "--noreload"]
 
@@ -117,8 +128,8 @@ class Child:
 
 class Command(BaseCommand):
     help = (
-        "Start the dashboard and a Celery worker together (the worker uses Redis when "
-        "REDIS_URL/CELERY_BROKER_URL is set, else an embedded file-system broker). "
+        "Start the dashboard and a Celery worker together (the worker uses the broker of "
+        "CELERY_BROKER_URL or REDIS_URL when set, else an embedded file-system broker). "
         "A worker that dies is restarted; Ctrl-C stops both."
     )
 
@@ -144,7 +155,7 @@ class Command(BaseCommand):
         worker = None
         if not options["no_worker"]:
             worker = Child("worker", worker_command(options["workers"]))
-            broker = "embedded file-system broker" if settings.EMBEDDED_BROKER else "Redis"
+            broker = broker_name()
             pid = worker.start()
             processes = options["workers"]
             self.say(f"started a Celery worker (pid {pid}; {broker}, {processes} processes)")
