@@ -11,7 +11,7 @@ from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
-from runs.api import compare, gate, imports, projects, runs
+from runs.api import compare, gate, imports, projects, runs, snapshots
 from runs.api.auth import API_AUTH
 
 api = NinjaAPI(
@@ -27,6 +27,7 @@ api = NinjaAPI(
 )
 api.add_router("/", projects.router)
 api.add_router("/", runs.router)
+api.add_router("/", snapshots.router)
 api.add_router("/", compare.router)
 api.add_router("/", imports.router)
 api.add_router("/", gate.router)

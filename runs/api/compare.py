@@ -14,6 +14,7 @@ from ninja.errors import HttpError
 
 from runs.api.schemas import Id, responses
 from runs.report.kinds import MetricKind
+from runs.report.regrades import RegradeSources
 from runs.report.summary import RunSummary
 from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing, comparison_for
 
@@ -42,8 +43,21 @@ class BaselineOut(Schema):
 
 class HeadlineOut(Schema):
     run_id: int
-    git_commit: str
+    git_commit: str = Field(description="a re-grade's is its transcripts' commit")
     git_branch: str
+    regrade_of: int | None = Field(
+        description="a re-grade: the run it re-grades (headline: re-grade of #N with <ref>)"
+    )
+    graded_with: str | None = Field(
+        description="a re-grade: the git ref of the agent.yaml it was graded with, or "
+        "'the working tree'"
+    )
+    grading_commit: str | None = Field(
+        description="a re-grade: the commit of the agent.yaml it was graded with"
+    )
+    transcripts_run: int | None = Field(
+        description="a re-grade: the run whose transcripts it grades"
+    )
     summary: RunSummary = Field(description="the run's own numbers; metrics counted per turn")
     kind_pass_rate: float | None = Field(
         description="with a kind filter: the pass rate over those kinds' case verdicts"
@@ -105,6 +119,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "run_id": h.run.pk,
                 "git_commit": h.run.git_commit,
                 "git_branch": h.run.git_branch,
+                **_regrade_fields(h.regrade),
                 "summary": h.summary,
                 "kind_pass_rate": h.kind_pass_rate,
                 "tool_pass_rate": h.tool_pass_rate,
@@ -135,4 +150,15 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         ],
         "row_count": len(matrix.rows),
         "mixed_projects": comparison.mixed_projects,
+    }
+
+
+def _regrade_fields(sources: RegradeSources | None) -> dict[str, object]:
+    if sources is None:
+        return dict.fromkeys(("regrade_of", "graded_with", "grading_commit", "transcripts_run"))
+    return {
+        "regrade_of": sources.of,
+        "graded_with": sources.grading.label,
+        "grading_commit": sources.grading.commit,
+        "transcripts_run": sources.transcripts.run,
     }

@@ -52,6 +52,15 @@ class RunOut(Schema):
     pass_rate: float | None
     duration_ms: int | None
     total_tokens: int
+    regrade_of_id: int | None = Field(
+        description="a re-grade: the run whose transcripts it graded again"
+    )
+    regrade_sources: dict[str, Any] = Field(
+        description=(
+            "a re-grade's two sources: `transcripts` (run, commit, snapshot) and `grading` "
+            "(ref, commit, agent.yaml, snapshot); {} for other runs"
+        )
+    )
     url: str
 
     @staticmethod

@@ -12,7 +12,8 @@ no model: they call these (import-linter checks it).
 - ``export``: a run as a HoloDeck EvalRun;
 - ``compare``: the compare page and API (``comparison_for``), the gate's comparison;
 - ``trends``: the trends page's runs and metric averages;
-- ``tokens``: a user's API tokens.
+- ``tokens``: a user's API tokens;
+- ``snapshots``: the snapshot a run ran (manifest, archive, a few of its files).
 
 The names of the first four are re-exported here (``selectors.run_get``).
 """

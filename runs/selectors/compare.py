@@ -27,6 +27,7 @@ from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.report.numbers import pass_rate_of
 from runs.report.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
+from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricMark, MetricSummary, OutcomeCounts, RunSummary, summarize
 
 MAX_RUNS = 12
@@ -67,6 +68,11 @@ class Headline:
     @property
     def pass_rate(self) -> float | None:
         return self.summary.pass_rate
+
+    @property
+    def regrade(self) -> RegradeSources | None:
+        """A re-grade's sources: its headline says "re-grade of #N with <ref>"."""
+        return self.run.regrade
 
 
 @dataclass
@@ -141,7 +147,8 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
     when only one run was asked for, among every run of its project or agent): the latest
     finished run of the parent commit of the subject's commit (found with git in the project's
     repository); else the latest earlier finished run of the same project and branch; else the
-    run just before the subject.
+    run just before the subject. Re-grades are no runs of a commit or branch (their commit is
+    their transcripts'): those two rules pass them over.
     """
     if chosen is not None:
         picked = next((run for run in runs if run.pk == chosen), None)
@@ -160,9 +167,12 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
             return Baseline(original, "the run it re-grades", added=not others)
     pool = others or _siblings(subject)
     added = not others
+    of_commits = [run for run in pool if not _is_regrade(run)]
     parent = _parent_commit(subject)
     if parent:
-        match = _latest(run for run in pool if run.git_commit == parent and run.status in FINISHED)
+        match = _latest(
+            run for run in of_commits if run.git_commit == parent and run.status in FINISHED
+        )
         if match is not None:
             rule = f"the latest finished run of the parent commit {parent[:8]}"
             return Baseline(match, rule, added)
@@ -170,7 +180,8 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
     match = _latest(
         run
         for run in earlier
-        if run.status in FINISHED
+        if not _is_regrade(run)
+        and run.status in FINISHED
         and run.git_branch == subject.git_branch
         and _same_project(run, subject)
     )
@@ -181,6 +192,11 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
     if match is not None:
         return Baseline(match, "the run before it", added)
     return None
+
+
+def _is_regrade(run: Run) -> bool:
+    # The sources outlive the original (regrade_of is cleared when it is deleted).
+    return run.regrade_of_id is not None or bool(run.regrade_sources)
 
 
 def _siblings(subject: Run) -> list[Run]:
@@ -396,5 +412,12 @@ def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
 
 
 def runs_for_config(run_ids: list[int]) -> dict[int, Run]:
-    """The runs by id with every column (their agent.yaml and snapshots) and project (1 query)."""
-    return {run.pk: run for run in Run.objects.select_related("project").filter(pk__in=run_ids)}
+    """The runs by id with every column (their agent.yaml and config snapshot), their project
+    and their snapshot's manifest; the snapshots' archives are left for the files that differ
+    (1 query)."""
+    runs = (
+        Run.objects.select_related("project", "snapshot")
+        .defer("snapshot__archive")
+        .filter(pk__in=run_ids)
+    )
+    return {run.pk: run for run in runs}

@@ -120,9 +120,7 @@ def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
     f = filters or RunListFilters()
     runs = (
         Run.objects.select_related("project")
-        .defer(
-            "raw_yaml", "config_snapshot", "environment", "summary", "cli_args"
-        )
+        .defer("raw_yaml", "config_snapshot", "environment", "summary", "cli_args")
         .annotate(model_name=KT(MODEL_NAME), version_label=KT(PROMPT_VERSION))
     )
     if f.project_id is not None:

@@ -36,8 +36,18 @@ from runs.selectors.compare import (
     runs_for_compare,
     runs_for_config,
 )
+from runs.selectors.snapshots import StoredSnapshot, snapshot_contents, stored_snapshot
+from runs.snapshots import SnapshotFile, snapshot_diff
 from runs.templatetags.dashboard import duration, thousands
-from runs.web.diffs import config_rows, line_diff, tool_call_diff, word_diff
+from runs.web.diffs import (
+    MAX_FILE_DIFF_LINES,
+    FileDiff,
+    config_rows,
+    file_diff,
+    line_diff,
+    tool_call_diff,
+    word_diff,
+)
 from runs.web.params import choice_list_param, choice_param, int_list_param, int_param, text_param
 
 if TYPE_CHECKING:
@@ -534,23 +544,99 @@ def _metric_pairs(a: TurnResult | None, b: TurnResult | None) -> list[MetricPair
 @login_required
 @require_GET
 def compare_config(request: HttpRequest) -> HttpResponse:
+    """The two runs' settings side by side, then every file of their snapshots that differs
+    (a line diff each) and which are identical; when a run has no snapshot (imported, or older
+    than snapshots), the diff of their agent.yaml texts, saying why (1 query, 2 when files
+    differ: their archives, whatever the number of files)."""
     run_ids = int_list_param(request, "runs", most=2)
     if len(run_ids) != 2:
         raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
+    full = text_param(request, "full", max_length=1000)
     runs = runs_for_config(run_ids)
     if len(runs) != 2:
         raise Http404("no such run")
     left, right = runs[run_ids[0]], runs[run_ids[1]]
-    yaml_left, yaml_right = _config_text(left), _config_text(right)
-    context = {
+    context: dict[str, Any] = {
         "left": left,
         "right": right,
         "rows": config_rows(_config_facts(left), _config_facts(right)),
+        "full": full,
+    }
+    if left.snapshot is not None and right.snapshot is not None:
+        context["files"] = files_compared(
+            (left.pk, stored_snapshot(left.snapshot)),
+            (right.pk, stored_snapshot(right.snapshot)),
+            full=full,
+        )
+        return render(request, "runs/compare_config.html", context)
+    yaml_left, yaml_right = _config_text(left), _config_text(right)
+    context |= {
+        "no_snapshot": [run for run in (left, right) if run.snapshot is None],
         "diff": line_diff(yaml_left, yaml_right, labels=(f"run #{left.pk}", f"run #{right.pk}")),
         "from_snapshot": not (left.raw_yaml and right.raw_yaml),
         "same": yaml_left == yaml_right,
     }
     return render(request, "runs/compare_config.html", context)
+
+
+@dataclass(frozen=True)
+class FilesCompared:
+    """Every file of two runs' snapshots: those that differ, with their diffs (in path order),
+    and those that are identical."""
+
+    left: StoredSnapshot
+    right: StoredSnapshot
+    diffs: list[FileDiff]
+    identical: tuple[str, ...]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("changed", "added", "removed"), 0)
+        for diff in self.diffs:
+            counts[diff.status] += 1
+        return counts
+
+
+def files_compared(
+    left: tuple[int, StoredSnapshot], right: tuple[int, StoredSnapshot], *, full: str = ""
+) -> FilesCompared:
+    """Two runs' snapshots (run id, snapshot) compared: their manifests say which files differ,
+    and only those are read (one query) and diffed; ``full``: the path whose diff is shown
+    whole."""
+    (left_id, old), (right_id, new) = left, right
+    paths = snapshot_diff(old.as_snapshot(), new.as_snapshot())
+    before = {entry.path: entry for entry in old.files}
+    after = {entry.path: entry for entry in new.files}
+    differ = sorted([*paths.changed, *paths.added, *paths.removed])
+    # A file whose mode alone changed need not be read.
+    same_bytes = {p for p in paths.changed if before[p].sha256 == after[p].sha256}
+    wanted: dict[int, list[SnapshotFile]] = {old.id: [], new.id: []}
+    for path in differ:
+        if path not in same_bytes:
+            wanted[old.id] += [before[path]] if path in before else []
+            wanted[new.id] += [after[path]] if path in after else []
+    contents = snapshot_contents(wanted=wanted)
+
+    def read(snapshot: StoredSnapshot, files: dict[str, SnapshotFile], path: str) -> bytes | None:
+        if path not in files:
+            return None
+        return b"" if path in same_bytes else contents[(snapshot.id, path)]
+
+    diffs = [
+        file_diff(
+            path,
+            read(old, before, path),
+            read(new, after, path),
+            labels=(f"{path} (run #{left_id})", f"{path} (run #{right_id})"),
+            modes=(
+                before[path].mode if path in before else 0o644,
+                after[path].mode if path in after else 0o644,
+            ),
+            most_lines=None if path == full else MAX_FILE_DIFF_LINES,
+        )
+        for path in differ
+    ]
+    return FilesCompared(old, new, diffs, paths.identical)
 
 
 def _config_text(run: Run) -> str:

@@ -3,7 +3,8 @@
 - ``word_diff``: two texts as one, words removed in ``<del>`` and added in ``<ins>``;
 - ``tool_call_diff``: two turns' tool calls side by side, call by call (name, args, result);
 - ``line_diff``: a unified diff of two texts (agent.yaml), line by line with a class per line;
-- ``config_rows``: what to set side by side from two runs' config snapshots.
+- ``config_rows``: what to set side by side from two runs' config snapshots;
+- ``file_diff``: one file of two runs' snapshots (text: a line diff; binary: the sizes).
 """
 
 from __future__ import annotations
@@ -194,3 +195,87 @@ def _metrics(data: dict[str, Any]) -> str:
         names.append(f"{name} ({metric.get('type', 'standard')}"
                      + (f", ≥ {threshold}" if threshold is not None else "") + ")")  # fmt: skip
     return ", ".join(names) or "–"
+
+
+# --- the files of two snapshots ---------------------------------------------------------------
+
+# Lines of one file's diff the config diff shows before its "show all" link.
+MAX_FILE_DIFF_LINES = 400
+# Beyond this size a side, a line diff is slow to make and useless to read: sizes are said.
+MAX_DIFF_FILE_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One file that differs between two snapshots: its line diff (text files), or a note
+    (binary, too large, only its mode changed)."""
+
+    path: str
+    status: str  # "changed", "added", "removed"
+    lines: list[DiffLine]
+    note: str = ""
+    hidden: int = 0  # diff lines left out of ``lines`` (0: the whole diff is shown)
+    added: int = 0  # lines added and removed, over the whole diff
+    removed: int = 0
+
+
+def text_of(data: bytes) -> str | None:
+    """The file as text, or None for a binary file (a NUL byte, or not UTF-8)."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def size_text(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size} bytes"
+
+
+def file_diff(
+    path: str,
+    before: bytes | None,
+    after: bytes | None,
+    *,
+    labels: tuple[str, str],
+    modes: tuple[int, int] = (0o644, 0o644),
+    most_lines: int | None = MAX_FILE_DIFF_LINES,
+) -> FileDiff:
+    """The diff of one file between two snapshots (``before`` None: added; ``after`` None:
+    removed), at most ``most_lines`` lines of it (None: all)."""
+    status = "added" if before is None else "removed" if after is None else "changed"
+    notes = []
+    if status == "changed" and modes[0] != modes[1]:
+        notes.append(f"mode {modes[0]:o} → {modes[1]:o}")
+    old, new = before or b"", after or b""
+    if old == new:  # only the mode changed, or an empty file came or went
+        return FileDiff(path, status, [], "; ".join(notes) or "empty file")
+    old_text, new_text = text_of(old), text_of(new)
+    sizes = _sizes(before, after)
+    if old_text is None or new_text is None:
+        return FileDiff(path, status, [], "; ".join([*notes, f"binary, differs ({sizes})"]))
+    if max(len(old), len(new)) > MAX_DIFF_FILE_BYTES:
+        notes.append(f"too large to diff here ({sizes}): download the snapshots")
+        return FileDiff(path, status, [], "; ".join(notes))
+    head = (
+        "/dev/null" if before is None else labels[0],
+        "/dev/null" if after is None else labels[1],
+    )
+    lines = line_diff(old_text, new_text, labels=head)
+    added = sum(line.kind == "add" for line in lines)
+    removed = sum(line.kind == "del" for line in lines)
+    shown = lines if most_lines is None else lines[:most_lines]
+    return FileDiff(path, status, shown, "; ".join(notes), len(lines) - len(shown), added, removed)
+
+
+def _sizes(before: bytes | None, after: bytes | None) -> str:
+    if before is None:
+        return size_text(len(after or b""))
+    if after is None:
+        return size_text(len(before))
+    return f"{size_text(len(before))} → {size_text(len(after))}"

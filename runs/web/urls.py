@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.web import compare, imports, regrade, tokens, trends, views
+from runs.web import compare, imports, regrade, snapshots, tokens, trends, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,6 +12,13 @@ urlpatterns = [
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run_export"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/snapshot/", snapshots.run_snapshot, name="run_snapshot"),
+    path(
+        "runs/<int:run_id>/snapshot/<path:path>",
+        snapshots.run_snapshot_file,
+        name="run_snapshot_file",
+    ),
+    path("runs/<int:run_id>/snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
     path("runs/<int:run_id>/regrade/", regrade.run_regrade, name="run_regrade"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),

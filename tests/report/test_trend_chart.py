@@ -7,12 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 from runs.report.summary import OutcomeCounts
 from runs.report.trend_chart import (
+    REGRADE_SHIFT_MAX,
     TrendRun,
     changes,
     chart,
     commit_ordered,
     drops,
     point_title,
+    regrades_placed,
+    split_regrades,
 )
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -120,3 +123,39 @@ def test_a_drop_reads_in_points_with_a_true_minus() -> None:
 
     assert [callout.text for callout in drawn.callouts] == ["\u221215 pts at #2"]
     assert drawn.no_rate_y is None  # every run has a pass rate: no lane
+
+
+def regrade_of(original: TrendRun, run_id: int, *, rate: float | None) -> TrendRun:
+    return replace(
+        trend_run(run_id, rate=rate, commit=original.commit),
+        regrade_of=original.id,
+        transcripts_run=original.id,
+        graded_with="strict",
+        grading_commit="e" * 40,
+    )
+
+
+def test_regrades_are_split_from_the_series_and_placed_beside_the_run_they_grade() -> None:
+    first, second = trend_run(1, commit="a" * 40), trend_run(2, commit="b" * 40)
+    of_second, of_gone = regrade_of(second, 3, rate=10), regrade_of(trend_run(9), 4, rate=10)
+
+    series, regrades = split_regrades([first, of_second, second, of_gone])
+    placed, unplaced = regrades_placed(regrades, series)
+
+    assert series == [first, second] and regrades == [of_second, of_gone]
+    assert placed == [of_second] and unplaced == [of_gone]
+
+
+def test_a_regrade_is_a_diamond_beside_its_run_off_the_line_and_out_of_the_drops() -> None:
+    runs = [trend_run(1, rate=90), trend_run(2, rate=90)]
+    regrade = regrade_of(runs[0], 3, rate=20)
+
+    drawn = chart(runs, {}, margin=10, regrades=[regrade])
+
+    (point,) = drawn.regrade_points
+    assert point.x == drawn.points[0].x + REGRADE_SHIFT_MAX and point.y > drawn.points[0].y
+    assert point.path.startswith(f"M{point.x},") and point.path.endswith(" Z")
+    assert drawn.callouts == [] and len(drawn.pass_segments) == 1
+    assert point.title.startswith("Re-grade #3 of #1 · passed · pass rate 20%")
+    assert "graded with strict (commit eeeeeeee)" in point.title
+    assert regrade.regrade_label == "re-grade of #1 with strict"

@@ -12,7 +12,9 @@ from django.urls import get_resolver, reverse
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run
+from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create, token_revoke
+from runs.snapshots import snapshot_working_tree
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project
 
@@ -46,6 +48,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     )
     case = failing_case(run)
     other = build_run(project, RunSpec(cases=4, turns=2))
+    snapshot = snapshot_store(packed=snapshot_working_tree(Path(project.directory)))
+    Run.objects.filter(pk=other.pk).update(snapshot=snapshot)
     urls = [
         reverse("home"),
         reverse("project_launch", args=[project.pk]),
@@ -54,6 +58,10 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("run_progress", args=[run.pk]),
         reverse("run_export", args=[run.pk]),
         reverse("run_export", args=[run.pk]) + "?format=junit",
+        reverse("run_snapshot", args=[run.pk]),  # none: says so
+        reverse("run_snapshot", args=[other.pk]),
+        reverse("run_snapshot_file", args=[other.pk, "agent.yaml"]),
+        reverse("run_snapshot_zip", args=[other.pk]),
         reverse("import_results"),
         reverse("case_detail", args=[run.pk, case.pk]),
         reverse("case_turns", args=[run.pk, case.pk]),

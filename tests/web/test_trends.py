@@ -77,7 +77,7 @@ def trends_page(client: Client, query: str) -> str:
 
 
 def table_order(html: str) -> list[int]:
-    table = html.split('<table class="grid trend-table">', 1)[1]
+    table = html.split('<table class="grid trend-table">', 1)[1].split("</table>", 1)[0]
     return [int(run_id) for run_id in re.findall(r'<td><a href="/runs/(\d+)/">', table)]
 
 
@@ -291,9 +291,73 @@ def test_only_the_last_points_are_drawn_when_asked(
     assert "4 finished runs" in html and "the last 2 shown" in html
 
 
+def make_regrade(original: Run, *, day: int, grading_commit: str, rate: float | None) -> Run:
+    """A re-grade of ``original`` as the recorder stores it: at its transcripts' commit, with
+    the commit it was graded at (the ref ``strict``) apart."""
+    run = make_run(original.project, day=day, commit=original.git_commit, rate=rate)
+    sources = {
+        "of": original.pk,
+        "transcripts": {"run": original.pk, "commit": original.git_commit, "branch": "main"},
+        "grading": {"ref": "strict", "commit": grading_commit},
+    }
+    Run.objects.filter(pk=run.pk).update(
+        source=Run.Source.REGRADE, regrade_of=original, regrade_sources=sources
+    )
+    return run
+
+
+def regrade_points(html: str) -> list[tuple[int, int]]:
+    """(re-grade, the run whose transcripts it grades) of each re-grade drawn."""
+    found = re.findall(r'class="trend-regrade" data-run="(\d+)" data-transcripts-run="(\d+)"', html)
+    return [(int(run), int(beside)) for run, beside in found]
+
+
+def test_a_regrade_is_drawn_beside_its_transcripts_run_never_among_the_grading_commit(
+    viewer_client: Client, repo_commits: tuple[Path, list[str]]
+) -> None:
+    directory, (first, _, third) = repo_commits
+    project = make_project("git-agent", str(directory))
+    original = make_run(project, day=0, commit=first, rate=100.0)
+    on_third = make_run(project, day=1, commit=third, rate=100.0)
+    regrade = make_regrade(original, day=2, grading_commit=third, rate=50.0)
+
+    html = trends_page(viewer_client, f"?project={project.pk}")
+
+    # Not a point of the series (nor of the third commit): no line through it, no drop.
+    assert table_order(html) == [original.pk, on_third.pk]
+    assert html.count('class="trend-point"') == 2
+    assert '<g class="trend-callout">' not in html
+    assert regrade_points(html) == [(regrade.pk, original.pk)]
+    assert f"Re-grade #{regrade.pk} of #{original.pk} · passed · pass rate 50%" in html
+    assert "1 re-grade kept out of the commit series" in html
+    regrades = html.split('<table class="grid trend-regrades">', 1)[1]
+    assert f"re-grade of #{original.pk} with strict" in regrades
+    assert third[:8] in regrades  # the commit it was graded at, said apart
+
+
+def test_regrades_can_be_hidden_and_those_of_runs_not_shown_are_left_out(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    older = make_run(project, day=0)
+    newer = make_run(project, day=1)
+    make_regrade(older, day=2, grading_commit="e" * 40, rate=50.0)
+    of_newer = make_regrade(newer, day=3, grading_commit="e" * 40, rate=50.0)
+
+    shown = trends_page(viewer_client, f"?project={project.pk}")
+    hidden = trends_page(viewer_client, f"?project={project.pk}&regrades=hide")
+    last = trends_page(viewer_client, f"?project={project.pk}&last=1")
+
+    assert table_order(shown) == [older.pk, newer.pk] and len(regrade_points(shown)) == 2
+    assert regrade_points(hidden) == [] and "trend-regrades" not in hidden
+    assert "2 re-grades kept out of the commit series (hidden)" in hidden
+    assert regrade_points(last) == [(of_newer.pk, newer.pk)]
+    assert "1 of runs not shown left out" in last
+
+
 @pytest.mark.parametrize(
     "query",
     [
+        "?agent=x&regrades=maybe",
         "?project=abc",
         "?project=0",
         "?project=99999999999999999999999",

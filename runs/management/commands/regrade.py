@@ -60,6 +60,8 @@ class Command(BaseCommand):
             self.stderr.write(str(exc))
             return EXIT_CONFIG
         self.stdout.write(f"re-grade of run {original.pk}: run {run.pk}")
+        if run.regrade is not None:
+            self.stdout.write(run.regrade.text)
         if options["queue"]:
             self.stdout.write("queued for the workers")
             return EXIT_PASSED

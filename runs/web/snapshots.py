@@ -1,0 +1,185 @@
+"""What a run ran: its snapshot's file tree, one file as text, the whole snapshot as a zip.
+
+Only the paths of the run's manifest are served: any other path is a 404 before the archive is
+read, so no path given in a URL ever reaches the file system or the zip's other entries. A file
+is shown as escaped text (or, binary, its size and a download), never as HTML of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.html import format_html, format_html_join
+from django.utils.http import content_disposition_header
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET
+
+from runs.selectors.snapshots import (
+    StoredSnapshot,
+    run_snapshot_get,
+    run_snapshot_required,
+    snapshot_archive,
+    snapshot_contents,
+)
+from runs.snapshots import SnapshotFile
+from runs.web.diffs import size_text, text_of
+from runs.web.params import flag_param
+
+if TYPE_CHECKING:
+    from runs.models import Run
+
+# A file page shows at most this much of a file: beyond it, the download has the rest.
+MAX_SHOWN_LINES = 5_000
+MAX_SHOWN_BYTES = 1024 * 1024
+EXECUTABLE = 0o755
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One line of the file tree: a folder (``file`` None) or a file, at its depth."""
+
+    depth: int
+    name: str
+    file: SnapshotFile | None = None
+
+    @property
+    def indent(self) -> str:
+        return f"{self.depth * 1.25:g}rem"
+
+    @property
+    def executable(self) -> bool:
+        return self.file is not None and self.file.mode == EXECUTABLE
+
+
+def file_tree(files: tuple[SnapshotFile, ...]) -> list[TreeRow]:
+    """The files (sorted by path, so a folder's files are together) as an indented tree."""
+    rows: list[TreeRow] = []
+    opened: list[str] = []
+    for entry in files:
+        *folders, name = entry.path.split("/")
+        shared = 0
+        while shared < min(len(opened), len(folders)) and opened[shared] == folders[shared]:
+            shared += 1
+        opened = opened[:shared]
+        for folder in folders[shared:]:
+            rows.append(TreeRow(len(opened), folder))
+            opened.append(folder)
+        rows.append(TreeRow(len(folders), name, entry))
+    return rows
+
+
+@login_required
+@require_GET
+def run_snapshot(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's "what ran" page: its snapshot's files, each linked to its page (1 query)."""
+    run, snapshot = run_snapshot_get(run_id=run_id)
+    context = {
+        "run": run,
+        "snapshot": snapshot,
+        "tree": file_tree(snapshot.files) if snapshot else [],
+        "total": size_text(snapshot.total_bytes) if snapshot else "",
+    }
+    return render(request, "runs/run_snapshot.html", context)
+
+
+@login_required
+@require_GET
+def run_snapshot_file(request: HttpRequest, run_id: int, path: str) -> HttpResponse:
+    """One file of the run's snapshot: text with line numbers, or (binary) its size and a
+    download; ``?download=1`` the file itself (2 queries)."""
+    run, snapshot = run_snapshot_required(run_id=run_id)
+    entry = snapshot.file(path)
+    if entry is None:
+        raise Http404(f"run #{run.pk}'s snapshot has no file {path!r}")
+    data = snapshot_contents(wanted={snapshot.id: [entry]})[(snapshot.id, entry.path)]
+    if flag_param(request, "download"):
+        return _attachment(data, entry.path.rsplit("/", 1)[-1], "application/octet-stream")
+    text = text_of(data)
+    lines = text.splitlines() if text is not None else []
+    shown = _shown_lines(lines)
+    context = {
+        "run": run,
+        "snapshot": snapshot,
+        "file": entry,
+        "size": size_text(entry.size),
+        "binary": text is None,
+        "line_count": len(lines),
+        "shown_count": len(shown),
+        "lines_html": numbered_lines(shown),
+    }
+    return render(request, "runs/run_snapshot_file.html", context)
+
+
+@login_required
+@require_GET
+def run_snapshot_zip(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's snapshot as a zip; 404 for a run without one (2 queries)."""
+    run, snapshot = run_snapshot_required(run_id=run_id)
+    return snapshot_zip_response(run=run, snapshot=snapshot)
+
+
+def snapshot_zip_response(*, run: Run, snapshot: StoredSnapshot) -> HttpResponse:
+    """The snapshot as stored (a zip of its files), as an attachment named after the agent and
+    the snapshot's digest (1 query). The dashboard's link and ``GET
+    /api/v1/runs/{id}/snapshot.zip`` serve it."""
+    from runs.report.holodeck_io import slugify
+
+    name = f"{slugify(run.agent_name)}-snapshot-{snapshot.short_digest}.zip"
+    return _attachment(snapshot_archive(snapshot_id=snapshot.id), name, "application/zip")
+
+
+def snapshot_facts(snapshot: StoredSnapshot) -> dict[str, object]:
+    """The snapshot's facts and manifest, as the API answers them."""
+    return {
+        "digest": snapshot.digest,
+        "file_count": snapshot.file_count,
+        "total_bytes": snapshot.total_bytes,
+        "created_at": snapshot.created_at,
+        "files": [
+            {"path": f.path, "size": f.size, "sha256": f.sha256, "mode": f"{f.mode:o}"}
+            for f in snapshot.files
+        ],
+    }
+
+
+def _attachment(data: bytes, filename: str, content_type: str) -> HttpResponse:
+    response = HttpResponse(data, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    response["Content-Length"] = str(len(data))
+    return response
+
+
+def _shown_lines(lines: list[str]) -> list[str]:
+    """The first lines of the file, up to MAX_SHOWN_LINES and MAX_SHOWN_BYTES."""
+    shown: list[str] = []
+    size = 0
+    for line in lines[:MAX_SHOWN_LINES]:
+        size += len(line) + 1
+        if size > MAX_SHOWN_BYTES and shown:
+            break
+        shown.append(line)
+    return shown
+
+
+def numbered_lines(lines: list[str]) -> SafeString:
+    """The lines as table rows with their numbers, rendered here rather than in the template
+    (thousands of rows); every line is escaped by format_html."""
+    return format_html_join(
+        "\n",
+        "{}",
+        (
+            (
+                format_html(
+                    '<tr id="L{0}"><td class="ln"><a href="#L{0}">{0}</a></td>'
+                    '<td class="src">{1}</td></tr>',
+                    number,
+                    line,
+                ),
+            )
+            for number, line in enumerate(lines, start=1)
+        ),
+    )
