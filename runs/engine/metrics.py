@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graders.result import Grade, error_text
+from runs.report.kinds import JUDGE_KINDS
 from runs.report.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
@@ -251,7 +252,7 @@ def judge_warnings(agent: LoadedAgent) -> list[str]:
             metrics += turn.evaluations or []
     warnings: dict[str, str] = {}
     for metric in metrics:
-        if metric.kind not in ("geval", "rag") or not metric.enabled:
+        if metric.kind not in JUDGE_KINDS or not metric.enabled:
             continue
         model = judge_model(agent, metric)
         label = f"{model.provider}/{model.name}"

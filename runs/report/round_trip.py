@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 
 from runs.report.models import EvalRun, TestReport
-from runs.report.numbers import pass_rate_of
+from runs.report.numbers import format_rate, pass_rate_of
 
 ENVIRONMENT_KEY = "holodeck_web_run"
 
@@ -60,7 +60,8 @@ def summary_contradiction(report: TestReport) -> str | None:
         return None
     return (
         f"The file's summary says {stated.passed} passed and {stated.failed} failed of "
-        f"{stated.total_tests} test cases (pass rate {stated.pass_rate:g}%), but its results "
-        f"say {passed} passed and {total - passed} failed of {total} ({rate:g}%): the results "
+        f"{stated.total_tests} test cases (pass rate {format_rate(stated.pass_rate)}), but its "
+        f"results say {passed} passed and {total - passed} failed of {total} "
+        f"({format_rate(rate)}): the results "
         "are shown."
     )

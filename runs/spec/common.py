@@ -19,6 +19,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo
 from pydantic_core import PydanticCustomError
 
+from runs.report.kinds import METRIC_KINDS
 from runs.spec.resolve import CodeResolver
 
 SPEC_ERROR = "holodeck_spec"
@@ -26,9 +27,7 @@ SPEC_ERROR = "holodeck_spec"
 # Tags of the discriminated unions (tools, metrics, expected tools). Pydantic puts the tag into
 # an error's location; the loader drops these so paths read like the YAML
 # (``evaluations[0].grader``).
-UNION_TAGS = frozenset(
-    {"standard", "geval", "rag", "code", "function", "mcp", "tool-name", "tool-object"}
-)
+UNION_TAGS = frozenset({*METRIC_KINDS, "function", "mcp", "tool-name", "tool-object"})
 
 
 class StrictModel(BaseModel):

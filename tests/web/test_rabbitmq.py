@@ -10,8 +10,6 @@ RabbitMQ (a dashboard's, say) can take its messages; the queue is deleted afterw
 from __future__ import annotations
 
 import os
-import signal
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,30 +19,26 @@ from urllib.parse import urlsplit
 import pytest
 from celery import Celery
 from celery._state import get_current_app
-from django.contrib.auth.models import User
 from django.db import connection
-from django.test import Client
-from django.urls import reverse
 from kombu import Connection, pools
 from kombu.utils.collections import eqhash
 from pytest_django.fixtures import Settings
 
 import runs.tasks  # noqa: F401 - registers the tasks with the app made below
 from holodeck_web.celery import configure
-from runs.models import CaseResult, Run, TurnResult
-from tests.web.services_helpers import example_project
+from runs.models import CaseResult
 from tests.web.worker_helpers import (
     Workers,
+    assert_run_page_shows_the_cases,
     assert_run_whole,
-    slow_run,
-    wait_for,
-    wait_for_a_case_mid_turns,
+    run_from_the_view_to_the_end,
+    run_whose_pool_child_is_killed,
+    run_whose_whole_worker_is_killed,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.process]
 
 URL_VARIABLE = "HOLODECK_TEST_AMQP_URL"
-RECOVERY_BUDGET_S = 120  # "with default settings the run ends within 2 minutes of the kill"
 
 
 def redacted(url: str) -> str:
@@ -133,71 +127,26 @@ def workers(tmp_path: Path, rabbitmq: Broker) -> Iterator[Workers]:
 def test_a_worker_on_rabbitmq_runs_a_run_launched_from_the_view_to_the_end(
     tmp_path: Path, workers: Workers
 ) -> None:
-    worker = workers.start()
-    project = example_project(tmp_path)
-    # A little simulated model latency so the run is observable while it runs.
-    text = project.agent_path.read_text()
-    project.agent_path.write_text(
-        text.replace("provider: scripted", "provider: scripted\n  latency_ms: 150", 1)
-    )
-    staff = User.objects.create_user("lead", password="pw-for-tests", is_staff=True)
-    client = Client()
-    client.force_login(staff)
-    response = client.post(
-        reverse("project_launch", args=[project.pk]),
-        {"git_ref": "", "parallel": "2", "limit": "", "case_filter": ""},
-    )
-    assert response.status_code == 302, response.content.decode()[:2000]
-    run = Run.objects.get()
-
-    seen_partial = False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        rows = TurnResult.objects.filter(run=run).count()
-        if run.status == Run.Status.RUNNING and 0 < rows < run.total_turns:
-            seen_partial = True
-            assert rows >= run.turns_done  # rows are written with the counter, atomically
-        if not run.is_active:
-            break
-        workers.assert_alive(worker)
-        time.sleep(0.05)
+    client, run, seen_partial = run_from_the_view_to_the_end(tmp_path, workers, seconds=120)
     assert not run.is_active, workers.logs()
     assert seen_partial, "turn rows never appeared while the run was running"
     assert_run_whole(run)
     assert set(CaseResult.objects.filter(run=run).values_list("attempts", flat=True)) == {1}
-    page = client.get(reverse("run_detail", args=[run.pk]))
-    assert page.status_code == 200
-    assert "northwind_capex_decline" in page.content.decode()
+    assert_run_page_shows_the_cases(client, run)
 
 
 def test_a_case_whose_pool_child_is_killed_runs_again_on_rabbitmq(
     tmp_path: Path, workers: Workers
 ) -> None:
-    worker = workers.start()
-    run = slow_run(tmp_path)
-    case = wait_for_a_case_mid_turns(run, workers)
-    os.kill(int(case.claimed_by.split(":")[1]), signal.SIGKILL)  # one pool child, mid-case
-    killed_at = time.monotonic()
-    wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, RECOVERY_BUDGET_S, workers)
-    assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
+    run, case, worker = run_whose_pool_child_is_killed(tmp_path, workers)
     workers.assert_alive(worker)  # the main process lives on and requeued the message
     assert workers.redelivered(), "RabbitMQ never gave the killed child's message back"
-    assert_run_whole(run)
-    assert CaseResult.objects.get(pk=case.pk).attempts >= 2  # it ran again
+    assert_run_whole(run, killed=case)
 
 
 def test_a_case_whose_whole_worker_is_killed_runs_again_on_the_next_worker_on_rabbitmq(
     tmp_path: Path, workers: Workers
 ) -> None:
-    first = workers.start()
-    run = slow_run(tmp_path)
-    case = wait_for_a_case_mid_turns(run, workers)
-    workers.kill_all(first)  # the main process and its pool children
-    killed_at = time.monotonic()
-    workers.start()
-    wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, RECOVERY_BUDGET_S, workers)
-    assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
+    run, case = run_whose_whole_worker_is_killed(tmp_path, workers)
     assert workers.redelivered(), "RabbitMQ never gave the dead worker's messages back"
-    assert_run_whole(run)
-    assert CaseResult.objects.get(pk=case.pk).attempts >= 2  # it ran again
+    assert_run_whole(run, killed=case)

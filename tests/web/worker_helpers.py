@@ -1,6 +1,7 @@
-"""Real Celery worker processes for the service-backed tests, on any broker: start them in a
-process group of their own, kill one pool child or the whole worker, and check that a run ended
-whole (every case graded, no duplicate rows, counters equal to the rows)."""
+"""Real Celery worker processes for the service-backed tests, on any broker: check that the
+services are up, start workers in a process group of their own, kill one pool child or the whole
+worker, and check that a run ended whole (every case graded, no duplicate rows, counters equal to
+the rows)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,49 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Count
+from django.test import Client
+from django.urls import reverse
 
+from holodeck_web.celery import app as celery_app
 from runs.management.commands.serve import worker_command
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.services import launch
 from tests.web.services_helpers import REPO, example_project
 
 # Celery's worker log line for each message it takes (at --loglevel INFO).
 RECEIVED = re.compile(r"Task runs\.tasks\.execute_case\[([0-9a-f-]+)\] received")
+RECOVERY_BUDGET_S = 120  # "with default settings the run ends within 2 minutes of the kill"
+
+
+def redis_and_postgresql_missing() -> str | None:
+    """None when PostgreSQL and Redis are configured and reachable, else why not."""
+    if connection.vendor != "postgresql":
+        return "DATABASE_URL does not point at PostgreSQL"
+    url = os.environ.get("REDIS_URL") or os.environ.get("CELERY_BROKER_URL")
+    if not url or not url.startswith("redis"):
+        return "REDIS_URL is not set"
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        return f"Redis at {url} is unreachable: {exc}"
+    return None
+
+
+def require_redis_and_postgresql() -> None:
+    """Skip the test unless PostgreSQL and Redis are up (a failure in CI:
+    HOLODECK_REQUIRE_SERVICES, tests/conftest.py), then drop stale tasks of earlier runs."""
+    reason = redis_and_postgresql_missing()
+    if reason:
+        pytest.skip(reason)
+    celery_app.control.purge()
 
 
 def database_url() -> str:
@@ -39,20 +71,39 @@ def database_url() -> str:
 
 
 class Workers:
-    """Real worker processes (each a Celery main process with 2 pool children), started with
-    the recovery settings' defaults (no HOLODECK_* variable of the shell) and ``env``."""
+    """Real worker processes (each a Celery main process with 2 pool children), started in
+    ``cwd`` (the repository's code either way) with the recovery settings' defaults (no
+    HOLODECK_* variable of the shell) and ``env``, their data folder ``tmp_path /
+    "worker-data"``. As a context manager, stopped on the way out."""
 
-    def __init__(self, tmp_path: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, tmp_path: Path, env: dict[str, str] | None = None, *, cwd: Path = REPO
+    ) -> None:
+        self.data_dir = tmp_path / "worker-data"
         self.env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith("HOLODECK_") or k == "HOLODECK_REQUIRE_SERVICES"
         }
         self.env.update(
-            DATABASE_URL=database_url(), HOLODECK_DATA_DIR=str(tmp_path / "worker-data"), **env
+            DATABASE_URL=database_url(), HOLODECK_DATA_DIR=str(self.data_dir), **(env or {})
         )
+        if cwd != REPO:  # the project's code, not the working directory's
+            self.env["PYTHONPATH"] = str(REPO)
         self.tmp_path = tmp_path
+        self.cwd = cwd
         self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
 
     def start(self) -> subprocess.Popen[bytes]:
         log = self.tmp_path / f"worker-{len(self.procs)}.log"
@@ -62,7 +113,7 @@ class Workers:
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [*worker_command(2, loglevel="INFO"), "-n", name, *quiet],
-                cwd=REPO,
+                cwd=self.cwd,
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -107,15 +158,59 @@ class Workers:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def slow_run(tmp_path: Path, latency_ms: int = 800) -> Run:
-    """The example agent (3 cases, 10 turns) at ``latency_ms`` a model call, two cases at a time,
-    launched as the view launches it."""
+def slow_project(tmp_path: Path, latency_ms: int) -> AgentProject:
+    """A copy of the example agent (3 cases, 10 turns) at ``latency_ms`` a model call."""
     project = example_project(tmp_path)
     text = project.agent_path.read_text()
     project.agent_path.write_text(
         text.replace("provider: scripted", f"provider: scripted\n  latency_ms: {latency_ms}", 1)
     )
-    return launch.run_create(project=project, parallel=2)
+    return project
+
+
+def slow_run(tmp_path: Path, latency_ms: int = 800) -> Run:
+    """The example agent at ``latency_ms`` a model call, two cases at a time, launched as the
+    view launches it."""
+    return launch.run_create(project=slow_project(tmp_path, latency_ms), parallel=2)
+
+
+def run_from_the_view_to_the_end(
+    tmp_path: Path, workers: Workers, *, seconds: float
+) -> tuple[Client, Run, bool]:
+    """A worker runs the example agent, launched through the launch form by a staff user, with a
+    little simulated model latency so the run is observable while it runs; polled until it ends
+    or ``seconds`` pass. That user's client, the run, and whether turn rows were seen while it
+    was running (never fewer rows than its counter)."""
+    worker = workers.start()
+    project = slow_project(tmp_path, latency_ms=150)
+    staff = User.objects.create_user("lead", password="pw-for-tests", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    response = client.post(
+        reverse("project_launch", args=[project.pk]),
+        {"git_ref": "", "parallel": "2", "limit": "", "case_filter": ""},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = Run.objects.get()
+    seen_partial = False
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        rows = TurnResult.objects.filter(run=run).count()
+        if run.status == Run.Status.RUNNING and 0 < rows < run.total_turns:
+            seen_partial = True
+            assert rows >= run.turns_done  # rows are written with the counter, atomically
+        if not run.is_active:
+            break
+        workers.assert_alive(worker)
+        time.sleep(0.05)
+    return client, run, seen_partial
+
+
+def assert_run_page_shows_the_cases(client: Client, run: Run) -> None:
+    page = client.get(reverse("run_detail", args=[run.pk]))
+    assert page.status_code == 200
+    assert "northwind_capex_decline" in page.content.decode()
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, workers: Workers) -> None:
@@ -149,9 +244,41 @@ def wait_for_a_case_mid_turns(run: Run, workers: Workers, seconds: float = 90) -
     return found[0]
 
 
-def assert_run_whole(run: Run) -> None:
+def run_whose_pool_child_is_killed(
+    tmp_path: Path, workers: Workers
+) -> tuple[Run, CaseResult, subprocess.Popen[bytes]]:
+    """A worker runs the slow run; the pool child running a case is killed with SIGKILL in the
+    middle of it, and the run ends within the recovery budget. The run, the case, the worker."""
+    worker = workers.start()
+    run = slow_run(tmp_path)
+    case = wait_for_a_case_mid_turns(run, workers)
+    os.kill(int(case.claimed_by.split(":")[1]), signal.SIGKILL)  # one pool child, mid-case
+    ends_within_recovery_budget(run, workers, killed_at=time.monotonic())
+    return run, case, worker
+
+
+def run_whose_whole_worker_is_killed(tmp_path: Path, workers: Workers) -> tuple[Run, CaseResult]:
+    """A worker runs the slow run; the whole worker is killed with SIGKILL while a case is in
+    the middle of its turns, a next worker starts, and the run ends within the recovery budget.
+    The run and the case."""
+    first = workers.start()
+    run = slow_run(tmp_path)
+    case = wait_for_a_case_mid_turns(run, workers)
+    workers.kill_all(first)  # the main process and its pool children
+    killed_at = time.monotonic()
+    workers.start()
+    ends_within_recovery_budget(run, workers, killed_at=killed_at)
+    return run, case
+
+
+def ends_within_recovery_budget(run: Run, workers: Workers, *, killed_at: float) -> None:
+    wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, RECOVERY_BUDGET_S, workers)
+    assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
+
+
+def assert_run_whole(run: Run, *, killed: CaseResult | None = None) -> None:
     """The example run ended with every case graded once: no duplicate turn rows, no metric row
-    of a removed turn, and counters equal to the rows."""
+    of a removed turn, and counters equal to the rows; the ``killed`` case ran again."""
     run.refresh_from_db()
     cases = list(CaseResult.objects.filter(run=run))
     assert run.status == Run.Status.FAILED  # the example's deliberately failing case
@@ -168,3 +295,5 @@ def assert_run_whole(run: Run) -> None:
     assert run.cases_done == len(cases)
     assert run.passed_cases == sum(1 for c in cases if c.passed)
     assert run.failed_cases == sum(1 for c in cases if c.passed is False)
+    if killed is not None:
+        assert CaseResult.objects.get(pk=killed.pk).attempts >= 2  # it ran again
