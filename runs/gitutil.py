@@ -20,6 +20,14 @@ class GitError(Exception):
     pass
 
 
+# What the dirty check ignores (git pathspecs, relative to the agent directory).
+NOT_DIRTYING = (
+    ":(exclude)results/",
+    ":(exclude,glob)**/__pycache__/**",
+    ":(exclude,glob)**/*.pyc",
+)
+
+
 @dataclass(frozen=True)
 class GitInfo:
     root: Path
@@ -55,8 +63,9 @@ def git_info(directory: Path) -> GitInfo | None:
         branch = _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
     except GitError:
         branch = ""
-    # HoloDeck's CLI writes results/ beside agent.yaml: result files change nothing that runs.
-    dirty = bool(_git(directory, "status", "--porcelain", "--", ".", ":(exclude)results/"))
+    # HoloDeck's CLI writes results/ beside agent.yaml, and loading the agent's tools and
+    # graders writes Python's bytecode caches: neither changes anything that runs.
+    dirty = bool(_git(directory, "status", "--porcelain", "--", ".", *NOT_DIRTYING))
     return GitInfo(root, commit, "" if branch == "HEAD" else branch, dirty)
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.db.models import Count, QuerySet, Sum
 from pydantic import BaseModel
 
 from runs.models import CaseResult, MetricResult, TurnResult
 from runs.report import models as wire
 from runs.report.build import case_turns
-from runs.report.summary import MetricMark, RunSummary, summarize
+from runs.report.summary import MetricTally, RunSummary, summarize_tallies
 
 __all__ = [
     "CASE_FIELDS",
@@ -30,6 +31,7 @@ __all__ = [
     "case_to_wire",
     "case_turns",
     "case_values",
+    "summaries_of_rows",
     "summary_of_rows",
     "turn_rows",
     "turn_to_wire",
@@ -180,19 +182,46 @@ def _metric_to_wire(metric: MetricResult) -> wire.MetricResult:
 
 
 def summary_of_rows(run_id: int, *, case_id: int | None = None) -> RunSummary:
-    """The summary of a run (or of one of its cases) from its stored verdicts: three queries
-    of three columns each, whatever the size of the run."""
-    scope: dict[str, int] = {"run_id": run_id}
+    """The summary of a run (or of one of its cases) from its stored verdicts."""
+    if case_id is None:
+        return summaries_of_rows([run_id])[run_id]
+    return summaries_of_rows([run_id], case_id=case_id)[run_id]
+
+
+def summaries_of_rows(
+    run_ids: Sequence[int], *, case_id: int | None = None
+) -> dict[int, RunSummary]:
+    """Each run's summary from its stored verdicts, counted by the database: three GROUP BY
+    queries for all the runs together, so a poll of a large running run reads a few rows, not
+    one per turn and metric. ``case_id``: one case's summary (of the one run given)."""
+    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    turns = TurnResult.objects.filter(run_id__in=run_ids)
+    metrics = MetricResult.objects.filter(run_id__in=run_ids)
     if case_id is not None:
-        scope["case_id"] = case_id
-    case_scope = {"run_id": run_id, **({"pk": case_id} if case_id is not None else {})}
-    return summarize(
-        case_outcomes=CaseResult.objects.filter(**case_scope).values_list("outcome", flat=True),
-        turn_outcomes=TurnResult.objects.filter(**scope).values_list("outcome", flat=True),
-        metrics=(
-            MetricMark(name, kind, outcome, score)
-            for name, kind, outcome, score in MetricResult.objects.filter(
-                **({"run_id": run_id, "turn__case_id": case_id} if case_id else scope)
-            ).values_list("metric_name", "kind", "outcome", "score")
-        ),
-    )
+        cases = cases.filter(pk=case_id)
+        turns = turns.filter(case_id=case_id)
+        metrics = metrics.filter(turn__case_id=case_id)
+    case_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
+    turn_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
+    metric_tally: dict[int, list[MetricTally]] = {run_id: [] for run_id in run_ids}
+    for run_id, outcome, n in _tally(cases):
+        case_tally[run_id].append((outcome, n))
+    for run_id, outcome, n in _tally(turns):
+        turn_tally[run_id].append((outcome, n))
+    for run_id, *row in (
+        metrics.values_list("run_id", "metric_name", "kind", "outcome")
+        .annotate(n=Count("pk"), score_sum=Sum("score"), scored=Count("score"))
+        .order_by()
+    ):
+        metric_tally[run_id].append(MetricTally(*row))
+    return {
+        run_id: summarize_tallies(
+            cases=case_tally[run_id], turns=turn_tally[run_id], metrics=metric_tally[run_id]
+        )
+        for run_id in run_ids
+    }
+
+
+def _tally(rows: QuerySet[Any]) -> QuerySet[Any]:
+    """(run id, outcome, how many) of case or turn rows."""
+    return rows.values_list("run_id", "outcome").annotate(n=Count("pk")).order_by()

@@ -235,15 +235,8 @@ def run_record(
     results = report.results
     turns_of = [case_turns(result) for result in results]
     summary = summary_of_results(results)
-    cases = summary.cases
-    all_errored = bool(cases.total) and cases.error == cases.total
-    status = (
-        Run.Status.ERROR
-        if all_errored
-        else Run.Status.PASSED
-        if cases.passed == cases.total
-        else Run.Status.FAILED
-    )
+    status = summary.run_status()
+    all_errored = status == Run.Status.ERROR
     usage = [result.token_usage for result in results if result.token_usage]
     when = _parse_time(report.timestamp)
     with transaction.atomic():
@@ -436,7 +429,7 @@ def case_fail(case: CaseResult, attempt: int, error: str) -> None:
         if case_owned(case, attempt).update(
             status=CaseResult.Status.ERROR,
             passed=False,
-            outcome="error",
+            outcome=Outcome.ERROR.value,
             errors=[error],
             finished_at=timezone.now(),
         ):
@@ -459,7 +452,9 @@ def _pass_rate_after(passed: int, failed: int) -> Round:
 def case_cancel(case: CaseResult) -> None:
     """A case of a cancelled run that never started."""
     if CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.PENDING).update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
+        status=CaseResult.Status.CANCELLED,
+        outcome=Outcome.CANCELLED.value,
+        finished_at=timezone.now(),
     ):
         Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
 
@@ -467,7 +462,9 @@ def case_cancel(case: CaseResult) -> None:
 def cases_cancel_pending(run: Run) -> int:
     pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
     count = pending.update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
+        status=CaseResult.Status.CANCELLED,
+        outcome=Outcome.CANCELLED.value,
+        finished_at=timezone.now(),
     )
     Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
     return count
@@ -625,11 +622,11 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
         "report_timestamp": timezone.now().isoformat(),
         **({"source_hash": source_hash} if source_hash else {}),
     }
-    cases = summary.cases
-    if cases.error and cases.error == cases.total - cases.cancelled:
+    status = summary.run_status()
+    if status == Run.Status.ERROR:
         ended = run.fail("every test case failed to execute", **fields)
     else:
-        ended = run.finish(passed=cases.total > 0 and cases.passed == cases.total, **fields)
+        ended = run.finish(passed=status == Run.Status.PASSED, **fields)
     if not ended:
         # Cancelled (or already finished): keep the status but store the summary.
         Run.objects.filter(pk=run.pk).update(**fields)

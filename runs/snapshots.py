@@ -43,7 +43,7 @@ RESULTS_DIR = "results"
 MARKER_SUFFIX = ".complete"
 # Left out of untracked files (and of everything outside git): caches and local state that
 # change when the agent runs, and would change the digest of an unchanged agent.
-JUNK_DIRS = frozenset({".git", "__pycache__", ".holodeck"})
+JUNK_DIRS = frozenset({".git", "__pycache__", ".holodeck", ".venv", "venv", "node_modules"})
 JUNK_SUFFIXES = (".pyc",)
 HOW_TO_LEAVE_OUT = (
     "Leave out what the agent does not need: list it in the project's .gitignore "

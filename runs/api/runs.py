@@ -14,7 +14,8 @@ from runs.api.schemas import Id, SafeText, responses
 from runs.report.models import TurnResult
 from runs.report.outcomes import CaseOutcome
 from runs.report.summary import RunSummary
-from runs.selectors.export import case_turn_results, run_summary
+from runs.selectors.export import case_turn_results
+from runs.selectors.runs import run_summary
 from runs.web.exports import run_export_response
 
 if TYPE_CHECKING:

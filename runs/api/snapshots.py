@@ -8,6 +8,7 @@ from django.urls import reverse
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from runs.api.auth import staff_only
 from runs.api.schemas import Id, responses
 from runs.selectors.snapshots import NO_SNAPSHOT, StoredSnapshot, run_snapshot_get
 from runs.web.snapshots import snapshot_facts, snapshot_zip_response
@@ -54,11 +55,13 @@ def run_snapshot(request: HttpRequest, run_id: Id) -> object:
 
 @router.get(
     "/runs/{run_id}/snapshot.zip",
-    response=responses({200: None}, 404),
+    response=responses({200: None}, 403, 404),
     url_name="run_snapshot_zip",
-    summary="The run's snapshot: a zip of the files it ran, as stored",
+    summary="The run's snapshot: a zip of the files it ran, as stored (staff only)",
 )
 def run_snapshot_zip(request: HttpRequest, run_id: Id) -> HttpResponse:
+    # Its files may hold secrets (a .env outside git is packed too); the manifest may not.
+    staff_only(request, "download a run's snapshot")
     run, snapshot = _run_snapshot(run_id)
     return snapshot_zip_response(run=run, snapshot=snapshot)
 

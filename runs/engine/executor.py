@@ -187,6 +187,7 @@ class Engine:
             execution_time_ms=0,
             errors=[f"execution error: {error_text(exc)}"],
             timestamp=utc_now(),
+            outcome="error",  # it produced no answer to grade, as the recorder stores it
         )
 
     def _case_result(

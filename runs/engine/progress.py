@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
+from runs.report.outcomes import BAD, Outcome
 from runs.spec.test_cases import case_label
 
 
@@ -26,7 +27,7 @@ class TerminalProgress:
         if event.kind == "turn_finished" and event.turn is not None:
             self.turns_done += 1
             turn = event.turn
-            mark = "SKIP" if turn.skipped else ("PASS" if turn.passed else "FAIL")
+            mark = Outcome.of(turn.outcome).label.upper()
             line = (
                 f"[{self.turns_done}/{self.total_turns}] {label} turn "
                 f"{turn.turn_index + 1}/{event.total_turns} {mark} ({turn.execution_time_ms} ms)"
@@ -34,11 +35,12 @@ class TerminalProgress:
             self._show(line)
         elif event.kind == "case_finished" and event.result is not None:
             self.cases_done += 1
-            self.failed_cases += 0 if event.result.passed else 1
+            outcome = Outcome.of(event.result.outcome)
+            self.failed_cases += outcome in BAD
             if self.tty:
                 self._show("")
             else:
-                verdict = "passed" if event.result.passed else "FAILED"
+                verdict = outcome.label if outcome is Outcome.PASSED else outcome.label.upper()
                 self.stream.write(f"case {label}: {verdict}\n")
 
     def _show(self, line: str) -> None:

@@ -19,6 +19,7 @@ from runs.report.models import (
     TokenUsage,
     TurnResult,
 )
+from runs.report.outcomes import rolled_up_metric_outcome
 
 TURN_INPUT_SEPARATOR = "\n---\n"
 
@@ -175,6 +176,7 @@ def _rollup_metric(entries: list[tuple[int, MetricResult]]) -> MetricResult:
         reasoning=_prefixed_join(entries, "reasoning"),
         judge_usage=sum_usage(judge_usages),
         judge_cost_usd=sum(costs) if costs else None,
+        outcome=rolled_up_metric_outcome(m.outcome or "" for m in metrics).value,  # type: ignore[arg-type]
     )
 
 

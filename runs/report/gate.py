@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runs.report.numbers import NONE_TEXT, format_points, format_rate, format_score
+from runs.report.numbers import (
+    NONE_TEXT,
+    format_points,
+    format_rate,
+    format_score,
+    format_score_change,
+)
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
@@ -208,7 +214,7 @@ def _md_metrics(result: GateResult) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for change in result.metric_changes:
-        delta = "" if change.drop is None else f"{-change.drop:+.3f}"
+        delta = "" if change.drop is None else format_score_change(-change.drop)
         mark = " ❌" if change.over_limit else ""
         limit = "" if change.limit is None else f"{change.limit:g}"
         turns = change.turns

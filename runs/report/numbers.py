@@ -30,6 +30,12 @@ def format_score(value: float | None) -> str:
     return NONE_TEXT if value is None else f"{value:.2f}"
 
 
+def format_score_change(value: float | None) -> str:
+    """A change of a score, with a sign and three decimals ("+0.125"): small moves of a 0..1
+    score show."""
+    return NONE_TEXT if value is None else f"{value:+.3f}"
+
+
 def format_points(value: float | None) -> str:
     """A change of a pass rate, in percentage points with a sign ("+12.5 pts")."""
     if value is None:

@@ -36,8 +36,10 @@ __all__ = [
     "TurnOutcome",
     "case_kind_outcomes",
     "case_outcome",
+    "case_outcome_of_turns",
     "metric_outcome",
     "only_ungraded_failures",
+    "rolled_up_metric_outcome",
     "turn_kind_outcomes",
     "turn_outcome",
 ]
@@ -149,15 +151,40 @@ def turn_outcome(turn: TurnResult) -> Outcome:
 
 
 def case_outcome(result: TestResult) -> Outcome:
-    """As a turn, over the case's roll-up. (A case cancelled before it ran, or one whose worker
-    gave up on it, has no result: the recorder stores ``cancelled`` or ``error`` for it.)"""
+    """A multi-turn case over its turns' verdicts (``case_outcome_of_turns``); a single-turn
+    case as its one turn. (A case cancelled before it ran, or one whose worker gave up on it,
+    has no result: the recorder stores ``cancelled`` or ``error`` for it.)"""
     if result.passed:
         return Outcome.PASSED
+    if result.turns:
+        return case_outcome_of_turns(turn.outcome or turn_outcome(turn) for turn in result.turns)
     if result.errors or result.tools_matched is False:
         return Outcome.FAILED
     if only_ungraded_failures(result.metric_results):
         return Outcome.NOT_GRADED
     return Outcome.FAILED
+
+
+def case_outcome_of_turns(outcomes: Iterable[str]) -> Outcome:
+    """Passed when every turn passed; failed when a turn failed, errored or was skipped (turns
+    are skipped after session errors, or after a ``fail_on_error`` metric could not grade);
+    otherwise — some turns could not be graded, none failed — not graded."""
+    seen = set(outcomes)
+    if seen <= {Outcome.PASSED}:
+        return Outcome.PASSED
+    if seen & {Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED}:
+        return Outcome.FAILED
+    return Outcome.NOT_GRADED
+
+
+def rolled_up_metric_outcome(outcomes: Iterable[str]) -> Outcome:
+    """One metric over the turns that ran it: failed if it failed on any turn, else not graded
+    or errored if it could not grade on one, else passed."""
+    seen = set(outcomes)
+    for outcome in (Outcome.FAILED, Outcome.NOT_GRADED, Outcome.ERROR):
+        if outcome in seen:
+            return outcome
+    return Outcome.PASSED
 
 
 def only_ungraded_failures(metrics: Iterable[MetricResult]) -> bool:

@@ -12,6 +12,7 @@ compatibility: it counts cases and calls every case that did not pass "failed".
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -50,12 +51,17 @@ class OutcomeCounts(BaseModel):
 
     @classmethod
     def counted(cls, outcomes: Iterable[str | None]) -> OutcomeCounts:
+        return cls.tallied(Counter(outcomes).items())
+
+    @classmethod
+    def tallied(cls, tally: Iterable[tuple[str | None, int]]) -> OutcomeCounts:
+        """From (outcome, how many) pairs, e.g. a GROUP BY outcome."""
         counts = cls()
-        for value in outcomes:
+        for value, number in tally:
             outcome = Outcome.of(value)
             field = outcome.value if outcome.value in _COUNTED else "pending"
-            setattr(counts, field, getattr(counts, field) + 1)
-            counts.total += 1
+            setattr(counts, field, getattr(counts, field) + number)
+            counts.total += number
         return counts
 
 
@@ -95,6 +101,18 @@ class RunSummary(BaseModel):
     def pass_rate(self) -> float | None:
         return self.cases.pass_rate
 
+    def run_status(self) -> str:
+        """The status a finished run ends with: ``error`` when every case that ran failed to
+        execute; ``passed`` when every case passed; else ``failed`` — a case that could not
+        be graded counts in no pass rate, but it is no pass either, so a run (and a CI job)
+        with one does not pass silently."""
+        cases = self.cases
+        if cases.error and cases.error == cases.total - cases.cancelled:
+            return "error"
+        if cases.total and cases.passed == cases.total:
+            return "passed"
+        return "failed"
+
     @classmethod
     def empty(cls) -> RunSummary:
         return cls(cases=OutcomeCounts(), turns=OutcomeCounts(), metrics=[])
@@ -128,6 +146,19 @@ _METRIC_COLUMN = {
 _COLUMNS = (Outcome.PASSED.value, Outcome.FAILED.value, Outcome.NOT_GRADED.value)
 
 
+@dataclass(frozen=True)
+class MetricTally:
+    """How many turns one metric ended with one outcome, and the sum and number of the scores
+    it gave them (a GROUP BY metric, kind, outcome)."""
+
+    name: str
+    kind: str
+    outcome: str
+    count: int
+    score_sum: float | None
+    scored: int
+
+
 def summarize(
     *,
     case_outcomes: Iterable[str | None],
@@ -135,29 +166,49 @@ def summarize(
     metrics: Iterable[MetricMark],
 ) -> RunSummary:
     """The summary from plain verdicts: every case's outcome, every turn's, every metric's."""
+    return summarize_tallies(
+        cases=Counter(case_outcomes).items(),
+        turns=Counter(turn_outcomes).items(),
+        metrics=[
+            MetricTally(mark.name, mark.kind, mark.outcome, 1, mark.score,
+                        int(mark.score is not None))
+            for mark in metrics
+        ],
+    )  # fmt: skip
+
+
+def summarize_tallies(
+    *,
+    cases: Iterable[tuple[str | None, int]],
+    turns: Iterable[tuple[str | None, int]],
+    metrics: Iterable[MetricTally],
+) -> RunSummary:
+    """The summary from counts (what a database counts with GROUP BY): the one computation."""
     return RunSummary(
-        cases=OutcomeCounts.counted(case_outcomes),
-        turns=OutcomeCounts.counted(turn_outcomes),
+        cases=OutcomeCounts.tallied(cases),
+        turns=OutcomeCounts.tallied(turns),
         metrics=metric_summaries(metrics),
     )
 
 
-def metric_summaries(marks: Iterable[MetricMark]) -> list[MetricSummary]:
+def metric_summaries(tallies: Iterable[MetricTally]) -> list[MetricSummary]:
     table: dict[str, dict[str, object]] = {}
-    scores: dict[str, list[float]] = {}
-    for mark in marks:
+    scores: dict[str, list[float]] = {}  # name -> [sum, count]
+    for tally in tallies:
         row = table.setdefault(
-            mark.name,
-            {"name": mark.name, "kind": mark.kind, "evaluated": 0, **dict.fromkeys(_COLUMNS, 0)},
+            tally.name,
+            {"name": tally.name, "kind": tally.kind, "evaluated": 0, **dict.fromkeys(_COLUMNS, 0)},
         )
-        outcome = Outcome.of(mark.outcome)
+        outcome = Outcome.of(tally.outcome)
         if outcome is Outcome.SKIPPED:
             continue
-        row["evaluated"] = int(row["evaluated"]) + 1  # type: ignore[call-overload]
+        row["evaluated"] = int(row["evaluated"]) + tally.count  # type: ignore[call-overload]
         key = _METRIC_COLUMN.get(outcome, Outcome.FAILED.value)
-        row[key] = int(row[key]) + 1  # type: ignore[call-overload]
-        if mark.score is not None:
-            scores.setdefault(mark.name, []).append(mark.score)
+        row[key] = int(row[key]) + tally.count  # type: ignore[call-overload]
+        if tally.scored and tally.score_sum is not None:
+            total = scores.setdefault(tally.name, [0.0, 0.0])
+            total[0] += tally.score_sum
+            total[1] += tally.scored
     out = [
         MetricSummary.model_validate({**row, "average": _mean(scores.get(str(row["name"])))})
         for row in table.values()
@@ -165,5 +216,6 @@ def metric_summaries(marks: Iterable[MetricMark]) -> list[MetricSummary]:
     return sorted(out, key=lambda metric: (kind_order(metric.kind), metric.name))
 
 
-def _mean(values: list[float] | None) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
+def _mean(total: list[float] | None) -> float | None:
+    """``[sum, count]`` -> the mean, 4 decimals."""
+    return round(total[0] / total[1], 4) if total and total[1] else None

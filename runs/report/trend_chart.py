@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from runs.report.kinds import kind_order
-from runs.report.numbers import format_points, format_rate
+from runs.report.numbers import format_points, format_rate, format_score
 from runs.report.outcomes import Outcome
 from runs.report.summary import OutcomeCounts
 
@@ -518,7 +518,9 @@ def _series(
                 continue
             x, y = x_of(i), y_of(average)
             coords.append((x, y))
-            points.append(MetricPoint(run, x, y, f"#{run.id} · {name} ({kind}): {average:.3f}"))
+            points.append(
+                MetricPoint(run, x, y, f"#{run.id} · {name} ({kind}): {format_score(average)}")
+            )
         colour = PALETTE[n % len(PALETTE)]
         dash = DASHES[(n // len(PALETTE)) % len(DASHES)]
         drawn.append(Series(kind, name, colour, dash, _polylines(coords), points))

@@ -11,7 +11,11 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.outcomes import BAD
 from runs.report.summary import RunSummary
+
+# "Only failures": cases that failed or errored (not those that could not be graded).
+FAILURES = tuple(outcome.value for outcome in BAD)
 
 # Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
 CASE_ROW_FIELDS = (
@@ -53,7 +57,7 @@ def case_rows(
     (case-insensitive)."""
     cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index")
     if only_failures:
-        cases = cases.filter(passed=False)
+        cases = cases.filter(outcome__in=FAILURES)
     if query:
         cases = cases.filter(name__icontains=query)
     return cases
@@ -70,7 +74,7 @@ def case_rows_finished_since(
 def next_failed_case(*, case: CaseResult) -> CaseResult | None:
     """The next failed case of the same run after ``case`` (by index), if any."""
     return (
-        CaseResult.objects.filter(run_id=case.run_id, passed=False, index__gt=case.index)
+        CaseResult.objects.filter(run_id=case.run_id, outcome__in=FAILURES, index__gt=case.index)
         .only("id", "run_id", "index", "name")
         .order_by("index")
         .first()

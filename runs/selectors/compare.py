@@ -22,13 +22,14 @@ from django.db.models import Prefetch, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs import gitutil
+from runs.mapping import summaries_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.report.numbers import pass_rate_of
 from runs.report.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
 from runs.report.regrades import RegradeSources
-from runs.report.summary import MetricMark, MetricSummary, OutcomeCounts, RunSummary, summarize
+from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
 MAX_RUNS = 12
 # A baseline is a run that ended with its cases graded: finished, but not cancelled.
@@ -268,29 +269,7 @@ def run_summaries(runs: list[Run]) -> dict[int, RunSummary]:
         and (stored := RunSummary.stored(run.summary)) is not None
     }
     live = [run.pk for run in runs if run.pk not in summaries]
-    return summaries | (_summaries_of_rows(live) if live else {})
-
-
-def _summaries_of_rows(run_ids: list[int]) -> dict[int, RunSummary]:
-    """``runs.mapping.summary_of_rows`` for several runs at once (3 queries in all)."""
-    cases: dict[int, list[str]] = {run_id: [] for run_id in run_ids}
-    turns: dict[int, list[str]] = {run_id: [] for run_id in run_ids}
-    marks: dict[int, list[MetricMark]] = {run_id: [] for run_id in run_ids}
-    scope = {"run_id__in": run_ids}
-    for run_id, outcome in CaseResult.objects.filter(**scope).values_list("run_id", "outcome"):
-        cases[run_id].append(outcome)
-    for run_id, outcome in TurnResult.objects.filter(**scope).values_list("run_id", "outcome"):
-        turns[run_id].append(outcome)
-    for run_id, name, kind, outcome, score in MetricResult.objects.filter(**scope).values_list(
-        "run_id", "metric_name", "kind", "outcome", "score"
-    ):
-        marks[run_id].append(MetricMark(name, kind, outcome, score))
-    return {
-        run_id: summarize(
-            case_outcomes=cases[run_id], turn_outcomes=turns[run_id], metrics=marks[run_id]
-        )
-        for run_id in run_ids
-    }
+    return summaries | (summaries_of_rows(live) if live else {})
 
 
 def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:

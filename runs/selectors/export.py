@@ -7,17 +7,10 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 
-from runs.mapping import case_to_wire, summary_of_rows, turn_to_wire
+from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report import models as wire
-from runs.report.summary import RunSummary
-
-
-def run_summary(*, run: Run) -> RunSummary:
-    """The run's summary: the one stored when it ended; while it runs (or for a run stored
-    without one) the live one from its rows."""
-    stored = None if run.is_active else RunSummary.stored(run.summary)
-    return stored or summary_of_rows(run.pk)
+from runs.selectors.runs import run_summary
 
 
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:

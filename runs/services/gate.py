@@ -30,7 +30,7 @@ from runs.report.gate import (
     plural,
 )
 from runs.report.kinds import kind_order, kinds_parse
-from runs.report.numbers import format_rate, format_score
+from runs.report.numbers import format_rate, format_score, format_score_change
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary, RunSummary
 from runs.selectors.compare import (
@@ -242,8 +242,9 @@ def _drop_reason(change: MetricChange) -> str:
     if change.after is None:
         return f"{change.name} has no average in the run (it was {format_score(change.before)})"
     return (
-        f"{change.name} dropped by {change.drop:.3f} ({format_score(change.before)} → "
-        f"{format_score(change.after)}; at most {change.limit:g} allowed)"
+        f"{change.name} dropped by {format_score_change(change.drop).removeprefix('+')} "
+        f"({format_score(change.before)} → {format_score(change.after)}; "
+        f"at most {change.limit:g} allowed)"
     )
 
 

@@ -137,6 +137,7 @@ class CodeResolver:
             self._ensure_fresh_root()
             before = set(sys.modules)
             sys.path.insert(0, str(self.base_dir))
+            writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
             try:
                 module = importlib.import_module(full_name)
             except KeyboardInterrupt:
@@ -144,6 +145,7 @@ class CodeResolver:
             except BaseException as exc:  # an argparse script's SystemExit must not escape
                 raise ResolveError(_import_failure(module_path, exc)) from exc
             finally:
+                sys.dont_write_bytecode = writes_bytecode
                 _remove_first(sys.path, str(self.base_dir))
                 self._forget_agent_helpers(before)
         self._modules[module_path] = module
@@ -159,6 +161,7 @@ class CodeResolver:
             before = set(sys.modules)
             sys.modules[name] = module
             sys.path.insert(0, str(self.base_dir))
+            writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
             try:
                 spec.loader.exec_module(module)
             except KeyboardInterrupt:
@@ -168,6 +171,7 @@ class CodeResolver:
                 sys.modules.pop(name, None)
                 raise ResolveError(_import_failure(label, exc)) from exc
             finally:
+                sys.dont_write_bytecode = writes_bytecode
                 _remove_first(sys.path, str(self.base_dir))
                 self._forget_agent_helpers(before)
         return module

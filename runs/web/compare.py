@@ -22,7 +22,13 @@ from django.views.decorators.http import require_GET
 
 from runs.report.compare import Change, Row, change_of, select_rows, sort_rows, verdict
 from runs.report.kinds import KINDS, TOOLS_KIND, kind_order
-from runs.report.numbers import NONE_TEXT, format_points, format_rate, format_score
+from runs.report.numbers import (
+    NONE_TEXT,
+    format_points,
+    format_rate,
+    format_score,
+    format_score_change,
+)
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary
 from runs.selectors.compare import (
@@ -40,10 +46,13 @@ from runs.selectors.snapshots import StoredSnapshot, snapshot_contents, stored_s
 from runs.snapshots import SnapshotFile, snapshot_diff
 from runs.templatetags.dashboard import duration, thousands
 from runs.web.diffs import (
+    CONTENTS_STAFF_ONLY,
     MAX_FILE_DIFF_LINES,
     FileDiff,
     config_rows,
+    diff_too_large,
     file_diff,
+    file_unread,
     line_diff,
     tool_call_diff,
     word_diff,
@@ -234,7 +243,7 @@ def _line(
         elif shown is duration:
             delta = ("+" if change > 0 else "−") + duration(abs(change))
         elif isinstance(change, float):
-            delta = f"{change:+.3f}"
+            delta = format_score_change(change)
         else:
             delta = f"{change:+d}"
         trend = ""
@@ -545,9 +554,10 @@ def _metric_pairs(a: TurnResult | None, b: TurnResult | None) -> list[MetricPair
 @require_GET
 def compare_config(request: HttpRequest) -> HttpResponse:
     """The two runs' settings side by side, then every file of their snapshots that differs
-    (a line diff each) and which are identical; when a run has no snapshot (imported, or older
-    than snapshots), the diff of their agent.yaml texts, saying why (1 query, 2 when files
-    differ: their archives, whatever the number of files)."""
+    (a line diff each, for staff only: a snapshot may hold secrets) and which are identical;
+    when a run has no snapshot (imported, or older than snapshots), the diff of their agent.yaml
+    texts, saying why (1 query, 2 when files differ: their archives, whatever the number of
+    files)."""
     run_ids = int_list_param(request, "runs", most=2)
     if len(run_ids) != 2:
         raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
@@ -567,6 +577,7 @@ def compare_config(request: HttpRequest) -> HttpResponse:
             (left.pk, stored_snapshot(left.snapshot)),
             (right.pk, stored_snapshot(right.snapshot)),
             full=full,
+            contents=request.user.is_staff,
         )
         return render(request, "runs/compare_config.html", context)
     yaml_left, yaml_right = _config_text(left), _config_text(right)
@@ -598,11 +609,16 @@ class FilesCompared:
 
 
 def files_compared(
-    left: tuple[int, StoredSnapshot], right: tuple[int, StoredSnapshot], *, full: str = ""
+    left: tuple[int, StoredSnapshot],
+    right: tuple[int, StoredSnapshot],
+    *,
+    full: str = "",
+    contents: bool = True,
 ) -> FilesCompared:
     """Two runs' snapshots (run id, snapshot) compared: their manifests say which files differ,
-    and only those are read (one query) and diffed; ``full``: the path whose diff is shown
-    whole."""
+    and only those small enough to diff are read (one query) and diffed; ``full``: the path
+    whose diff is shown whole; ``contents`` False (not staff): no file is read, each differing
+    file says so."""
     (left_id, old), (right_id, new) = left, right
     paths = snapshot_diff(old.as_snapshot(), new.as_snapshot())
     before = {entry.path: entry for entry in old.files}
@@ -610,33 +626,54 @@ def files_compared(
     differ = sorted([*paths.changed, *paths.added, *paths.removed])
     # A file whose mode alone changed need not be read.
     same_bytes = {p for p in paths.changed if before[p].sha256 == after[p].sha256}
+    # Decided from the manifests' sizes, so a file too large to diff is never inflated.
+    unread = {
+        path
+        for path in differ
+        if path not in same_bytes
+        and (not contents or diff_too_large(_size(before, path), _size(after, path)))
+    }
     wanted: dict[int, list[SnapshotFile]] = {old.id: [], new.id: []}
     for path in differ:
-        if path not in same_bytes:
+        if path not in same_bytes | unread:
             wanted[old.id] += [before[path]] if path in before else []
             wanted[new.id] += [after[path]] if path in after else []
-    contents = snapshot_contents(wanted=wanted)
+    stored = snapshot_contents(wanted=wanted)
 
     def read(snapshot: StoredSnapshot, files: dict[str, SnapshotFile], path: str) -> bytes | None:
         if path not in files:
             return None
-        return b"" if path in same_bytes else contents[(snapshot.id, path)]
+        return b"" if path in same_bytes else stored[(snapshot.id, path)]
+
+    def modes(path: str) -> tuple[int, int]:
+        return (
+            before[path].mode if path in before else 0o644,
+            after[path].mode if path in after else 0o644,
+        )
 
     diffs = [
-        file_diff(
+        file_unread(
+            path,
+            (_size(before, path), _size(after, path)),
+            modes=modes(path),
+            note="" if contents else CONTENTS_STAFF_ONLY,
+        )
+        if path in unread
+        else file_diff(
             path,
             read(old, before, path),
             read(new, after, path),
             labels=(f"{path} (run #{left_id})", f"{path} (run #{right_id})"),
-            modes=(
-                before[path].mode if path in before else 0o644,
-                after[path].mode if path in after else 0o644,
-            ),
+            modes=modes(path),
             most_lines=None if path == full else MAX_FILE_DIFF_LINES,
         )
         for path in differ
     ]
     return FilesCompared(old, new, diffs, paths.identical)
+
+
+def _size(files: dict[str, SnapshotFile], path: str) -> int | None:
+    return files[path].size if path in files else None
 
 
 def _config_text(run: Run) -> str:

@@ -199,10 +199,17 @@ def _metrics(data: dict[str, Any]) -> str:
 
 # --- the files of two snapshots ---------------------------------------------------------------
 
+# What the config diff says of a differing file to a user who is not staff: a snapshot may hold
+# secrets (a .env outside git), so its contents are for staff only, like the file pages.
+CONTENTS_STAFF_ONLY = "contents shown to staff only"
+
 # Lines of one file's diff the config diff shows before its "show all" link.
 MAX_FILE_DIFF_LINES = 400
-# Beyond this size a side, a line diff is slow to make and useless to read: sizes are said.
-MAX_DIFF_FILE_BYTES = 2 * 1024 * 1024
+# Beyond this size or this many lines a side, difflib (quadratic at worst) could take seconds
+# to minutes and the diff is useless to read: the sizes are said instead. A file whose manifest
+# size is over the byte limit is not even read.
+MAX_DIFF_FILE_BYTES = 256 * 1024
+MAX_DIFF_FILE_LINES = 5_000
 
 
 @dataclass(frozen=True)
@@ -260,7 +267,11 @@ def file_diff(
     if old_text is None or new_text is None:
         return FileDiff(path, status, [], "; ".join([*notes, f"binary, differs ({sizes})"]))
     if max(len(old), len(new)) > MAX_DIFF_FILE_BYTES:
-        notes.append(f"too large to diff here ({sizes}): download the snapshots")
+        notes.append(too_large_note(_side(before), _side(after)))
+        return FileDiff(path, status, [], "; ".join(notes))
+    old_lines, new_lines = old_text.splitlines(), new_text.splitlines()
+    if max(len(old_lines), len(new_lines)) > MAX_DIFF_FILE_LINES:
+        notes.append(too_large_note(_side(before, len(old_lines)), _side(after, len(new_lines))))
         return FileDiff(path, status, [], "; ".join(notes))
     head = (
         "/dev/null" if before is None else labels[0],
@@ -279,3 +290,44 @@ def _sizes(before: bytes | None, after: bytes | None) -> str:
     if after is None:
         return size_text(len(before))
     return f"{size_text(len(before))} → {size_text(len(after))}"
+
+
+def diff_too_large(*sizes: int | None) -> bool:
+    """Whether a file of these sizes (from the manifests; None: absent) is over the diff limit,
+    so that it need not be read."""
+    return max((size or 0 for size in sizes), default=0) > MAX_DIFF_FILE_BYTES
+
+
+def file_unread(
+    path: str,
+    sizes: tuple[int | None, int | None],
+    *,
+    modes: tuple[int, int] = (0o644, 0o644),
+    note: str = "",
+) -> FileDiff:
+    """A differing file left unread, from its manifest sizes alone (None: absent on that side):
+    ``note`` says why (default: too large to diff, with the sizes)."""
+    before, after = sizes
+    status = "added" if before is None else "removed" if after is None else "changed"
+    notes = (
+        [f"mode {modes[0]:o} → {modes[1]:o}"]
+        if status == "changed" and modes[0] != modes[1]
+        else []
+    )
+    side = [(size_text(size),) if size is not None else None for size in sizes]
+    notes.append(note or too_large_note(side[0], side[1]))
+    return FileDiff(path, status, [], "; ".join(notes))
+
+
+def too_large_note(before: tuple[str, ...] | None, after: tuple[str, ...] | None) -> str:
+    """ "too large to diff here: 6,000 lines / 300.0 KB → 6,001 lines / 300.1 KB; download both
+    snapshots" (a side None: the file is absent there)."""
+    shown = " → ".join(" / ".join(side) for side in (before, after) if side is not None)
+    return f"too large to diff here: {shown}; download both snapshots"
+
+
+def _side(data: bytes | None, lines: int | None = None) -> tuple[str, ...] | None:
+    if data is None:
+        return None
+    size = size_text(len(data))
+    return (size,) if lines is None else (f"{lines:,} line{'s' if lines != 1 else ''}", size)

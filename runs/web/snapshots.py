@@ -3,6 +3,10 @@
 Only the paths of the run's manifest are served: any other path is a 404 before the archive is
 read, so no path given in a URL ever reaches the file system or the zip's other entries. A file
 is shown as escaped text (or, binary, its size and a download), never as HTML of its own.
+
+A snapshot may hold secrets (a .env outside git is packed too), so a file's contents, its
+download and the zip are for staff only (403 for others); the file tree (paths, sizes and
+hashes) is shown to every logged-in user.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.html import format_html, format_html_join
@@ -26,15 +31,17 @@ from runs.selectors.snapshots import (
     snapshot_contents,
 )
 from runs.snapshots import SnapshotFile
-from runs.web.diffs import size_text, text_of
+from runs.web.diffs import size_text
 from runs.web.params import flag_param
 
 if TYPE_CHECKING:
     from runs.models import Run
 
-# A file page shows at most this much of a file: beyond it, the download has the rest.
+# A file page decodes at most this many bytes of a file (a file may be 20 MB: decoding and
+# splitting it whole took ~900 MB) and shows at most this many lines of them; the download has
+# the rest.
 MAX_SHOWN_LINES = 5_000
-MAX_SHOWN_BYTES = 1024 * 1024
+MAX_SHOWN_BYTES = 512 * 1024
 EXECUTABLE = 0o755
 
 
@@ -89,8 +96,9 @@ def run_snapshot(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def run_snapshot_file(request: HttpRequest, run_id: int, path: str) -> HttpResponse:
-    """One file of the run's snapshot: text with line numbers, or (binary) its size and a
-    download; ``?download=1`` the file itself (2 queries)."""
+    """One file of the run's snapshot: its first lines, numbered, or (binary) its size and a
+    download; ``?download=1`` the file itself; staff only (2 queries)."""
+    staff_required_for_contents(request)
     run, snapshot = run_snapshot_required(run_id=run_id)
     entry = snapshot.file(path)
     if entry is None:
@@ -98,17 +106,16 @@ def run_snapshot_file(request: HttpRequest, run_id: int, path: str) -> HttpRespo
     data = snapshot_contents(wanted={snapshot.id: [entry]})[(snapshot.id, entry.path)]
     if flag_param(request, "download"):
         return _attachment(data, entry.path.rsplit("/", 1)[-1], "application/octet-stream")
-    text = text_of(data)
-    lines = text.splitlines() if text is not None else []
-    shown = _shown_lines(lines)
+    text = text_head(data, MAX_SHOWN_BYTES)
+    shown, cut = _shown_lines(text or "", whole=len(data) <= MAX_SHOWN_BYTES)
     context = {
         "run": run,
         "snapshot": snapshot,
         "file": entry,
         "size": size_text(entry.size),
         "binary": text is None,
-        "line_count": len(lines),
         "shown_count": len(shown),
+        "cut": cut,
         "lines_html": numbered_lines(shown),
     }
     return render(request, "runs/run_snapshot_file.html", context)
@@ -117,7 +124,8 @@ def run_snapshot_file(request: HttpRequest, run_id: int, path: str) -> HttpRespo
 @login_required
 @require_GET
 def run_snapshot_zip(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run's snapshot as a zip; 404 for a run without one (2 queries)."""
+    """The run's snapshot as a zip; 404 for a run without one; staff only (2 queries)."""
+    staff_required_for_contents(request)
     run, snapshot = run_snapshot_required(run_id=run_id)
     return snapshot_zip_response(run=run, snapshot=snapshot)
 
@@ -153,16 +161,35 @@ def _attachment(data: bytes, filename: str, content_type: str) -> HttpResponse:
     return response
 
 
-def _shown_lines(lines: list[str]) -> list[str]:
-    """The first lines of the file, up to MAX_SHOWN_LINES and MAX_SHOWN_BYTES."""
-    shown: list[str] = []
-    size = 0
-    for line in lines[:MAX_SHOWN_LINES]:
-        size += len(line) + 1
-        if size > MAX_SHOWN_BYTES and shown:
-            break
-        shown.append(line)
-    return shown
+def staff_required_for_contents(request: HttpRequest) -> None:
+    """403 unless the user is staff: a snapshot's contents may hold secrets."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff can see the contents of a run's files.")
+
+
+def text_head(data: bytes, limit: int) -> str | None:
+    """The first ``limit`` bytes of the file as text (a character cut at the limit is left
+    out), or None for a binary file (a NUL byte, or not UTF-8, in those bytes)."""
+    head = data[:limit]
+    if b"\0" in head:
+        return None
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Only a character cut at the limit (its first 1-3 bytes at the very end) is forgiven.
+        if len(data) > limit and exc.reason == "unexpected end of data":
+            return head[: exc.start].decode("utf-8")
+        return None
+
+
+def _shown_lines(text: str, *, whole: bool) -> tuple[list[str], bool]:
+    """The first MAX_SHOWN_LINES lines of the text, and whether that is less than the file
+    (``whole`` False: the text is only the file's head, whose last line, likely cut, is left
+    out unless it is the only one)."""
+    lines = text.splitlines()
+    if not whole and len(lines) > 1:
+        lines.pop()
+    return lines[:MAX_SHOWN_LINES], not whole or len(lines) > MAX_SHOWN_LINES
 
 
 def numbered_lines(lines: list[str]) -> SafeString:

@@ -18,7 +18,7 @@ BUILDERS = {
 }
 # A call with this many keyword arguments or more is a field-by-field build.
 FIELD_BY_FIELD = 4
-VERDICT_WORDS = {"not_graded", "not-graded", "pass", "fail", "absent", "pending_verdict"}
+VERDICT_WORDS = {"not_graded", "not-graded", "not graded", "errored", "pass", "fail", "absent"}
 VERDICT_MODULE = "runs/report/outcomes.py"
 
 

@@ -32,8 +32,8 @@ def test_without_a_terminal_it_prints_one_plain_line_per_turn_and_case() -> None
         progress(event)
     progress.close()
     assert stream.getvalue().splitlines() == [
-        "[1/2] revenue turn 1/2 PASS (12 ms)",
-        "[2/2] revenue turn 2/2 FAIL (3 ms)",
+        "[1/2] revenue turn 1/2 PASSED (12 ms)",
+        "[2/2] revenue turn 2/2 FAILED (3 ms)",
         "case revenue: FAILED",
     ]
 

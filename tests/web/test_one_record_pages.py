@@ -142,3 +142,12 @@ def test_a_run_with_nothing_graded_shows_no_pass_rate(
     home = viewer_client.get(reverse("home")).text
     for page in (html, listed, home):
         assert re.search(r">\s*0(\.0)? ?%\s*<", page) is None  # never "0 %" for no pass rate
+
+
+def test_only_failures_lists_the_failed_and_errored_cases_not_the_ungraded_one(
+    viewer_client: Client, mixed_run: Run
+) -> None:
+    response = viewer_client.get(reverse("run_detail", args=[mixed_run.pk]), {"failures": "1"})
+
+    assert "wrong_answer" in response.text and "agent_breaks" in response.text
+    assert "grader_down" not in response.text and "all_good" not in response.text

@@ -4,6 +4,8 @@ files go to the data folder (or ``--results-dir``), and a ``results/`` folder be
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def committed_project(tmp_path: Path) -> AgentProject:
+    """The example in a fresh repository, committed without any bytecode cache (and with no
+    .gitignore for one), so a cache written later would show."""
     project = example_project(tmp_path)
     directory = project.agent_path.parent
+    for cache in list(directory.rglob("__pycache__")):
+        shutil.rmtree(cache)
     git(directory, "init", "-q", "-b", "main")
     git(directory, "add", "-A")
     git(directory, "commit", "-q", "-m", "agent")
@@ -27,8 +33,9 @@ def committed_project(tmp_path: Path) -> AgentProject:
 
 
 def test_run_agent_and_gate_leave_a_clean_repository_clean_and_the_next_launch_not_dirty(
-    tmp_path: Path, eager_celery: None
+    tmp_path: Path, eager_celery: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as on a machine that writes .pyc
     project = committed_project(tmp_path)
     directory = project.agent_path.parent
     with pytest.raises(SystemExit):

@@ -19,7 +19,14 @@ from runs.models import AgentProject, Run
 from runs.services import launch
 from runs.services.snapshots import snapshot_store
 from runs.snapshots import snapshot_working_tree
-from runs.web.diffs import MAX_FILE_DIFF_LINES, file_diff
+from runs.web.diffs import (
+    MAX_DIFF_FILE_BYTES,
+    MAX_DIFF_FILE_LINES,
+    MAX_FILE_DIFF_LINES,
+    file_diff,
+    size_text,
+)
+from runs.web.snapshots import MAX_SHOWN_BYTES, MAX_SHOWN_LINES
 from tests.web.factories import RunSpec, build_run
 from tests.web.services_helpers import eager_celery, example_project, git
 
@@ -62,7 +69,7 @@ def prompt_change(tmp_path: Path, eager_celery: None) -> PromptChange:
     one line of the prompt changed. A run is launched at commits 2 and 3."""
     project = example_project(tmp_path)
     repo = Path(project.directory)
-    (repo / ".gitignore").write_text("scratch/\n*.log\n")
+    (repo / ".gitignore").write_text("scratch/\n*.log\n__pycache__/\n")
     (repo / "scratch").mkdir()
     (repo / "scratch" / "notes.txt").write_text("ignored: not the agent's")
     (repo / "debug.log").write_text("ignored too")
@@ -95,11 +102,11 @@ def prompt_change(tmp_path: Path, eager_celery: None) -> PromptChange:
 
 
 def test_the_config_diff_of_a_prompt_only_commit_shows_its_lines_and_every_other_file_identical(
-    viewer_client: Client, prompt_change: PromptChange, django_assert_max_num_queries: AssertQueries
+    staff_client: Client, prompt_change: PromptChange, django_assert_max_num_queries: AssertQueries
 ) -> None:
     before, after = prompt_change.before, prompt_change.after
     with django_assert_max_num_queries(CONFIG_DIFF_QUERIES):
-        response = viewer_client.get(reverse("compare_config"), {"runs": f"{before.pk},{after.pk}"})
+        response = staff_client.get(reverse("compare_config"), {"runs": f"{before.pk},{after.pk}"})
     assert response.status_code == 200
     files = response.context["files"]
     (diff,) = files.diffs
@@ -136,7 +143,7 @@ def test_the_config_diff_of_one_snapshot_says_every_file_is_identical_without_re
 
 
 def test_the_config_diff_lists_added_removed_binary_and_mode_changes_and_cuts_long_diffs(
-    viewer_client: Client,
+    staff_client: Client,
     project: AgentProject,
     tmp_path: Path,
     django_assert_max_num_queries: AssertQueries,
@@ -168,7 +175,7 @@ def test_the_config_diff_lists_added_removed_binary_and_mode_changes_and_cuts_lo
     )
     url = reverse("compare_config")
     with django_assert_max_num_queries(CONFIG_DIFF_QUERIES):  # whatever the number of files
-        response = viewer_client.get(url, {"runs": f"{old.pk},{new.pk}"})
+        response = staff_client.get(url, {"runs": f"{old.pk},{new.pk}"})
     diffs = {diff.path: diff for diff in response.context["files"].diffs}
     assert {path: diff.status for path, diff in diffs.items()} == {
         "cases/gone.yaml": "removed",
@@ -186,9 +193,61 @@ def test_the_config_diff_lists_added_removed_binary_and_mode_changes_and_cuts_lo
     assert (long.added, long.removed) == (1000, 1000)
     assert "1 file identical:" in response.text and "show all" in response.text
 
-    whole = viewer_client.get(url, {"runs": f"{old.pk},{new.pk}", "full": "notes/long.md"})
+    whole = staff_client.get(url, {"runs": f"{old.pk},{new.pk}", "full": "notes/long.md"})
     long = next(d for d in whole.context["files"].diffs if d.path == "notes/long.md")
     assert long.hidden == 0 and len(long.lines) > MAX_FILE_DIFF_LINES
+
+
+def test_the_config_diff_says_too_large_for_files_over_its_limits_and_never_reads_the_largest(
+    staff_client: Client,
+    project: AgentProject,
+    tmp_path: Path,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    # Over the byte limit, with scattered edits: difflib took minutes on such a pair.
+    big_before = b"".join(b"row %d of a large generated file\n" % n for n in range(12_000))
+    big_after = big_before.replace(b"row 7 of", b"row seven of").replace(b"row 9000", b"row x")
+    assert len(big_before) > MAX_DIFF_FILE_BYTES
+    # Under the byte limit, over the line limit.
+    many_before = b"".join(b"%d\n" % n for n in range(MAX_DIFF_FILE_LINES + 1_000))
+    many_after = many_before.replace(b"\n17\n", b"\nseventeen\n")
+    assert len(many_after) < MAX_DIFF_FILE_BYTES
+    old = run_with_files(
+        project, tmp_path / "old", {"big.csv": big_before, "many.txt": many_before}
+    )
+    new = run_with_files(project, tmp_path / "new", {"big.csv": big_after, "many.txt": many_after})
+    response = staff_client.get(reverse("compare_config"), {"runs": f"{old.pk},{new.pk}"})
+    diffs = {diff.path: diff for diff in response.context["files"].diffs}
+    big = f"{size_text(len(big_before))} → {size_text(len(big_after))}"
+    assert diffs["big.csv"].note == f"too large to diff here: {big}; download both snapshots"
+    many = (
+        f"6,000 lines / {size_text(len(many_before))} → 6,000 lines / {size_text(len(many_after))}"
+    )
+    assert diffs["many.txt"].note == f"too large to diff here: {many}; download both snapshots"
+    assert not diffs["big.csv"].lines and not diffs["many.txt"].lines
+    assert "too large to diff here" in response.text
+
+    only_big = run_with_files(project, tmp_path / "big", {"big.csv": big_after})
+    first = run_with_files(project, tmp_path / "first", {"big.csv": big_before})
+    with django_assert_max_num_queries(CONFIG_DIFF_QUERIES - 1):  # no archive read
+        response = staff_client.get(
+            reverse("compare_config"), {"runs": f"{first.pk},{only_big.pk}"}
+        )
+    assert "too large to diff here" in response.text
+
+
+def test_the_config_diff_shows_a_viewer_which_files_differ_but_not_their_contents(
+    viewer_client: Client, prompt_change: PromptChange, django_assert_max_num_queries: AssertQueries
+) -> None:
+    before, after = prompt_change.before, prompt_change.after
+    with django_assert_max_num_queries(CONFIG_DIFF_QUERIES - 1):  # no archive read
+        response = viewer_client.get(reverse("compare_config"), {"runs": f"{before.pk},{after.pk}"})
+    (diff,) = response.context["files"].diffs
+    assert (diff.path, diff.status, diff.lines) == (PROMPT, "changed", [])
+    assert diff.note == "contents shown to staff only"
+    html = response.text
+    assert "1 file changed; 6 identical" in html and "contents shown to staff only" in html
+    assert "alert" not in html and reverse("run_snapshot_file", args=[after.pk, PROMPT]) not in html
 
 
 def test_a_run_without_a_snapshot_falls_back_to_the_agent_yaml_diff_and_says_why(
@@ -212,10 +271,10 @@ def test_a_run_without_a_snapshot_falls_back_to_the_agent_yaml_diff_and_says_why
 
 
 def test_the_snapshot_zip_of_a_run_equals_its_commits_tree_without_ignored_files_and_results(
-    viewer_client: Client, prompt_change: PromptChange
+    staff_client: Client, prompt_change: PromptChange
 ) -> None:
     run, commit, repo = prompt_change.after, prompt_change.third, prompt_change.repo
-    response = viewer_client.get(reverse("run_snapshot_zip", args=[run.pk]))
+    response = staff_client.get(reverse("run_snapshot_zip", args=[run.pk]))
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     assert run.snapshot is not None
     short = run.snapshot.digest[:12]
@@ -231,22 +290,23 @@ def test_the_snapshot_zip_of_a_run_equals_its_commits_tree_without_ignored_files
             assert archive.read(path) == git_bytes(repo, "show", f"{commit}:{path}"), path
     assert "scratch/notes.txt" not in expected and "debug.log" not in expected  # ignored
 
-    api = viewer_client.get(f"{API}/runs/{run.pk}/snapshot.zip")
+    api = staff_client.get(f"{API}/runs/{run.pk}/snapshot.zip")
     assert api.status_code == 200 and api.content == response.content
-    manifest = viewer_client.get(f"{API}/runs/{run.pk}/snapshot").json()
+    manifest = staff_client.get(f"{API}/runs/{run.pk}/snapshot").json()
     assert [row["path"] for row in manifest["files"]] == expected
     assert manifest["digest"] == run.snapshot.digest and manifest["file_count"] == len(expected)
-    assert viewer_client.get(manifest["zip_url"]).content == response.content
+    assert staff_client.get(manifest["zip_url"]).content == response.content
 
 
 def test_the_what_ran_page_shows_the_file_tree_and_a_file_as_escaped_numbered_text(
-    viewer_client: Client, prompt_change: PromptChange
+    staff_client: Client, prompt_change: PromptChange
 ) -> None:
     run = prompt_change.after
-    detail = viewer_client.get(reverse("run_detail", args=[run.pk]))
+    detail = staff_client.get(reverse("run_detail", args=[run.pk]))
     assert reverse("run_snapshot", args=[run.pk]) in detail.text
+    assert reverse("run_snapshot_zip", args=[run.pk]) in detail.text
 
-    page = viewer_client.get(reverse("run_snapshot", args=[run.pk]))
+    page = staff_client.get(reverse("run_snapshot", args=[run.pk]))
     assert page.status_code == 200
     rows = [(row.depth, row.name, row.file is not None) for row in page.context["tree"]]
     assert rows[:4] == [(0, ".gitignore", True), (0, "README.md", True), (0, "agent.yaml", True),
@@ -254,22 +314,65 @@ def test_the_what_ran_page_shows_the_file_tree_and_a_file_as_escaped_numbered_te
     assert (1, "system.md", True) in rows
     assert reverse("run_snapshot_file", args=[run.pk, PROMPT]) in page.text
 
-    shown = viewer_client.get(reverse("run_snapshot_file", args=[run.pk, PROMPT]))
+    shown = staff_client.get(reverse("run_snapshot_file", args=[run.pk, PROMPT]))
     assert shown.status_code == 200
     html = shown.text
     assert "<script>alert" not in html and "&lt;script&gt;alert(&#x27;prompt&#x27;)" in html
     assert '<a href="#L1">1</a>' in html and 'id="L9"' in html
-    raw = viewer_client.get(reverse("run_snapshot_file", args=[run.pk, PROMPT]), {"download": "1"})
+    raw = staff_client.get(reverse("run_snapshot_file", args=[run.pk, PROMPT]), {"download": "1"})
     assert raw["Content-Type"] == "application/octet-stream"
     assert raw.content == (prompt_change.repo / PROMPT).read_bytes()
     assert raw["Content-Disposition"] == 'attachment; filename="system.md"'
 
 
+def test_a_viewer_sees_the_file_tree_but_gets_403_on_a_files_contents_and_the_zip(
+    viewer_client: Client, prompt_change: PromptChange
+) -> None:
+    run = prompt_change.after
+    detail = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert reverse("run_snapshot", args=[run.pk]) in detail
+    assert reverse("run_snapshot_zip", args=[run.pk]) not in detail
+    page = viewer_client.get(reverse("run_snapshot", args=[run.pk]))
+    assert page.status_code == 200 and "system.md" in page.text
+    assert "contents and the zip are for staff only" in page.text
+    assert reverse("run_snapshot_file", args=[run.pk, PROMPT]) not in page.text
+    assert reverse("run_snapshot_zip", args=[run.pk]) not in page.text
+    file_url = reverse("run_snapshot_file", args=[run.pk, PROMPT])
+    assert viewer_client.get(file_url).status_code == 403
+    assert viewer_client.get(file_url, {"download": "1"}).status_code == 403
+    assert viewer_client.get(reverse("run_snapshot_zip", args=[run.pk])).status_code == 403
+    api_zip = viewer_client.get(f"{API}/runs/{run.pk}/snapshot.zip")
+    assert api_zip.status_code == 403 and "Only staff" in api_zip.json()["detail"]
+    manifest = viewer_client.get(f"{API}/runs/{run.pk}/snapshot")
+    assert manifest.status_code == 200 and PROMPT in [f["path"] for f in manifest.json()["files"]]
+
+
+def test_a_file_larger_than_the_page_shows_its_first_lines_and_says_so(
+    staff_client: Client, project: AgentProject, tmp_path: Path
+) -> None:
+    wide = b"".join(b"%06d " % n + b"x" * 200 + b"\n" for n in range(4_000))  # ~800 KB
+    many = b"".join(b"%d\n" % n for n in range(MAX_SHOWN_LINES * 2))
+    assert len(wide) > MAX_SHOWN_BYTES
+    run = run_with_files(project, tmp_path / "w", {"wide.txt": wide, "many.txt": many})
+    response = staff_client.get(reverse("run_snapshot_file", args=[run.pk, "wide.txt"]))
+    shown = response.context["shown_count"]
+    assert 0 < shown < 4_000 and response.context["cut"]
+    assert f"The first {shown:,} lines of {len(wide):,} bytes: download the file" in response.text
+    assert response.text.count("<tr id=") == shown
+    response = staff_client.get(reverse("run_snapshot_file", args=[run.pk, "many.txt"]))
+    assert response.context["shown_count"] == MAX_SHOWN_LINES and response.context["cut"]
+    assert f"The first 5,000 lines of {len(many):,} bytes" in response.text
+    whole = staff_client.get(
+        reverse("run_snapshot_file", args=[run.pk, "many.txt"]), {"download": "1"}
+    )
+    assert whole.content == many
+
+
 def test_a_binary_file_shows_its_size_and_a_download_only(
-    viewer_client: Client, project: AgentProject, tmp_path: Path
+    staff_client: Client, project: AgentProject, tmp_path: Path
 ) -> None:
     run = run_with_files(project, tmp_path / "b", {"agent.yaml": b"name: a\n", "x.bin": b"\0\1"})
-    response = viewer_client.get(reverse("run_snapshot_file", args=[run.pk, "x.bin"]))
+    response = staff_client.get(reverse("run_snapshot_file", args=[run.pk, "x.bin"]))
     assert response.context["binary"] and "A binary file (2 bytes)" in response.text
     assert "source-lines" not in response.text
 
@@ -280,32 +383,32 @@ def test_a_binary_file_shows_its_size_and_a_download_only(
      "prompts", "%2e%2e/%2e%2e/etc/passwd", "/etc/passwd"],
 )  # fmt: skip
 def test_only_the_paths_of_the_manifest_are_served(
-    viewer_client: Client, project: AgentProject, tmp_path: Path, path: str
+    staff_client: Client, project: AgentProject, tmp_path: Path, path: str
 ) -> None:
     run = run_with_files(
         project, tmp_path / "c", {"agent.yaml": b"name: a\n", "prompts/system.md": b"hi\n"}
     )
     url = reverse("run_snapshot", args=[run.pk]) + path
-    assert viewer_client.get(url).status_code == 404
+    assert staff_client.get(url).status_code == 404
 
 
 def test_a_run_without_a_snapshot_says_so_and_has_no_zip(
-    viewer_client: Client, project: AgentProject
+    staff_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=1, turns=1))
-    page = viewer_client.get(reverse("run_snapshot", args=[run.pk]))
+    page = staff_client.get(reverse("run_snapshot", args=[run.pk]))
     assert page.status_code == 200 and "has no snapshot of its files" in page.text
     assert (
         reverse("run_snapshot", args=[run.pk])
-        not in viewer_client.get(reverse("run_detail", args=[run.pk])).text
+        not in staff_client.get(reverse("run_detail", args=[run.pk])).text
     )
-    assert viewer_client.get(reverse("run_snapshot_zip", args=[run.pk])).status_code == 404
+    assert staff_client.get(reverse("run_snapshot_zip", args=[run.pk])).status_code == 404
     file_url = reverse("run_snapshot_file", args=[run.pk, "agent.yaml"])
-    assert viewer_client.get(file_url).status_code == 404
-    api = viewer_client.get(f"{API}/runs/{run.pk}/snapshot")
+    assert staff_client.get(file_url).status_code == 404
+    api = staff_client.get(f"{API}/runs/{run.pk}/snapshot")
     assert api.status_code == 404 and "has no snapshot" in api.json()["detail"]
-    assert viewer_client.get(f"{API}/runs/{run.pk}/snapshot.zip").status_code == 404
-    assert viewer_client.get(f"{API}/runs/999999/snapshot").status_code == 404
+    assert staff_client.get(f"{API}/runs/{run.pk}/snapshot.zip").status_code == 404
+    assert staff_client.get(f"{API}/runs/999999/snapshot").status_code == 404
 
 
 def test_the_snapshot_pages_are_for_logged_in_users_only(

@@ -21,9 +21,10 @@ EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
 class Command(BaseCommand):
     help = (
-        "Run an agent's test cases from the command line (for CI). Exit codes: 0 all passed, "
-        "1 some failed, 2 configuration error, 3 execution error. Writes the HoloDeck-compatible "
-        "result file to results/<slug>/<timestamp>.json beside agent.yaml."
+        "Run an agent's test cases from the command line (for CI). Exit codes: 0 every case "
+        "passed, 1 a case failed, errored or could not be graded, 2 configuration error, "
+        "3 execution error. Writes the HoloDeck-compatible result file "
+        "to <slug>/<timestamp>.json under the data folder's results/ (or --results-dir)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -121,7 +122,7 @@ class Command(BaseCommand):
             self.stderr.write(f"execution error: could not write the results: {exc}")
             return EXIT_EXECUTION
         self.stdout.write(closing_line(agent.config.name, eval_run.report))
-        return EXIT_PASSED if eval_run.report.summary.failed == 0 else EXIT_FAILED
+        return EXIT_PASSED if run_status(eval_run.report) == "passed" else EXIT_FAILED
 
     def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
         from runs.engine.progress import TerminalProgress
@@ -166,6 +167,13 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {target}")
         if self.store is not None and self.store.run is not None:
             self.stdout.write(f"stored as run {self.store.run.pk}")
+
+
+def run_status(report: TestReport) -> str:
+    """The run's status as the dashboard gives it (``RunSummary.run_status``)."""
+    from runs.report.writers import report_summary
+
+    return report_summary(report).run_status()
 
 
 def default_results_dir() -> Path:
