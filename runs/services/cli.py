@@ -26,7 +26,7 @@ from runs.report import models as wire
 from runs.report.round_trip import with_identity
 from runs.services.history import eval_run_hash
 from runs.services.launch import launch_warnings
-from runs.services.snapshots import snapshot_store
+from runs.services.snapshots import snapshot_limits, snapshot_store
 from runs.snapshots import SnapshotError, snapshot_working_tree
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def cli_snapshot(*, agent: LoadedAgent, warn: Warn) -> AgentSnapshot | None:
     when the run opens), or None when it cannot be taken (said through ``warn``): the command
     runs the directory itself, so the run goes on and is stored without one."""
     try:
-        packed = snapshot_working_tree(agent.base_dir)
+        packed = snapshot_working_tree(agent.base_dir, limits=snapshot_limits())
     except SnapshotError as exc:
         warn(f"warning: the run is stored without a snapshot of its files: {exc}")
         return None

@@ -18,7 +18,7 @@ from runs import gitutil
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import cases_cancel_pending, run_open, run_options, run_settle
 from runs.services.queue import START_RUN, task_enqueue
-from runs.services.snapshots import snapshot_cache_dir, snapshot_store
+from runs.services.snapshots import snapshot_cache_dir, snapshot_limits, snapshot_store
 from runs.snapshots import SnapshotError, snapshot_agent, unpack
 from runs.spec.errors import ConfigError, ConfigProblem
 from runs.spec.test_cases import case_label
@@ -131,7 +131,7 @@ def agent_seal(
         except gitutil.GitError as exc:
             raise LaunchError(str(exc), field="git_ref") from exc
     try:
-        packed = snapshot_agent(directory, commit or None)
+        packed = snapshot_agent(directory, commit or None, limits=snapshot_limits())
         archive = packed.to_zip()
         unpacked = unpack(archive, packed.digest, snapshot_cache_dir())
     except SnapshotError as exc:

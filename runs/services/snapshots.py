@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from runs.models import AgentSnapshot
-from runs.snapshots import PackedSnapshot, unpack
+from runs.snapshots import PackedSnapshot, SnapshotLimits, unpack
 
 
 def snapshot_store(*, packed: PackedSnapshot, archive: bytes | None = None) -> AgentSnapshot:
@@ -40,6 +40,16 @@ def snapshot_store(*, packed: PackedSnapshot, archive: bytes | None = None) -> A
             )
     except IntegrityError:
         return _light().get(digest=packed.digest)
+
+
+def snapshot_limits() -> SnapshotLimits:
+    """The configured limits of a snapshot (``HOLODECK_SNAPSHOT_MAX_*``)."""
+    megabyte = 1024 * 1024
+    return SnapshotLimits(
+        max_files=settings.HOLODECK_SNAPSHOT_MAX_FILES,
+        max_file_bytes=settings.HOLODECK_SNAPSHOT_MAX_FILE_MB * megabyte,
+        max_total_bytes=settings.HOLODECK_SNAPSHOT_MAX_TOTAL_MB * megabyte,
+    )
 
 
 def snapshot_cache_dir() -> Path:

@@ -266,3 +266,16 @@ def test_a_cli_run_records_the_snapshot_of_the_working_tree_it_ran(tmp_path: Pat
         call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
     cli = Run.objects.get(source=Run.Source.CLI)
     assert cli.snapshot_id == dashboard.snapshot_id is not None
+
+
+def test_the_snapshot_limits_come_from_the_settings(
+    tmp_path: Path, settings: Any, eager_celery: None
+) -> None:
+    from runs.services.launch import LaunchError, run_create
+
+    project = example_project(tmp_path)
+    settings.HOLODECK_SNAPSHOT_MAX_FILES = 3
+    with pytest.raises(LaunchError, match="3 files"):
+        run_create(project=project, user=None)
+    settings.HOLODECK_SNAPSHOT_MAX_FILES = 2_000
+    assert run_create(project=project, user=None).snapshot_id is not None
