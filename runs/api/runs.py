@@ -117,6 +117,7 @@ class ProgressOut(Schema):
     turns_done: int
     passed_cases: int
     failed_cases: int
+    not_graded_cases: int
     pass_rate: float | None
 
 

@@ -237,6 +237,7 @@ RUN_PROGRESS_FIELDS = (
     "turns_done",
     "passed_cases",
     "failed_cases",
+    "not_graded_cases",
     "pass_rate",
 )
 
