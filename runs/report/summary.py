@@ -135,17 +135,6 @@ class MetricMark:
     score: float | None
 
 
-# A metric's outcome -> its column in the summary ("error": a grader could not grade).
-_METRIC_COLUMN = {
-    Outcome.PASSED: Outcome.PASSED.value,
-    Outcome.ERROR: Outcome.NOT_GRADED.value,
-    Outcome.NOT_GRADED: Outcome.NOT_GRADED.value,
-}
-
-
-_COLUMNS = (Outcome.PASSED.value, Outcome.FAILED.value, Outcome.NOT_GRADED.value)
-
-
 @dataclass(frozen=True)
 class MetricTally:
     """How many turns one metric ended with one outcome, and the sum and number of the scores
@@ -192,30 +181,46 @@ def summarize_tallies(
 
 
 def metric_summaries(tallies: Iterable[MetricTally]) -> list[MetricSummary]:
-    table: dict[str, dict[str, object]] = {}
-    scores: dict[str, list[float]] = {}  # name -> [sum, count]
+    """Per metric over the turns that ran it: a skipped metric counts nowhere; a grader that
+    could not grade ("error") and a judge without a verdict count as not graded."""
+    table: dict[str, _MetricTotals] = {}
     for tally in tallies:
-        row = table.setdefault(
-            tally.name,
-            {"name": tally.name, "kind": tally.kind, "evaluated": 0, **dict.fromkeys(_COLUMNS, 0)},
-        )
         outcome = Outcome.of(tally.outcome)
         if outcome is Outcome.SKIPPED:
             continue
-        row["evaluated"] = int(row["evaluated"]) + tally.count  # type: ignore[call-overload]
-        key = _METRIC_COLUMN.get(outcome, Outcome.FAILED.value)
-        row[key] = int(row[key]) + tally.count  # type: ignore[call-overload]
+        totals = table.setdefault(tally.name, _MetricTotals(tally.kind))
+        totals.evaluated += tally.count
+        if outcome is Outcome.PASSED:
+            totals.passed += tally.count
+        elif outcome in (Outcome.ERROR, Outcome.NOT_GRADED):
+            totals.not_graded += tally.count
+        else:
+            totals.failed += tally.count
         if tally.scored and tally.score_sum is not None:
-            total = scores.setdefault(tally.name, [0.0, 0.0])
-            total[0] += tally.score_sum
-            total[1] += tally.scored
-    out = [
-        MetricSummary.model_validate({**row, "average": _mean(scores.get(str(row["name"])))})
-        for row in table.values()
-    ]
+            totals.score_sum += tally.score_sum
+            totals.scored += tally.scored
+    out = [totals.summary(name) for name, totals in table.items()]
     return sorted(out, key=lambda metric: (kind_order(metric.kind), metric.name))
 
 
-def _mean(total: list[float] | None) -> float | None:
-    """``[sum, count]`` -> the mean, 4 decimals."""
-    return round(total[0] / total[1], 4) if total and total[1] else None
+@dataclass
+class _MetricTotals:
+    kind: str
+    evaluated: int = 0
+    passed: int = 0
+    failed: int = 0
+    not_graded: int = 0
+    score_sum: float = 0.0
+    scored: int = 0
+
+    def summary(self, name: str) -> MetricSummary:
+        average = round(self.score_sum / self.scored, 4) if self.scored else None
+        return MetricSummary(
+            name=name,
+            kind=self.kind,
+            evaluated=self.evaluated,
+            passed=self.passed,
+            failed=self.failed,
+            not_graded=self.not_graded,
+            average=average,
+        )

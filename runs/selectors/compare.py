@@ -22,14 +22,14 @@ from django.db.models import Prefetch, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from runs import gitutil
-from runs.mapping import summaries_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.report.numbers import pass_rate_of
-from runs.report.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
+from runs.report.outcomes import RUN_FINISHED_STATES, Outcome
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
+from runs.selectors.runs import run_summaries
 
 MAX_RUNS = 12
 # A baseline is a run that ended with its cases graded: finished, but not cancelled.
@@ -257,19 +257,6 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
         headlines=headlines,
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
     )
-
-
-def run_summaries(runs: list[Run]) -> dict[int, RunSummary]:
-    """Each run's summary: the one stored when it ended, or, while it is active (or when it has
-    none stored), the live one from its rows (3 queries for all such runs together)."""
-    summaries = {
-        run.pk: stored
-        for run in runs
-        if run.status not in RUN_ACTIVE_STATES
-        and (stored := RunSummary.stored(run.summary)) is not None
-    }
-    live = [run.pk for run in runs if run.pk not in summaries]
-    return summaries | (summaries_of_rows(live) if live else {})
 
 
 def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:

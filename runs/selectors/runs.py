@@ -12,7 +12,7 @@ from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
-from runs.mapping import summary_of_rows
+from runs.mapping import summaries_of_rows
 from runs.models import Run
 from runs.report.summary import RunSummary
 
@@ -209,11 +209,21 @@ def run_get(*, run_id: int) -> Run:
 
 
 def run_summary(*, run: Run) -> RunSummary:
-    """The run's summary as every surface shows it: the one stored when the run ended; while
-    it runs, the live one from its rows (three queries, whatever the size of the run). A
-    finished run stored without one (none should be) is summed up from its rows too."""
-    stored = None if run.is_active else RunSummary.stored(run.summary)
-    return stored if stored is not None else summary_of_rows(run.pk)
+    """The run's summary as every surface shows it (``run_summaries`` of one run)."""
+    return run_summaries([run])[run.pk]
+
+
+def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
+    """Each run's summary: the one stored when it ended; while it runs (or for a finished run
+    stored without one, none should be) the live one from its rows — three queries for all
+    such runs together, whatever their size."""
+    summaries = {
+        run.pk: stored
+        for run in runs
+        if not run.is_active and (stored := RunSummary.stored(run.summary)) is not None
+    }
+    live = [run.pk for run in runs if run.pk not in summaries]
+    return summaries | (summaries_of_rows(live) if live else {})
 
 
 def run_row(*, run_id: int, only: Sequence[str] = (), defer: Sequence[str] = ()) -> Run:

@@ -298,6 +298,21 @@ def test_the_snapshot_zip_of_a_run_equals_its_commits_tree_without_ignored_files
     assert staff_client.get(manifest["zip_url"]).content == response.content
 
 
+def test_a_working_tree_launch_leaves_the_ignored_files_on_disk_out_of_its_snapshot(
+    staff_client: Client, prompt_change: PromptChange
+) -> None:
+    repo = prompt_change.repo
+    assert (repo / "scratch" / "notes.txt").is_file() and (repo / "debug.log").is_file()
+    project = AgentProject.objects.get(directory=str(repo))
+    run = launch.run_create(project=project)  # no git ref: the working tree as it is
+
+    response = staff_client.get(reverse("run_snapshot_zip", args=[run.pk]))
+    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        names = set(archive.namelist())
+    assert "agent.yaml" in names and "prompts/system.md" in names
+    assert not names & {"scratch/notes.txt", "debug.log", "results/old.json"}
+
+
 def test_the_what_ran_page_shows_the_file_tree_and_a_file_as_escaped_numbered_text(
     staff_client: Client, prompt_change: PromptChange
 ) -> None:
