@@ -254,6 +254,9 @@ class CaseResult(models.Model):
     processed_files = models.JSONField(default=list, blank=True)
     errors = models.JSONField(default=list, blank=True)
     execution_time_ms = models.IntegerField(default=0)
+    # How long the agent session took to start (e.g. a Claude Code CLI process), included in
+    # execution_time_ms; null where the backend reported none (imports, older runs).
+    session_start_ms = models.IntegerField(null=True, blank=True)
     token_usage = models.JSONField(null=True, blank=True)
     timestamp = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
