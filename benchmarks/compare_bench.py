@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/compare_bench.py                      # temporary SQLite
     DATABASE_URL=postgres://... .venv/bin/python benchmarks/compare_bench.py --use-configured-db
+    (PostgreSQL, add --analyze: VACUUM ANALYZE once built, as autovacuum does in time)
 
 Builds the runs (every 7th case failing, shifted per run, so there are regressions and fixes),
-then times Django test Client requests (median of N after one warm-up). Target: the 2-run page
-≤ 300 ms and ≤ 400 KB on the 2-core development machine.
+each ended by the recorder's ``run_finish`` as a real run is (its summary stored), then times
+Django test Client requests (median of N after one warm-up). Targets on the 2-core development
+machine: the 2-run page ≤ 300 ms and ≤ 400 KB, the 8-run page ≤ 300 ms.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from pages_bench import measure  # noqa: E402
+from pages_bench import measure, vacuum_analyze  # noqa: E402
 
 TARGET_MS, TARGET_BYTES = 300.0, 400 * 1024
+# page -> (median ms, bytes or None)
+TARGETS = {"2 runs": (TARGET_MS, TARGET_BYTES), "8 runs": (TARGET_MS, None)}
 
 
 def main() -> int:
@@ -32,6 +36,12 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--use-configured-db", action="store_true")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="PostgreSQL: VACUUM ANALYZE the tables once built, as autovacuum does in time "
+        "(without, the planner has no statistics of the rows just written)",
+    )
     args = parser.parse_args()
     scratch = tempfile.TemporaryDirectory(prefix="holodeck-bench-")
     if not args.use_configured_db:
@@ -50,6 +60,7 @@ def main() -> int:
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
+    from runs.recorder import run_finish
     from tests.web.factories import RunSpec, build_run, make_project, make_user
 
     started = time.perf_counter()
@@ -61,6 +72,10 @@ def main() -> int:
         )
         for n in range(8)
     ]
+    for run in runs:
+        run_finish(run.pk)  # stores its summary, as every finished run has
+    if args.analyze:
+        vacuum_analyze()
     print(
         f"8 runs of {args.cases} cases × {args.turns} turns built in "
         f"{time.perf_counter() - started:.1f} s on {connection.vendor}\n"
@@ -82,11 +97,15 @@ def main() -> int:
         line = (
             f"{name:<28} {statistics.median(times):>10.1f} {max(times):>8.1f} {size / 1024:>8.1f}"
         )
-        if name == "2 runs":
-            ok = statistics.median(times) <= TARGET_MS and size <= TARGET_BYTES
+        if name in TARGETS:
+            limit_ms, limit_bytes = TARGETS[name]
+            ok = statistics.median(times) <= limit_ms and (
+                limit_bytes is None or size <= limit_bytes
+            )
             failed |= not ok
             verdict = "ok" if ok else "MISSED"
-            line += f"  target ≤ {TARGET_MS:.0f} ms, ≤ {TARGET_BYTES // 1024} KB {verdict}"
+            kb = f", ≤ {limit_bytes // 1024} KB" if limit_bytes else ""
+            line += f"  target ≤ {limit_ms:.0f} ms{kb} {verdict}"
         print(line)
     if args.use_configured_db:
         for run in runs:

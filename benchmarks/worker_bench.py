@@ -3,15 +3,23 @@ SQLite (the first README command's setup), or on Redis/PostgreSQL when REDIS_URL
 are set.
 
     .venv/bin/python benchmarks/worker_bench.py [--workers 2] [--parallel 4] [--latency-ms 20]
+        [--rounds 3]
 
-Runs ../shared/fixtures/convfinqa/convfinqa_subset_inline.yaml (133 cases, 485 turns) with the
-scripted provider and reports wall time from launch to the run's end, and turns per second.
+Runs ../shared/fixtures/convfinqa/convfinqa_subset_inline.yaml (133 cases, 485 turns, copied
+into the agent directory: a run holds only its snapshot's files) with the scripted provider and
+reports wall time from launch to the run's end, and turns per second. ``--workers`` is the
+number of worker processes (Celery's ``--concurrency``); each round starts a new worker, waits
+until it answers, launches one run and stops the worker; the median of the rounds is printed.
+Also printed: the CPU time the worker's processes spent on the run, per turn (read from /proc;
+less sensitive than wall time to other work on the machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,66 +36,123 @@ instructions: {{inline: Answer from the filing.}}
 evaluations:
   metrics:
     - {{type: standard, metric: numeric, relative_tolerance: 0.01}}
-test_cases_file: {fixture}
+test_cases_file: cases.yaml
 """
+READY_SECONDS = 60.0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (concurrency)")
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--latency-ms", type=float, default=20)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     if not FIXTURE.exists():
         sys.exit(f"fixture not found: {FIXTURE}")
     with tempfile.TemporaryDirectory() as tmp:
-        agent = Path(tmp) / "agent.yaml"
-        agent.write_text(AGENT.format(latency=args.latency_ms, fixture=FIXTURE))
+        agent_dir = Path(tmp) / "agent"
+        agent_dir.mkdir()
+        shutil.copy(FIXTURE, agent_dir / "cases.yaml")
+        agent = agent_dir / "agent.yaml"
+        agent.write_text(AGENT.format(latency=args.latency_ms))
         os.environ.setdefault("HOLODECK_DATA_DIR", str(Path(tmp) / "data"))
         os.environ["DJANGO_SETTINGS_MODULE"] = "holodeck_web.settings"
         sys.path.insert(0, str(REPO))
-        manage = [sys.executable, "manage.py"]
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=REPO, check=True)
-        from runs.management.commands.serve import worker_command
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, check=True)
+        import django
 
-        worker = subprocess.Popen(
-            worker_command(args.workers),
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            time.sleep(5)  # worker start-up
-            print(measure(agent, args.parallel, args.latency_ms))
-        finally:
-            worker.terminate()
-            worker.wait(timeout=60)
+        django.setup()
+        rates = []
+        for _ in range(args.rounds):
+            line, rate = one_round(agent, args.workers, args.parallel, args.latency_ms)
+            print(line, flush=True)
+            rates.append(rate)
+        if args.rounds > 1:
+            print(
+                f"median of {args.rounds} rounds, {args.workers} worker process(es): "
+                f"{statistics.median(rates):.0f} turns/s"
+            )
 
 
-def measure(agent: Path, parallel: int, latency_ms: float) -> str:
-    import django
+def one_round(agent: Path, workers: int, parallel: int, latency_ms: float) -> tuple[str, float]:
+    from runs.management.commands.serve import worker_command
 
-    django.setup()
+    worker = subprocess.Popen(
+        worker_command(workers),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_ready()
+        return measure(agent, worker.pid, workers, parallel, latency_ms)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+
+
+def wait_ready() -> None:
+    """Until the worker answers a ping (Redis, RabbitMQ); a fixed wait on the embedded broker."""
+    from django.conf import settings
+
+    from holodeck_web.celery import app
+
+    if settings.EMBEDDED_BROKER:
+        time.sleep(5)
+        return
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            time.sleep(0.5)  # the pool's children finish starting
+            return
+    sys.exit("the worker did not start")
+
+
+def measure(
+    agent: Path, worker: int, workers: int, parallel: int, latency_ms: float
+) -> tuple[str, float]:
     from django.db import connection, transaction
 
+    from runs.models import Run
     from runs.services.launch import run_create
     from runs.services.projects import project_register
 
     project = project_register(agent_path=agent)
     with transaction.atomic():
         run = run_create(project=project, parallel=parallel)
-    started = time.perf_counter()
-    while True:
-        run.refresh_from_db()
-        if not run.is_active:
-            break
-        time.sleep(0.2)
+    started, cpu_before = time.perf_counter(), cpu_seconds(worker)
+    # Polled by its status alone: the whole row holds the config snapshot (every test case),
+    # which this process would otherwise read 20 times a second.
+    status = Run.objects.filter(pk=run.pk).values_list("status", flat=True)
+    while status.get() in Run.ACTIVE:
+        time.sleep(0.05)
     elapsed = time.perf_counter() - started
-    return (
-        f"{connection.vendor}, {run.total_cases} cases / {run.turns_done} turns, parallel "
-        f"{parallel}, {latency_ms:g} ms model latency: {run.status} in {elapsed:.1f}s "
-        f"({run.turns_done / elapsed:.0f} turns/s)"
+    cpu = cpu_seconds(worker) - cpu_before
+    run.refresh_from_db()
+    rate = run.turns_done / elapsed
+    line = (
+        f"{connection.vendor}, {workers} worker process(es), {run.total_cases} cases / "
+        f"{run.turns_done} turns, parallel {parallel}, {latency_ms:g} ms model latency: "
+        f"{run.status} in {elapsed:.2f}s ({rate:.0f} turns/s; worker CPU "
+        f"{cpu * 1000 / max(run.turns_done, 1):.2f} ms per turn)"
     )
+    return line, rate
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the process and its children (the pool), 0 without /proc."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # fields[0] is the state (field 3); ppid is field 4, utime and stime fields 14 and 15.
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 if __name__ == "__main__":

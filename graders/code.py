@@ -16,9 +16,11 @@ exception (``ExcType: message``), a timeout -- is "could not grade" (``Grade.err
 low score. (With ``fail_on_error`` the engine then fails the whole test case and skips its
 remaining turns.)
 
-Each call runs in its own daemon thread so a slow grader cannot block the event loop. A thread
-cannot be killed: on timeout the engine moves on and the thread finishes (or hangs) in the
-background; being a daemon it never holds up the process's exit.
+Under an event loop (``run_code_grader``) each call runs in a daemon thread of its own, so a slow
+grader cannot block the loop; idle threads are reused from call to call, never a busy one. A
+thread cannot be killed: on timeout the engine moves on and the thread finishes (or hangs) in the
+background; being a daemon it never holds up the process's exit. From synchronous code
+(``run_code_grader_sync``) a grader without a timeout runs in the calling thread.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import inspect
 import json
 import math
 import numbers
+import os
+import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -104,23 +108,62 @@ async def run_code_grader(
 ) -> Grade:
     """Run one (sync or async) grader on one turn. Never raises for the grader's faults."""
     start = time.perf_counter()
-
-    def elapsed_ms() -> int:
-        return round((time.perf_counter() - start) * 1000)
-
-    def error(message: str) -> Grade:
-        return Grade.could_not_grade(message, threshold=threshold, evaluation_time_ms=elapsed_ms())
-
     try:
         raw = await _call_in_thread(fn, ctx, name=name, timeout_s=timeout_s)
     except TimeoutError:
-        return error(f"timed out after {timeout_s:g}s")
+        return _failed(f"timed out after {timeout_s:g}s", threshold, start)
     except _GraderRaised as exc:
-        return error(f"{type(exc.original).__name__}: {exc.original}")
+        return _failed(_raised_text(exc), threshold, start)
+    return _graded(raw, threshold, start)
+
+
+def run_code_grader_sync(
+    fn: GraderFn,
+    ctx: GraderContext,
+    *,
+    name: str,
+    threshold: float | None = None,
+    timeout_s: float | None = None,
+) -> Grade:
+    """``run_code_grader`` from synchronous code, with the same grades.
+
+    Without a timeout (and with no event loop running in this thread) the grader runs right
+    here: there is no loop to keep free, and the caller waits for it either way. With one, it
+    runs in a worker thread and the caller waits at most ``timeout_s``.
+    """
+    start = time.perf_counter()
+    try:
+        if timeout_s is None and asyncio._get_running_loop() is None:
+            raw = _call_here(fn, ctx)
+        else:
+            raw = _call_in_thread_sync(fn, ctx, name=name, timeout_s=timeout_s)
+    except TimeoutError:
+        return _failed(f"timed out after {timeout_s:g}s", threshold, start)
+    except _GraderRaised as exc:
+        return _failed(_raised_text(exc), threshold, start)
+    return _graded(raw, threshold, start)
+
+
+def _elapsed_ms(start: float) -> int:
+    return round((time.perf_counter() - start) * 1000)
+
+
+def _failed(message: str, threshold: float | None, start: float) -> Grade:
+    return Grade.could_not_grade(
+        message, threshold=threshold, evaluation_time_ms=_elapsed_ms(start)
+    )
+
+
+def _raised_text(exc: _GraderRaised) -> str:
+    return f"{type(exc.original).__name__}: {exc.original}"
+
+
+def _graded(raw: Any, threshold: float | None, start: float) -> Grade:
+    """The grader's answer as a Grade (or "could not grade" when it cannot be recorded)."""
     try:
         result = normalize_grader_output(raw)
     except GraderOutputError as exc:
-        return error(str(exc))
+        return _failed(str(exc), threshold, start)
     passed = result.passed
     if passed is None:
         bar = threshold if threshold is not None else DEFAULT_PASS_SCORE
@@ -131,7 +174,7 @@ async def run_code_grader(
         threshold=threshold,
         reason=result.reason,
         details=result.details,
-        evaluation_time_ms=elapsed_ms(),
+        evaluation_time_ms=_elapsed_ms(start),
     )
 
 
@@ -206,20 +249,48 @@ async def _call_in_thread(
             outcome.set_result((ok, value))
 
     def work() -> None:
-        try:
-            value = context.run(_invoke, fn, ctx)
-            report = (True, value)
-        except BaseException as exc:  # a grader's SystemExit must not kill the worker
-            report = (False, exc)
+        report = _run_reporting(context, fn, ctx)
         # RuntimeError: the loop is gone, so nobody is waiting any more.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, *report)
 
-    threading.Thread(target=work, name=f"code-grader:{name}", daemon=True).start()
+    _WORKERS.run(work, name=f"code-grader:{name}")
     ok, value = await asyncio.wait_for(outcome, timeout_s)
     if not ok:
         raise _GraderRaised(value)
     return value
+
+
+def _call_in_thread_sync(
+    fn: GraderFn, ctx: GraderContext, *, name: str, timeout_s: float | None
+) -> Any:
+    context = contextvars.copy_context()
+    outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+    _WORKERS.run(lambda: outcome.put(_run_reporting(context, fn, ctx)), name=f"code-grader:{name}")
+    try:
+        ok, value = outcome.get(timeout=timeout_s)
+    except queue.Empty:
+        raise TimeoutError from None
+    if not ok:
+        raise _GraderRaised(value)
+    return value
+
+
+def _call_here(fn: GraderFn, ctx: GraderContext) -> Any:
+    """In the calling thread, in a copy of its context (as a worker thread would be)."""
+    try:
+        return contextvars.copy_context().run(_invoke, fn, ctx)
+    except KeyboardInterrupt:  # the user pressed Ctrl-C: not the grader's answer
+        raise
+    except BaseException as exc:  # a grader's SystemExit must not end the caller
+        raise _GraderRaised(exc) from None
+
+
+def _run_reporting(context: contextvars.Context, fn: GraderFn, ctx: GraderContext) -> Any:
+    try:
+        return (True, context.run(_invoke, fn, ctx))
+    except BaseException as exc:  # a grader's SystemExit must not kill the worker
+        return (False, exc)
 
 
 def _invoke(fn: GraderFn, ctx: GraderContext) -> Any:
@@ -234,6 +305,69 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+class _Workers:
+    """Daemon threads reused from one grader call to the next (starting a thread costs more
+    than most graders). A call gets an idle thread or a new one, never a busy one: a grader
+    that overruns its timeout keeps its thread until it returns and delays no other call, as
+    with a thread per call. At most ``max_idle`` threads wait for work, each for ``idle_s``."""
+
+    def __init__(self, *, max_idle: int = 8, idle_s: float = 60.0) -> None:
+        self.max_idle = max_idle
+        self.idle_s = idle_s
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[tuple[Callable[[], None], str]]] = []
+
+    def run(self, job: Callable[[], None], *, name: str) -> None:
+        """Start ``job`` (which must not raise) in a thread named ``name``."""
+        with self._lock:
+            jobs = self._idle.pop() if self._idle else None
+        if jobs is None:
+            jobs = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(jobs,), name=name, daemon=True).start()
+        jobs.put((job, name))
+
+    def _serve(self, jobs: queue.SimpleQueue[tuple[Callable[[], None], str]]) -> None:
+        thread = threading.current_thread()
+        while True:
+            try:
+                job, thread.name = jobs.get(timeout=self.idle_s)
+            except queue.Empty:
+                if self._retire(jobs):
+                    return
+                continue  # taken just now: its job is on the way
+            job()
+            del job
+            if not self._rest(jobs):
+                return
+
+    def _rest(self, jobs: queue.SimpleQueue[tuple[Callable[[], None], str]]) -> bool:
+        with self._lock:
+            if len(self._idle) >= self.max_idle:
+                return False
+            self._idle.append(jobs)
+            return True
+
+    @property
+    def idle_threads(self) -> int:
+        return len(self._idle)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's threads do not exist here."""
+        self._lock = threading.Lock()
+        self._idle = []
+
+    def _retire(self, jobs: queue.SimpleQueue[tuple[Callable[[], None], str]]) -> bool:
+        with self._lock:
+            if jobs not in self._idle:
+                return False
+            self._idle.remove(jobs)
+            return True
+
+
+_WORKERS = _Workers()
+os.register_at_fork(after_in_child=_WORKERS.forget)
+
+
 __all__ = [
     "DEFAULT_PASS_SCORE",
     "GraderContext",
@@ -242,4 +376,5 @@ __all__ = [
     "GraderResult",
     "normalize_grader_output",
     "run_code_grader",
+    "run_code_grader_sync",
 ]

@@ -87,6 +87,7 @@ CASE_FIELDS: Fields = (
     ("processed_files", "processed_files"),
     ("errors", "errors"),
     ("execution_time_ms", "execution_time_ms"),
+    ("session_start_ms", "session_start_ms"),
     ("token_usage", "token_usage"),
     ("timestamp", "timestamp"),
     ("passed", "passed"),

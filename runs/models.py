@@ -146,7 +146,11 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["project", "status", "-created_at"]),
+            # Each project's latest run (the home page), whatever the number of its runs.
+            models.Index(fields=["project", "-created_at", "-id"], name="run_project_latest"),
+        ]
         # One run per result file and project: concurrent imports of one file add it once.
         constraints = [
             models.UniqueConstraint(
@@ -309,6 +313,15 @@ class TurnResult(models.Model):
     class Meta:
         ordering = ["case", "index"]
         constraints = [models.UniqueConstraint(fields=["case", "index"], name="turn_unique_index")]
+        indexes = [
+            # Covering: the compare page reads every turn's verdicts of its runs from the index
+            # alone (not the wide rows); a live summary counts the turns by outcome.
+            models.Index(
+                fields=["run", "case", "index", "outcome", "kind_outcomes", "execution_time_ms"],
+                name="turn_verdicts_cover",
+            ),
+            models.Index(fields=["run", "outcome"], name="turn_run_outcome"),
+        ]
 
     def __str__(self) -> str:
         return f"turn {self.index} of {self.case}"
@@ -336,7 +349,22 @@ class MetricResult(models.Model):
 
     class Meta:
         ordering = ["turn", "position"]
-        indexes = [models.Index(fields=["run", "kind", "metric_name"])]
+        indexes = [
+            models.Index(fields=["run", "kind", "metric_name"]),
+            # Covering: a live summary's metric counts and the compare page's judge sums.
+            models.Index(
+                fields=[
+                    "run",
+                    "metric_name",
+                    "kind",
+                    "outcome",
+                    "score",
+                    "evaluation_time_ms",
+                    "judge_cost_usd",
+                ],
+                name="metric_summary_cover",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.metric_name}={self.score}"

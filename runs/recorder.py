@@ -6,8 +6,10 @@ and the same run executed by the dashboard's workers give the same rows:
 - ``run_open`` creates the Run, with everything it is opened with, and its case rows (queued
   for the dashboard, running for the CLI);
 - ``case_claim`` takes a case for one attempt of one process (``runs.owner``);
-- ``CaseRecorder`` turns the engine's events into writes: each finished turn at once (a Celery
-  task), or each case's turns together when it finishes (the CLI batches);
+- ``CaseRecorder`` turns the engine's events into writes: each finished turn within a fraction
+  of a second (a Celery task: ``turns_append``), or each case's turns together when it
+  finishes (the CLI batches); ``case_finish`` writes the case's result with the turns not yet
+  written, in one transaction;
 - ``case_fail`` / ``case_cancel`` (``cases_fail_open`` / ``cases_cancel_pending`` for a whole
   run) settle cases that produced no result;
 - ``run_finish`` computes the roll-up from the rows and ends the run.
@@ -21,6 +23,7 @@ message and a dead worker's late write never interleave rows. Wire -> rows is ``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
@@ -43,6 +46,7 @@ from runs.report.build import summary_of_results
 from runs.report.outcomes import Outcome
 from runs.report.regrades import GradingSource, RegradeSources, TranscriptSource
 from runs.report.summary import RunSummary
+from runs.rows import rows_insert
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +155,13 @@ def run_open(
             total_cases=len(cases),
             total_turns=sum(turns for *_, turns in cases),
         )
-        CaseResult.objects.bulk_create(
+        rows_insert(  # not bulk_create: 4 s of CPU for 17,747 cases (runs/rows.py)
+            CaseResult,
             [
-                CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
+                {"index": index, "name": name, "is_multi_turn": multi, "turn_count": turns}
                 for index, name, multi, turns in cases
-            ]
+            ],
+            common={"run": run},
         )
     return run
 
@@ -320,25 +326,32 @@ def _parse_time(value: str) -> datetime | None:
 # --- one attempt at a case --------------------------------------------------------------------
 
 
-def case_claim(case: CaseResult, *, take_over: bool = False) -> int | None:
+def case_claim(case: CaseResult, *, take_over: bool = False, unqueued: bool = False) -> int | None:
     """Take the case for a new attempt by this process; None when it is not to run (another
     attempt has it, or it was given up after MAX_CASE_ATTEMPTS).
 
     A running case is taken only with ``take_over`` (its owner is dead: the caller checked);
-    its partial turn rows are removed, and it runs again from its first turn.
+    its partial turn rows are removed, and it runs again from its first turn. ``unqueued``: a
+    pending case nobody queued yet, taken by a task that finished another case of its run
+    (``runs.services.execution``): it is marked queued by the same UPDATE, which fails when a
+    pump queued it meanwhile.
     """
     if case.status == CaseResult.Status.RUNNING and not take_over:
         return None
     attempt = case.attempts + 1
     now = timezone.now()
-    claimed = CaseResult.objects.filter(
-        pk=case.pk, status=case.status, attempts=case.attempts
-    ).update(
+    owned = CaseResult.objects.filter(pk=case.pk, status=case.status, attempts=case.attempts)
+    queued: dict[str, Any] = {}
+    if unqueued:
+        owned = owned.filter(enqueued=False)
+        queued = {"enqueued": True, "enqueued_at": now}
+    claimed = owned.update(
         status=CaseResult.Status.RUNNING,
         attempts=attempt,
         started_at=now,
         heartbeat_at=now,
         claimed_by=_me(),
+        **queued,
     )
     if not claimed:
         return None
@@ -363,17 +376,26 @@ def case_heartbeat(case: CaseResult, attempt: int) -> bool:
     return bool(case_owned(case, attempt).update(heartbeat_at=timezone.now()))
 
 
-def turns_write(case: CaseResult, attempt: int, turns: Sequence[wire.TurnResult]) -> None:
-    """Write finished turns and their metric rows, if this attempt still owns the case."""
+def turns_append(case: CaseResult, attempt: int, turns: Sequence[wire.TurnResult]) -> bool:
+    """Write finished turns of the attempt with their metric rows, and count them, in one
+    transaction; True when the run was cancelled meanwhile (its running cases skip the rest of
+    their turns). CaseSuperseded, with nothing written, when the attempt lost the case.
+
+    The dashboard's write while a case runs, so it is kept to what it needs: stamping the
+    heartbeat checks (and locks) the attempt's ownership; no row of these turns can exist yet
+    (a turn is written once per attempt, and the claim that started the attempt removed an
+    earlier one's rows), so nothing is deleted first; the run's counter is moved only while
+    the run is running, so an unchanged row tells of a cancel without a query of its own.
+    """
     with transaction.atomic():
         if not case_heartbeat(case, attempt):
             raise CaseSuperseded
-        indices = [turn.turn_index for turn in turns]
-        replaced, _ = TurnResult.objects.filter(case=case, index__in=indices).delete()
         turn_rows_insert(turn_rows(run_id=case.run_id, case=case, turns=turns))
-        added = len(turns) - _count(replaced, TurnResult)
-        if added:
-            Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + added)
+        running = Run.objects.filter(pk=case.run_id, status=Run.Status.RUNNING)
+        if running.update(turns_done=F("turns_done") + len(turns)):
+            return False
+        Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + len(turns))
+    return _run_cancelled(case.run_id)
 
 
 def case_finish(
@@ -383,9 +405,12 @@ def case_finish(
     turns: Sequence[wire.TurnResult],
     *,
     cancelled: bool = False,
+    unwritten: Sequence[wire.TurnResult] = (),
 ) -> bool:
     """Settle the case with its result: done, or cancelled when the run was cancelled under it
-    and some of its turns were skipped for that. False when the attempt lost the case."""
+    and some of its turns were skipped for that; ``unwritten``: those of its ``turns`` not
+    written yet (``turns_append``), written with it, in the same transaction. False, with
+    nothing written, when the attempt lost the case."""
     cancelled = cancelled and any(turn.skipped for turn in turns)
     usage = result.token_usage
     values = case_values(result, turns)
@@ -399,8 +424,10 @@ def case_finish(
         )
         if not updated:
             return False
+        turn_rows_insert(turn_rows(run_id=case.run_id, case=case, turns=unwritten))
         Run.objects.filter(pk=case.run_id).update(
             **_counted(values["outcome"]),
+            turns_done=F("turns_done") + len(unwritten),
             prompt_tokens=F("prompt_tokens") + (usage.prompt_tokens if usage else 0),
             completion_tokens=F("completion_tokens") + (usage.completion_tokens if usage else 0),
             total_tokens=F("total_tokens") + (usage.total_tokens if usage else 0),
@@ -496,6 +523,8 @@ def _case_reset(case: CaseResult) -> None:
 
 def turn_rows_insert(pairs: Sequence[tuple[TurnResult, list[MetricResult]]]) -> None:
     """Insert turn rows and their metric rows (bulk: a fixed number of queries)."""
+    if not pairs:
+        return
     rows = TurnResult.objects.bulk_create([row for row, _ in pairs], batch_size=500)
     if not all(row.pk for row in rows):  # a backend without RETURNING on bulk insert
         saved = TurnResult.objects.filter(case_id__in={row.case_id for row in rows})
@@ -525,20 +554,37 @@ def _me() -> str:
 class CaseRecorder:
     """The engine's event callback for cases this process runs.
 
-    ``per_turn``: each finished turn is written at once, then ``is_cancelled`` is asked again
-    (the dashboard's task); otherwise a case's turns are written together when it finishes (the
-    CLI). Either way the writes are ``turns_write`` and ``case_finish``.
+    ``per_turn`` (the dashboard's task): each finished turn is written while its case runs
+    (``turns_append``), within ``write_within`` seconds of finishing; the turns of a case that
+    finish closer together than that are written together, and those still unwritten when the
+    case finishes are written with its result. So a case of fast turns is one transaction,
+    while a slow turn is visible a fraction of a second after it finished (the run page polls
+    every second), and a worker that dies loses no more than a case it runs again anyway. Each
+    write also tells whether the run was cancelled (``watch_cancel``: then ``is_cancelled``
+    says so). Otherwise (the CLI) a case's turns are written with its result.
     """
 
     def __init__(
-        self, *, per_turn: bool, watch_cancel: bool = False, claim_in: Run | None = None
+        self,
+        *,
+        per_turn: bool,
+        watch_cancel: bool = False,
+        claim_in: Run | None = None,
+        write_within: float = 0.0,
     ) -> None:
         self.per_turn = per_turn
         self.claim_in = claim_in  # claim each case of this run as the engine starts it (CLI)
         self.watch_cancel = watch_cancel
+        self.write_within = write_within
         self.cancelled = False
         self.attempts: dict[int, tuple[CaseResult, int]] = {}  # case index -> (row, attempt)
         self.finished: dict[int, bool] = {}  # case index -> settled by this attempt
+        # Per case index: its finished turns not written yet, the timer that will write them,
+        # the write under way, and what a write in the background raised (for the case).
+        self.unwritten: dict[int, list[wire.TurnResult]] = {}
+        self.timers: dict[int, asyncio.TimerHandle] = {}
+        self.writes: dict[int, asyncio.Task[None]] = {}
+        self.failures: dict[int, Exception] = {}
 
     def track(self, case: CaseResult, attempt: int) -> None:
         self.attempts[case.index] = (case, attempt)
@@ -546,23 +592,40 @@ class CaseRecorder:
     async def __call__(self, event: Any) -> None:
         if event.kind == "case_started" and self.claim_in is not None:
             await _async(self._claim)(event.case_index)
-        owned = self.attempts.get(event.case_index)
+        index = event.case_index
+        owned = self.attempts.get(index)
         if owned is None:
             return
+        self._raise_failure(index)
         case, attempt = owned
         if event.kind == "turn_finished" and event.turn is not None and self.per_turn:
-            await _async(turns_write)(case, attempt, [event.turn])
-            if self.watch_cancel:
-                self.cancelled = await _async(_run_cancelled)(case.run_id)
+            self.unwritten.setdefault(index, []).append(event.turn)
+            if self.write_within > 0:
+                self._write_later(index)
+            else:
+                await self._write(index)
         elif event.kind == "case_finished" and event.result is not None:
-            if not self.per_turn:
-                await _async(turns_write)(case, attempt, event.turns)
-            self.finished[event.case_index] = await _async(case_finish)(
-                case, attempt, event.result, event.turns, cancelled=self.cancelled
+            await self._writes_stop(index)
+            unwritten = self.unwritten.pop(index, []) if self.per_turn else list(event.turns)
+            self.finished[index] = await _async(case_finish)(
+                case,
+                attempt,
+                event.result,
+                event.turns,
+                cancelled=self.cancelled,
+                unwritten=unwritten,
             )
 
     def is_cancelled(self) -> bool:
         return self.cancelled
+
+    async def flush(self) -> None:
+        """Write the finished turns of every case not written yet (the engine stopped before
+        their cases finished: it crashed on them)."""
+        for index in list(self.attempts):
+            await self._writes_stop(index)
+            if self.unwritten.get(index):
+                await self._write(index)
 
     def unsettled(self) -> list[tuple[CaseResult, int]]:
         """Cases claimed here that the engine never finished (it crashed on them)."""
@@ -574,6 +637,56 @@ class CaseRecorder:
         attempt = case_claim(case)
         if attempt is not None:
             self.track(case, attempt)
+
+    async def _write(self, index: int) -> None:
+        """Write the case's finished turns not written yet."""
+        turns = self.unwritten.pop(index, [])
+        if not turns:
+            return
+        case, attempt = self.attempts[index]
+        cancelled = await _async(turns_append)(case, attempt, turns)
+        if self.watch_cancel:
+            self.cancelled = self.cancelled or cancelled
+
+    def _write_later(self, index: int) -> None:
+        """Have the case's unwritten turns written ``write_within`` seconds from now, unless a
+        write is due or under way (a write under way arranges the next one when it ends)."""
+        if index in self.timers or index in self.writes:
+            return
+        loop = asyncio.get_running_loop()
+        self.timers[index] = loop.call_later(self.write_within, self._write_start, index)
+
+    def _write_start(self, index: int) -> None:
+        del self.timers[index]
+        self.writes[index] = asyncio.ensure_future(self._write_in_background(index))
+
+    async def _write_in_background(self, index: int) -> None:
+        try:
+            await self._write(index)
+        except Exception as exc:  # the case's next event raises it (CaseSuperseded, ...)
+            self.failures[index] = exc
+        finally:
+            del self.writes[index]
+        if index not in self.failures and self.unwritten.get(index):
+            self._write_later(index)  # turns that finished during the write
+
+    async def _writes_stop(self, index: int) -> None:
+        """No write of the case's turns due or under way once this returns: a due one is
+        called off (the caller writes its turns), one under way is waited for."""
+        while True:
+            timer = self.timers.pop(index, None)
+            if timer is not None:
+                timer.cancel()
+            write = self.writes.get(index)
+            if write is None:
+                break
+            await asyncio.wait([write])
+        self._raise_failure(index)
+
+    def _raise_failure(self, index: int) -> None:
+        failure = self.failures.pop(index, None)
+        if failure is not None:
+            raise failure
 
 
 def _run_cancelled(run_id: int) -> bool:

@@ -61,6 +61,11 @@ class AgentSession(Protocol):
 
 
 class AgentBackend(Protocol):
+    """Builds sessions. A backend whose sessions are slow to start (a process per session) sets
+    the class attribute ``costly_start = True``: the engine then opens the sessions of a run's
+    next cases while the current ones run (``runs.engine.sessions``). Each session is still
+    made for one case (``case_name``/``case_index``) and used by that case only."""
+
     async def create_session(self, *, case_name: str | None, case_index: int) -> AgentSession: ...
 
 

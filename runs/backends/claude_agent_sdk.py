@@ -11,8 +11,8 @@ wheel) kept open for all turns of a test case:
   anything else is denied, never prompted (``permission_mode="dontAsk"``; never
   ``bypassPermissions``, which the CLI refuses as root);
 - isolation: a private temporary ``CLAUDE_CONFIG_DIR`` (deleted on close), no user/project
-  settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``), no non-essential
-  traffic, bounded CLI retries;
+  settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``, ``--bare``), no
+  non-essential traffic, bounded CLI retries;
 - usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls).
 
 ``send`` reports model/CLI failures as ``TurnOutput(is_error=True)``; it raises only when
@@ -75,6 +75,10 @@ def bundled_cli_path() -> Path | None:
 
 class ClaudeAgentBackend:
     """Builds one :class:`ClaudeAgentSession` (one CLI process) per test case."""
+
+    # A CLI process takes about half a second of CPU before it can take a message: the engine
+    # opens the next cases' sessions while the current ones run (runs.engine.sessions).
+    costly_start = True
 
     def __init__(self, agent: LoadedAgent) -> None:
         if agent.config.model.provider != "anthropic":
@@ -265,6 +269,7 @@ class ClaudeAgentSession:
             cwd=str(self._agent.base_dir),
             env=self._env(),
             stderr=self._stderr.append,
+            extra_args={"bare": None} if self._bare() else {},
         )
         if claude and claude.max_thinking_tokens:
             options.thinking = {"type": "enabled", "budget_tokens": claude.max_thinking_tokens}
@@ -276,6 +281,20 @@ class ClaudeAgentSession:
         if claude and claude.append_system_prompt:
             prompt = f"{prompt}\n\n{claude.append_system_prompt}".strip()
         return prompt
+
+    def _bare(self) -> bool:
+        """Run the CLI with ``--bare``: no hooks, plugin sync, LSP, auto-memory, CLAUDE.md
+        discovery, attribution, background prefetches or housekeeping, none of which a test
+        session uses (and a session opened ahead would run them while it waits). Bare mode
+        authenticates with ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_AUTH_TOKEN`` (or a cloud
+        provider's own credentials) only, never ``CLAUDE_CODE_OAUTH_TOKEN``: where that token
+        is the only credential, the CLI runs as before."""
+        if self._agent.config.model.api_key:
+            return True
+        keys = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+        return any(os.environ.get(key) for key in keys) or not os.environ.get(
+            "CLAUDE_CODE_OAUTH_TOKEN"
+        )
 
     def _env(self) -> dict[str, str]:
         """What the CLI process gets on top of the server's environment (the SDK merges them,
@@ -296,6 +315,10 @@ class ClaudeAgentSession:
         defaults = {
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
+            # The CLI's runtime (Bun) collects garbage on a timer while the process idles: a
+            # session opened ahead of its case would spend ~0.1 s of CPU a second waiting.
+            # Collections on allocation still happen.
+            "BUN_GC_TIMER_DISABLE": "1",
         }
         if model.max_tokens:
             defaults["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(model.max_tokens)

@@ -2,6 +2,8 @@
 
 The rules (DESIGN.md §5) in one place:
 - one session per case, closed on every outcome; a single-turn case is a one-turn session;
+  a backend whose sessions start slowly gets the next cases' sessions opened ahead
+  (``runs.engine.sessions``), each still for its own case only;
 - ``llm_timeout`` bounds every send; a failed or timed-out turn is recorded and the next runs;
 - two consecutive session errors make the session unrecoverable: the rest are ``skipped``;
 - a ``fail_on_error`` metric that could not grade fails its case and skips the rest;
@@ -13,11 +15,10 @@ The rules (DESIGN.md §5) in one place:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,15 @@ from runs.engine.events import CaseEvent, EventCallback, emit
 from runs.engine.files import FileProcessor
 from runs.engine.grading import TurnGrades, grade_turn, graded_turn
 from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
+from runs.engine.sessions import (
+    OpenedSession,
+    SessionStarts,
+    close_session,
+    costly_start,
+    elapsed_ms,
+    open_session,
+    sessions_ahead,
+)
 from runs.report.build import rollup_turns, single_turn_result, summarize, summary_of_results
 from runs.report.models import (
     ProcessedFileInput,
@@ -44,7 +54,6 @@ if TYPE_CHECKING:
 
 ENGINE_VERSION = "holodeck-web 0.1.0"
 MAX_CONSECUTIVE_SESSION_ERRORS = 2
-SESSION_CLOSE_TIMEOUT = 30.0
 
 
 def utc_now() -> str:
@@ -98,26 +107,44 @@ class Engine:
     ) -> TestReport:
         cases = self.agent.config.test_cases
         indices = list(range(len(cases))) if case_indices is None else list(case_indices)
-        limit = asyncio.Semaphore(max(1, parallel or self.agent.parallel_test_cases))
+        width = max(1, parallel or self.agent.parallel_test_cases)
+        limit = asyncio.Semaphore(width)
+        starts = self._session_starts(indices, width) if costly_start(self.backend) else None
         started = time.perf_counter()
 
         async def bounded(index: int) -> TestResult:
             async with limit:
                 try:
-                    return await self.run_case(index)
+                    return await self.run_case(index, starts=starts)
                 except Exception as exc:  # one broken case never sinks the others
                     return self._crashed_case(index, exc)
+                finally:
+                    if starts is not None:  # a session opened for a case that crashed
+                        await starts.discard(index)
 
-        results = await asyncio.gather(*(bounded(index) for index in indices))
-        elapsed_ms = int((time.perf_counter() - started) * 1000)
-        return self.report(list(results), elapsed_ms)
+        try:
+            results = await asyncio.gather(*(bounded(index) for index in indices))
+        finally:
+            if starts is not None:
+                await starts.close()
+        return self.report(list(results), elapsed_ms(started))
 
-    def report(self, results: list[TestResult], elapsed_ms: int) -> TestReport:
+    def _session_starts(self, indices: Sequence[int], parallel: int) -> SessionStarts:
+        """Sessions opened ahead of their cases, for a backend whose sessions start slowly."""
+        return SessionStarts(
+            self._create_session,
+            indices,
+            ahead=sessions_ahead(parallel),
+            timeout=self.agent.config.execution.llm_timeout,
+            is_cancelled=self.is_cancelled,
+        )
+
+    def report(self, results: list[TestResult], total_ms: int) -> TestReport:
         return TestReport(
             agent_name=self.agent.config.name,
             agent_config_path=str(self.agent.path),
             results=results,
-            summary=summarize(results, elapsed_ms),
+            summary=summarize(results, total_ms),
             run_summary=summary_of_results(results),
             timestamp=utc_now(),
             holodeck_version=ENGINE_VERSION,
@@ -126,7 +153,9 @@ class Engine:
 
     # --- one test case -----------------------------------------------------------------------
 
-    async def run_case(self, index: int) -> TestResult:
+    async def run_case(self, index: int, *, starts: SessionStarts | None = None) -> TestResult:
+        """Run one case on its own session: taken from ``starts`` (opened ahead) when given,
+        else opened here."""
         case = self.agent.config.test_cases[index]
         turns = case.as_turns()
         await emit(self.on_event, CaseEvent("case_started", index, case.name, len(turns)))
@@ -135,16 +164,11 @@ class Engine:
         files: list[ProcessedFileInput] = []
         session: AgentSession | None = None
         open_error: str | None = None
+        opened: OpenedSession | None = None
         try:
-            try:
-                session = await asyncio.wait_for(
-                    self.backend.create_session(case_name=case.name, case_index=index),
-                    timeout=self.agent.config.execution.llm_timeout,
-                )
-            except TimeoutError:
-                open_error = "session could not be opened: timed out"
-            except Exception as exc:
-                open_error = f"session could not be opened: {error_text(exc)}"
+            if not self.is_cancelled():  # a cancelled run's cases start no session
+                opened = await self._open(index, starts)
+                session, open_error = opened.session, opened.error
             for turn_index, turn in enumerate(turns):
                 if self.is_cancelled() and state.stop_reason is None:
                     state.stop_reason = "run cancelled"
@@ -166,10 +190,16 @@ class Engine:
                 )
         finally:
             if session is not None:
-                # Closing must never hide the case's own outcome, nor hang the worker.
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(session.close(), timeout=SESSION_CLOSE_TIMEOUT)
+                await close_session(session)
         result = self._case_result(case, results, files)
+        if opened is not None:
+            # The case's time includes the part of its session's start it waited for.
+            result = result.model_copy(
+                update={
+                    "session_start_ms": opened.start_ms,
+                    "execution_time_ms": result.execution_time_ms + opened.waited_ms,
+                }
+            )
         await emit(
             self.on_event,
             CaseEvent(
@@ -177,6 +207,16 @@ class Engine:
             ),
         )
         return result
+
+    async def _open(self, index: int, starts: SessionStarts | None) -> OpenedSession:
+        if starts is not None:
+            return await starts.take(index)
+        timeout = self.agent.config.execution.llm_timeout
+        return await open_session(self._create_session, index, timeout)
+
+    def _create_session(self, index: int) -> Awaitable[AgentSession]:
+        case = self.agent.config.test_cases[index]
+        return self.backend.create_session(case_name=case.name, case_index=index)
 
     def _crashed_case(self, index: int, exc: Exception) -> TestResult:
         case = self.agent.config.test_cases[index]
@@ -219,7 +259,7 @@ class Engine:
         message = compose_message(turn.input, processed)
         started = time.perf_counter()
         output = await self._send(session, message)
-        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        sent_ms = elapsed_ms(started)
         errors = [
             f"file {p.original.get('path') or p.original.get('url')}: {p.error}"
             for p in processed
@@ -242,7 +282,7 @@ class Engine:
             tool_calls=[call.name for call in output.tool_calls],
             tool_invocations=list(output.tool_calls),
             passed=False,
-            execution_time_ms=elapsed_ms,
+            execution_time_ms=sent_ms,
             token_usage=output.usage,
             errors=errors,
         )

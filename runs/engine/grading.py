@@ -15,12 +15,16 @@ through it; a plugin or a user's own script can too. Django-free.
     print(grades.passed)
 
 ``grade_turn`` is the async form (every metric kind, LLM judges included); ``grade_turn_sync``
-runs deterministic and code graders only, and refuses judge metrics with a clear error.
+runs deterministic and code graders only, and refuses judge metrics with a clear error. It grades
+in the calling thread without an event loop, so with metrics and expectations built once (they
+are read-only and may be shared between threads) a verdict costs little more than the graders'
+own work (benchmarks/grading_bench.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,8 @@ from runs.report.kinds import JUDGE_KINDS
 from runs.report.models import MetricResult, ToolInvocation, TurnResult
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from runs.spec.metrics import Metric
     from runs.spec.test_cases import ExpectedTool
 
@@ -93,24 +99,11 @@ async def grade_turn(
     ``runner`` carries the agent (its judge model defaults); without one, judge metrics need
     their own ``model`` or ``judge``.
     """
-    grades = TurnGrades()
-    if expected_tools:
-        calls = [_invocation(call) for call in facts.tool_invocations]
-        verdicts = assert_tools(list(expected_tools), calls)
-        grades.tools_matched = tools_matched(verdicts)
-        grades.arg_match_details = [verdict.to_wire() for verdict in verdicts] or None
-    metric_runner = runner or MetricRunner(None, judge=judge)
+    grades = _tool_grades(facts, expected_tools)
+    metric_runner = runner or (_PLAIN_RUNNER if judge is None else MetricRunner(None, judge=judge))
     for metric in metrics:
-        if not metric.enabled or skip_reason(metric, facts) is not None:
-            continue
-        result, details = await metric_runner.grade(metric, facts)
-        grades.metric_results.append(result)
-        if details is not None:
-            grades.grader_details[metric.metric_name] = details
-        if result.error is not None and metric.fail_on_error and grades.stop_reason is None:
-            grades.stop_reason = (
-                f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
-            )
+        if metric.enabled and skip_reason(metric, facts) is None:
+            _record(grades, metric, *await metric_runner.grade(metric, facts))
     return grades
 
 
@@ -121,7 +114,10 @@ def grade_turn_sync(
     expected_tools: Sequence[ExpectedTool] = (),
     runner: MetricRunner | None = None,
 ) -> TurnGrades:
-    """``grade_turn`` for deterministic and code graders, from synchronous code.
+    """``grade_turn`` for deterministic and code graders, from synchronous code: the same
+    grades, graded right here without an event loop (a code grader with a ``timeout_ms`` runs
+    in a worker thread). Safe to call from several threads at once with the same metrics and
+    expectations: nothing of one call is kept for the next.
 
     Raises ValueError for an LLM-judge metric (use ``grade_turn``), and RuntimeError when
     called from inside a running event loop (await ``grade_turn`` there).
@@ -132,23 +128,57 @@ def grade_turn_sync(
             f"grade_turn_sync grades deterministic and code metrics only; {', '.join(judged)} "
             "need an LLM judge: await grade_turn(...) instead"
         )
-    return asyncio.run(
-        grade_turn(facts, metrics=metrics, expected_tools=expected_tools, runner=runner)
-    )
+    if asyncio._get_running_loop() is not None:
+        raise RuntimeError(
+            "grade_turn_sync() cannot be called from a running event loop: "
+            "await grade_turn(...) instead"
+        )
+    grades = _tool_grades(facts, expected_tools)
+    metric_runner = runner or _PLAIN_RUNNER
+    for metric in metrics:
+        if metric.enabled and skip_reason(metric, facts) is None:
+            _record(grades, metric, *metric_runner.grade_sync(metric, facts))
+    return grades
+
+
+# Without an agent or a judge override a runner holds nothing: one serves every call.
+_PLAIN_RUNNER = MetricRunner(None)
+
+
+def _tool_grades(facts: TurnFacts, expected_tools: Sequence[ExpectedTool]) -> TurnGrades:
+    """A turn's grades with its tool assertions."""
+    grades = TurnGrades()
+    if expected_tools:
+        calls = [_invocation(call) for call in facts.tool_invocations]
+        verdicts = assert_tools(expected_tools, calls)
+        grades.tools_matched = tools_matched(verdicts)
+        grades.arg_match_details = [verdict.to_wire() for verdict in verdicts] or None
+    return grades
+
+
+def _record(
+    grades: TurnGrades, metric: Metric, result: MetricResult, details: dict[str, Any] | None
+) -> None:
+    grades.metric_results.append(result)
+    if details is not None:
+        grades.grader_details[metric.metric_name] = details
+    if result.error is not None and metric.fail_on_error and grades.stop_reason is None:
+        grades.stop_reason = (
+            f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
+        )
 
 
 def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Path) -> list[Metric]:
     """Metric configs as written in agent.yaml (``evaluations.metrics`` items) -> validated
     metric objects; code graders are resolved relative to ``base_dir``. Raises ValueError
     naming the item and field at fault."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
-    from runs.spec.metrics import Metric
     from runs.spec.resolve import CodeResolver
 
     root = Path(base_dir).resolve()
     context = {"base_dir": root, "resolver": CodeResolver(root)}
-    adapter: TypeAdapter[Metric] = TypeAdapter(Metric)
+    adapter = _metric_adapter()
     metrics = []
     for position, item in enumerate(items):
         try:
@@ -160,6 +190,17 @@ def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Pat
     return metrics
 
 
+@functools.cache
+def _metric_adapter() -> TypeAdapter[Metric]:
+    """Built once (building one costs more than validating a metric with it); thread-safe to
+    use."""
+    from pydantic import TypeAdapter
+
+    from runs.spec.metrics import Metric
+
+    return TypeAdapter(Metric)
+
+
 def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
     """``expected_tools`` as written in agent.yaml (names or ``{name, args, count}``)."""
     from runs.spec.test_cases import Turn
@@ -169,5 +210,45 @@ def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
 
 
 def _invocation(call: Any) -> Any:
-    """Tool calls may be given as wire ``ToolInvocation`` objects or plain dicts."""
-    return ToolInvocation.model_validate(call) if isinstance(call, Mapping) else call
+    """Tool calls may be given as wire ``ToolInvocation`` objects or plain dicts. A dict that
+    plainly is one (the engine's dumps, the documented ``{name, args, result}``) is read as is;
+    anything else is validated (and refused) as before."""
+    if not isinstance(call, Mapping):
+        return call
+    if type(call) is dict and _plain_call(call):
+        return _Call(call["name"], call.get("args", {}))
+    return ToolInvocation.model_validate(call)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What a tool assertion reads of a call."""
+
+    name: str
+    args: dict[str, Any]
+
+
+_CALL_FIELDS = frozenset(ToolInvocation.model_fields)
+_SCALARS = (str, float, bool, type(None))
+
+
+def _plain_call(call: dict[str, Any]) -> bool:
+    """True when ``ToolInvocation.model_validate(call)`` would accept the dict as it is."""
+    if not call.keys() <= _CALL_FIELDS or type(call.get("name")) is not str:
+        return False
+    args = call.get("args", {})
+    if type(args) is not dict or any(type(key) is not str for key in args):
+        return False
+    size, took, error = call.get("bytes"), call.get("duration_ms"), call.get("error")
+    if size is None:
+        # Its size is then measured with json.dumps, which refuses some values (a cycle, an
+        # int of more than 4300 digits): only a scalar that it always takes is read as is.
+        result = call.get("result")
+        if type(result) is int:
+            if result.bit_length() > 10_000:
+                return False
+        elif type(result) not in _SCALARS:
+            return False
+    elif type(size) is not int or size < 0:
+        return False
+    return (took is None or type(took) in (int, float)) and (error is None or type(error) is str)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graders.code import GraderContext, GraderFn, run_code_grader, run_code_grader_sync
+from graders.deterministic import grade_equality, grade_numeric
 from graders.result import Grade, error_text
 from runs.report.kinds import JUDGE_KINDS
 from runs.report.models import MetricResult, TokenUsage
@@ -78,15 +80,34 @@ class MetricRunner:
             grade = await self._dispatch(metric, facts)
         except Exception as exc:  # a grader bug must not take the turn down with it
             grade = Grade.could_not_grade(error_text(exc), threshold=metric.threshold)
-        elapsed = int((time.perf_counter() - started) * 1000)
-        return to_metric_result(metric, grade, elapsed), grade.details
+        return _result(metric, grade, started)
+
+    def grade_sync(
+        self, metric: Metric, facts: TurnFacts
+    ) -> tuple[MetricResult, dict[str, Any] | None]:
+        """``grade`` without an event loop, for deterministic, NLP and code metrics (the same
+        results); ValueError for an LLM-judge metric."""
+        kind = metric.kind
+        if kind in JUDGE_KINDS:
+            raise ValueError(f"metric {metric.metric_name!r} needs an LLM judge: await grade()")
+        started = time.perf_counter()
+        try:
+            if kind == "standard":
+                grade = self._standard(metric, facts)
+            else:
+                fn, context, options = _code_call(metric, facts)  # type: ignore[arg-type]
+                grade = run_code_grader_sync(fn, context, **options)
+        except Exception as exc:  # a grader bug must not take the turn down with it
+            grade = Grade.could_not_grade(error_text(exc), threshold=metric.threshold)
+        return _result(metric, grade, started)
 
     async def _dispatch(self, metric: Metric, facts: TurnFacts) -> Grade:
         kind = metric.kind
         if kind == "standard":
             return self._standard(metric, facts)
         if kind == "code":
-            return await self._code(metric, facts)  # type: ignore[arg-type]
+            fn, context, options = _code_call(metric, facts)  # type: ignore[arg-type]
+            return await run_code_grader(fn, context, **options)
         if kind == "geval":
             return await self._geval(metric, facts)  # type: ignore[arg-type]
         return await self._rag(metric, facts)  # type: ignore[arg-type]
@@ -95,8 +116,6 @@ class MetricRunner:
         expected = facts.ground_truth or ""
         name = metric.metric
         if name == "equality":
-            from graders.deterministic import grade_equality
-
             return grade_equality(
                 facts.response,
                 expected,
@@ -107,8 +126,6 @@ class MetricRunner:
                 threshold=metric.threshold,
             )
         if name == "numeric":
-            from graders.deterministic import grade_numeric
-
             return grade_numeric(
                 facts.response,
                 expected,
@@ -126,28 +143,6 @@ class MetricRunner:
         ]
         return grader(
             facts.response, expected, threshold=metric.threshold, response_path=metric.response_path
-        )
-
-    async def _code(self, metric: CodeMetric, facts: TurnFacts) -> Grade:
-        from graders.code import GraderContext, run_code_grader
-
-        context = GraderContext(
-            turn_input=facts.input,
-            agent_response=facts.response,
-            ground_truth=facts.ground_truth,
-            tool_invocations=facts.tool_invocations,
-            retrieval_context=facts.retrieval_context,
-            turn_index=facts.turn_index,
-            test_case_name=facts.case_name,
-            turn_config=facts.turn_config or {},
-        )
-        timeout = metric.timeout_ms / 1000 if metric.timeout_ms else None
-        return await run_code_grader(
-            metric.callable,
-            context,
-            name=metric.metric_name,
-            threshold=metric.threshold,
-            timeout_s=timeout,
         )
 
     def _judge(self, metric: Metric) -> Any:
@@ -223,6 +218,35 @@ class MetricRunner:
 
 class JudgeUnavailable(Exception):
     pass
+
+
+def _result(
+    metric: Metric, grade: Grade, started: float
+) -> tuple[MetricResult, dict[str, Any] | None]:
+    elapsed = int((time.perf_counter() - started) * 1000)
+    return to_metric_result(metric, grade, elapsed), grade.details
+
+
+def _code_call(
+    metric: CodeMetric, facts: TurnFacts
+) -> tuple[GraderFn, GraderContext, dict[str, Any]]:
+    """The arguments of ``run_code_grader`` (or its sync twin) for one code metric."""
+    context = GraderContext(
+        turn_input=facts.input,
+        agent_response=facts.response,
+        ground_truth=facts.ground_truth,
+        tool_invocations=facts.tool_invocations,
+        retrieval_context=facts.retrieval_context,
+        turn_index=facts.turn_index,
+        test_case_name=facts.case_name,
+        turn_config=facts.turn_config or {},
+    )
+    options = {
+        "name": metric.metric_name,
+        "threshold": metric.threshold,
+        "timeout_s": metric.timeout_ms / 1000 if metric.timeout_ms else None,
+    }
+    return metric.callable, context, options
 
 
 # Judges that cannot work without a key (ollama runs locally without one).

@@ -71,6 +71,8 @@ class Row:
     regressions: int = 0  # turn-level, against the baseline, over every other run
     fixes: int = 0
     flaky: bool = False
+    # run id -> (regressions, fixes) of that run's turns against the baseline (runs with any)
+    changes: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -93,12 +95,10 @@ class Matrix:
         """(regressions, fixes) of a run against the baseline under the current filter."""
         regressions = fixes = 0
         for row in self.rows:
-            for turn in row.turns:
-                change = change_of(
-                    turn.get(self.baseline_id, Outcome.ABSENT), turn.get(run_id, Outcome.ABSENT)
-                )
-                regressions += change == REGRESSION
-                fixes += change == FIX
+            found = row.changes.get(run_id)
+            if found is not None:
+                regressions += found[0]
+                fixes += found[1]
         return regressions, fixes
 
     def cells_of(self, run_id: int) -> list[Outcome]:
@@ -144,7 +144,8 @@ def build_matrix(
     chosen = frozenset(selected)
     run_ids = list(runs)
     by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
-    rows = [_row(key, run_ids, by_run, chosen, baseline_id) for key in _keys(run_ids, by_run)]
+    decided = _RowMemo(run_ids, by_run, chosen, baseline_id)
+    rows = [decided(key) for key in _keys(run_ids, by_run)]
     matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows)
     for kind in (kind for kind in KINDS if kind in chosen) if chosen else KINDS:
         matrix.by_kind[kind] = _kind_changes(run_ids, by_run, baseline_id, kind)
@@ -172,14 +173,64 @@ def _keys(run_ids: list[int], by_run: dict[int, dict[str, CaseData]]) -> list[st
     return sorted(seen, key=lambda key: seen[key])
 
 
+class _RowMemo:
+    """Decides the row of a key, once per distinct row: a row depends on nothing but its cases'
+    states and verdicts, and most rows of large runs look alike. Cases whose turns and verdicts
+    by kind are the very same objects (``runs.selectors.compare`` hands equal ones out shared)
+    make rows alike; a row like one already decided is copied, not decided again. Identities
+    are safe as keys: every case is held by ``by_run`` while the matrix is built."""
+
+    def __init__(
+        self,
+        run_ids: list[int],
+        by_run: dict[int, dict[str, CaseData]],
+        selected: frozenset[str],
+        baseline_id: int,
+    ) -> None:
+        self.run_ids = run_ids
+        self.by_run = by_run
+        self.selected = selected
+        self.baseline_id = baseline_id
+        self.seen: dict[tuple[object, ...], Row] = {}
+
+    def __call__(self, key: str) -> Row:
+        present = {
+            run_id: self.by_run[run_id][key]
+            for run_id in self.run_ids
+            if key in self.by_run[run_id]
+        }
+        alike = tuple(
+            (id(case.turns), case.status, case.outcome, id(case.kinds)) if case else None
+            for case in (present.get(run_id) for run_id in self.run_ids)
+        )
+        first = next(iter(present.values()))
+        known = self.seen.get(alike)
+        if known is None:
+            known = self.seen[alike] = _row(
+                key, self.run_ids, present, self.selected, self.baseline_id
+            )
+        return Row(
+            key=key,
+            name=first.name,
+            index=first.index,
+            cells=dict(known.cells),
+            case_ids={run_id: case.case_id for run_id, case in present.items()},
+            turns=[dict(line) for line in known.turns],
+            regressions=known.regressions,
+            fixes=known.fixes,
+            flaky=known.flaky,
+            changes=dict(known.changes),
+        )
+
+
 def _row(
     key: str,
     run_ids: list[int],
-    by_run: dict[int, dict[str, CaseData]],
+    present: dict[int, CaseData],
     selected: frozenset[str],
     baseline_id: int,
 ) -> Row:
-    present = {run_id: by_run[run_id][key] for run_id in run_ids if key in by_run[run_id]}
+    """The row of the cases ``present`` (run id -> its case called ``key``)."""
     first = next(iter(present.values()))
     turn_count = max(len(case.turns) for case in present.values())
     turns: list[dict[int, Outcome]] = []
@@ -210,8 +261,14 @@ def _row(
     for line in turns:
         for run_id in others:
             change = change_of(line.get(baseline_id, Outcome.ABSENT), line[run_id])
-            row.regressions += change == REGRESSION
-            row.fixes += change == FIX
+            if change is not None:
+                regressions, fixes = row.changes.get(run_id, (0, 0))
+                row.changes[run_id] = (
+                    regressions + (change == REGRESSION),
+                    fixes + (change == FIX),
+                )
+                row.regressions += change == REGRESSION
+                row.fixes += change == FIX
         graded = {line[run_id] for run_id in others if line[run_id] in GRADED}
         row.flaky = row.flaky or len(graded) > 1
     return row
@@ -223,27 +280,44 @@ def _kind_changes(
     only = frozenset({kind})
     base = by_run[baseline_id]
     counts: dict[int, tuple[int, int]] = {}
+    # (baseline turns, run turns) -> their changes: once per distinct pair (the turns of most
+    # cases are shared objects, see _RowMemo; both are held by by_run, so ids are safe keys)
+    seen: dict[tuple[int, int], tuple[int, int]] = {}
     for run_id in run_ids:
         if run_id == baseline_id:
             continue
         regressions = fixes = 0
         for key, case in by_run[run_id].items():
             before = base.get(key)
-            if before is None:
-                continue
-            for turn in case.turns:
-                if turn.index >= len(before.turns):
-                    continue
-                old = before.turns[turn.index]
-                if old.outcome == turn.outcome and old.kinds == turn.kinds:
-                    continue  # the same verdicts: no change of any kind
-                change = change_of(
-                    verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
-                )
-                regressions += change == REGRESSION
-                fixes += change == FIX
+            if before is None or before.turns is case.turns:
+                continue  # not in the baseline, or the very same turns: no change
+            pair = (id(before.turns), id(case.turns))
+            found = seen.get(pair)
+            if found is None:
+                found = seen[pair] = _turn_changes(before.turns, case.turns, only)
+            regressions += found[0]
+            fixes += found[1]
         counts[run_id] = (regressions, fixes)
     return counts
+
+
+def _turn_changes(
+    before: Sequence[TurnData], after: Sequence[TurnData], only: frozenset[str]
+) -> tuple[int, int]:
+    """(regressions, fixes) of a case's turns ``after`` against ``before`` under ``only``."""
+    regressions = fixes = 0
+    for turn in after:
+        if turn.index >= len(before):
+            continue
+        old = before[turn.index]
+        if old.outcome == turn.outcome and old.kinds == turn.kinds:
+            continue  # the same verdicts: no change of any kind
+        change = change_of(
+            verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
+        )
+        regressions += change == REGRESSION
+        fixes += change == FIX
+    return regressions, fixes
 
 
 def select_rows(rows: list[Row], show: str) -> list[Row]:

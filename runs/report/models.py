@@ -19,11 +19,13 @@ Our extensions are omitted where HoloDeck's exact shape is wanted:
 - ``outcome`` (metric, turn, case) and ``kind_outcomes`` (turn, case) are the stored verdicts of
   ``runs.report.outcomes``, decided here, once, when a result is built (a validator fills them
   when absent, so a HoloDeck file gets them on import and a stored verdict is never re-decided);
-- ``TestReport.run_summary`` is our summary (``runs.report.summary``).
+- ``TestReport.run_summary`` is our summary (``runs.report.summary``);
+- ``TestResult.session_start_ms`` is how long the case's agent session took to start (omitted
+  from dumps when unset).
 
 ``holodeck_dump(model)`` dumps without the verdict extensions (``outcome``, ``kind_outcomes``,
-``run_summary``): the shape of a HoloDeck result file, and what a result file's identity hash
-is computed over.
+``run_summary``) and ``session_start_ms``: the shape of a HoloDeck result file, and what a
+result file's identity hash is computed over.
 """
 
 from __future__ import annotations
@@ -124,8 +126,9 @@ def _without_serializer(schema: Any) -> Any:
     return schema
 
 
-# Our verdict extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}).
-_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary")
+# Our extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}): the
+# verdicts, and the case's session start.
+_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary", "session_start_ms")
 
 
 def _without_verdicts(dumped: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
@@ -350,6 +353,9 @@ class TestResult(_Wire):
     turns: list[TurnResult] | None = None
     outcome: CaseOutcome | None = None
     kind_outcomes: dict[str, str] | None = None
+    # Our extension: how long the case's agent session took to start (e.g. a Claude Code CLI
+    # process); dropped from dumps when None and from HoloDeck-shaped dumps always.
+    session_start_ms: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _decide_outcome(self) -> Self:
@@ -367,7 +373,10 @@ class TestResult(_Wire):
     def _holodeck_shape(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
-        return _without_verdicts(handler(self), info)
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("session_start_ms") is None:
+            dumped.pop("session_start_ms", None)
+        return _without_verdicts(dumped, info)
 
 
 class ReportSummary(_Wire):

@@ -34,6 +34,7 @@ from runs.selectors.projects import (
     project_get,
     project_list,
     project_listed,
+    projects_with_last_run,
 )
 from runs.selectors.runs import (
     MODEL_NAME,
@@ -75,6 +76,7 @@ __all__ = [
     "project_get",
     "project_list",
     "project_listed",
+    "projects_with_last_run",
     "run_eval_run",
     "run_facets",
     "run_get",

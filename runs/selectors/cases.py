@@ -64,11 +64,17 @@ def case_rows(
 
 
 def case_rows_finished_since(
-    *, run: Run, since: datetime, only_failures: bool = False, query: str = ""
+    *,
+    run: Run,
+    since: datetime,
+    only_failures: bool = False,
+    query: str = "",
+    most: int | None = None,
 ) -> list[CaseResult]:
-    """Case rows that finished after ``since`` (the progress poll swaps just these)."""
+    """Case rows that finished after ``since`` (the progress poll swaps just these), the first
+    ``most`` of them (by index) when given."""
     rows = case_rows(run=run, only_failures=only_failures, query=query)
-    return list(rows.filter(finished_at__gt=since))
+    return list(rows.filter(finished_at__gt=since)[:most])
 
 
 def next_failed_case(*, case: CaseResult) -> CaseResult | None:

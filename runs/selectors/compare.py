@@ -4,7 +4,7 @@
   page and ``GET /api/v1/compare`` both show;
 - ``runs_for_compare``: the runs asked for (1 query);
 - ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
-- ``compare_runs``: their case rows (1 query) and turn rows (1), aligned by
+- ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case), aligned by
   ``runs.report.compare``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
   (1 aggregate);
@@ -18,8 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db.models import Prefetch, Q, Sum, TextField
-from django.db.models.functions import Cast
+from django.db.models import Prefetch, Q, StringAgg, Sum, TextField, Value
+from django.db.models.functions import Cast, Concat
 
 from runs import gitutil
 from runs.models import CaseResult, MetricResult, Run, TurnResult
@@ -259,25 +259,46 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
     )
 
 
+# One turn of the text ``_cases`` reads per case: "index|outcome|verdicts by kind (JSON)".
+TURN_LINE = Concat(
+    Cast("index", TextField()),
+    Value("|"),
+    "outcome",
+    Value("|"),
+    Cast("kind_outcomes", TextField()),
+    output_field=TextField(),
+)
+TURNS_SEPARATOR = "\n"  # JSON text holds no raw line break
+
+
 def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:
-    """Every case of the runs with its turns, as plain data, and the turns' sums (2 queries)."""
-    turns: dict[int, list[TurnData]] = defaultdict(list)
+    """Every case of the runs with its turns, as plain data, and the turns' sums (2 queries).
+
+    The turns come as one line per case: the database joins each case's turn verdicts into one
+    text (read from the covering index ``turn_verdicts_cover``, not the wide turn rows). The
+    cases of a run share a handful of distinct texts, each parsed once into turns shared by
+    every case that has it.
+    """
+    turns_of: dict[int, tuple[TurnData, ...]] = {}
     totals: dict[int, RunTotals] = defaultdict(RunTotals)
-    parsed = _KindsCache()
-    for run_id, case_id, index, outcome, kinds_text, elapsed in (
+    parsed = _TurnsCache()
+    for run_id, case_id, text, agent_ms in (
         TurnResult.objects.filter(run_id__in=run_ids)
-        .order_by("case_id", "index")
-        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
-        .values_list("run_id", "case_id", "index", "outcome", "kinds_text", "execution_time_ms")
+        .order_by()
+        .values("run_id", "case_id")
+        .annotate(
+            text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)), agent_ms=Sum("execution_time_ms")
+        )
+        .values_list("run_id", "case_id", "text", "agent_ms")
     ):
-        kinds = parsed(kinds_text)
-        turns[case_id].append(TurnData(index=index, outcome=outcome, kinds=kinds))
+        found = parsed(text)
+        turns_of[case_id] = found.turns
         sums = totals[run_id]
-        sums.agent_ms += elapsed or 0
-        if TOOLS_KIND in kinds:
-            sums.tools_passed += kinds[TOOLS_KIND] == Outcome.PASSED
-            sums.tools_failed += kinds[TOOLS_KIND] == Outcome.FAILED
+        sums.agent_ms += agent_ms or 0
+        sums.tools_passed += found.tools_passed
+        sums.tools_failed += found.tools_failed
     cases: dict[int, list[CaseData]] = defaultdict(list)
+    kinds_of = parsed.kinds
     for run_id, case_id, index, name, status, outcome, kinds_text in (
         CaseResult.objects.filter(run_id__in=run_ids)
         .order_by("run_id", "index")
@@ -291,26 +312,52 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
                 name=name,
                 status=status,
                 outcome=outcome,
-                kinds=parsed(kinds_text),
-                turns=tuple(turns.get(case_id, ())),
+                kinds=kinds_of(kinds_text),
+                turns=turns_of.get(case_id, ()),
             )
         )
     return cases, totals
 
 
-class _KindsCache:
-    """Parses the stored verdicts by kind, once per distinct text: a run of thousands of
-    turns has a handful of distinct combinations, so decoding each row would be waste."""
+@dataclass(frozen=True)
+class _CaseTurns:
+    """A case's turns in order, and how many of them passed and failed their tool assertions."""
+
+    turns: tuple[TurnData, ...]
+    tools_passed: int
+    tools_failed: int
+
+
+class _TurnsCache:
+    """Parses the turn texts of ``_cases`` and the stored verdicts by kind, once per distinct
+    text: a run of thousands of turns has a handful of distinct combinations, so decoding each
+    row would be waste."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, dict[str, str]] = {}
+        self.seen: dict[str, _CaseTurns] = {}
+        self.seen_kinds: dict[str, dict[str, str]] = {}
 
-    def __call__(self, text: str | None) -> dict[str, str]:
+    def __call__(self, text: str | None) -> _CaseTurns:
+        found = self.seen.get(text or "")
+        if found is None:
+            found = self.seen[text or ""] = self._parse(text or "")
+        return found
+
+    def _parse(self, text: str) -> _CaseTurns:
+        turns = []
+        for line in text.split(TURNS_SEPARATOR) if text else ():
+            index, outcome, kinds = line.split("|", 2)
+            turns.append(TurnData(index=int(index), outcome=outcome, kinds=self.kinds(kinds)))
+        turns.sort(key=lambda turn: turn.index)
+        tools = [turn.kinds[TOOLS_KIND] for turn in turns if TOOLS_KIND in turn.kinds]
+        return _CaseTurns(tuple(turns), tools.count(Outcome.PASSED), tools.count(Outcome.FAILED))
+
+    def kinds(self, text: str | None) -> dict[str, str]:
         if not text:
             return {}
-        found = self.seen.get(text)
+        found = self.seen_kinds.get(text)
         if found is None:
-            found = self.seen[text] = json.loads(text) or {}
+            found = self.seen_kinds[text] = json.loads(text) or {}
         return found
 
 

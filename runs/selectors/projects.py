@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from datetime import datetime
+
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
@@ -22,6 +26,39 @@ def project_list() -> QuerySet[AgentProject]:
         last_run_created_at=Subquery(last_runs.values("created_at")[:1]),
         last_run_regrade_of=Subquery(last_runs.values("regrade_of")[:1]),
     ).order_by("name")
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """What the home page shows of a project's latest run."""
+
+    id: int
+    regrade_of_id: int | None
+    status: str
+    passed_cases: int
+    total_cases: int
+    pass_rate: float | None
+    git_commit: str
+    created_at: datetime
+
+
+def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
+    """Every project, by name, with its latest run, or None: two queries whatever the number
+    of projects and runs (each latest run is found through the index ``run_project_latest``;
+    the runs are read as plain values, not model instances)."""
+    latest = Run.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
+    projects = list(
+        AgentProject.objects.annotate(last_run_id=Subquery(latest.values("id")[:1])).order_by(
+            "name"
+        )
+    )
+    ids = [project.last_run_id for project in projects if project.last_run_id is not None]
+    fields = [field.name for field in dataclass_fields(LastRun)]
+    runs = {
+        values[0]: LastRun(*values)
+        for values in Run.objects.filter(pk__in=ids).order_by().values_list(*fields)
+    }
+    return [(project, runs.get(project.last_run_id)) for project in projects]
 
 
 def project_listed(*, project_id: int) -> AgentProject:

@@ -5,7 +5,15 @@ case is run by the process that claims it (``runs.recorder.case_claim``) and wri
 recorder as its turns finish. The agent is loaded from the run's snapshot (the files sealed at
 launch, unpacked once per machine into ``HOLODECK_SNAPSHOT_CACHE``), never from the project's
 directory: a worker needs no shared file system, and an edit on disk after the launch changes
-nothing in a launched run. Loaded agents are kept per process, keyed by snapshot.
+nothing in a launched run. Loaded agents are kept per process, keyed by snapshot, with the
+backend built for them.
+
+What a case costs besides its own work is kept small (benchmarks/case_task_profile.py): the run
+row is read once per task, without the columns a task never uses (the config snapshot holds
+every test case); a task that finished its case takes the run's next one itself (one read, one
+claim); the recorder's connection lives as long as the task; a case's turns are written within
+TURN_WRITE_SECONDS of finishing, those that finish closer together in one transaction (a case
+of fast turns: one, with its result).
 """
 
 from __future__ import annotations
@@ -17,14 +25,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from graders.result import error_text
@@ -41,7 +50,6 @@ from runs.recorder import (
     case_heartbeat,
     close_thread_connection,
     run_settle,
-    turns_write,
 )
 from runs.report import models as wire
 from runs.services.launch import LaunchError
@@ -49,6 +57,7 @@ from runs.services.queue import EXECUTE_CASE, task_enqueue
 from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
 
 if TYPE_CHECKING:
+    from runs.backends.base import AgentBackend
     from runs.spec.loader import LoadedAgent
 
 log = logging.getLogger(__name__)
@@ -85,16 +94,18 @@ def run_execute_inline(*, run_id: int) -> Run:
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status == Run.Status.QUEUED:
             run.mark_running()
-    for case in (
-        CaseResult.objects.select_related("run", "run__project")
-        .filter(run_id=run_id, status=CaseResult.Status.PENDING)
-        .order_by("index")
-    ):
-        if case.run.status != Run.Status.RUNNING:
-            break
-        attempt = case_claim(case)
-        if attempt is not None:
-            _case_run(case, attempt)
+    agent: LoadedAgent | None = None
+    with _recorder_connection():
+        for case in (
+            _cases_with_run()
+            .filter(run_id=run_id, status=CaseResult.Status.PENDING)
+            .order_by("index")
+        ):
+            if case.run.status != Run.Status.RUNNING:
+                break
+            attempt = case_claim(case)
+            if attempt is not None:
+                agent = _case_run(case, attempt, agent)
     run = Run.objects.get(pk=run_id)
     if run_settle(run):
         run_agent_forget(run_id)
@@ -128,7 +139,7 @@ def case_execute(*, case_id: int) -> None:
     over only when its attempt is dead (its process is gone, or its heartbeat is stale), and
     then runs again from its first turn.
     """
-    case = CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
+    case = _cases_with_run().get(pk=case_id)
     run = case.run
     if run.status == Run.Status.RUNNING and case.status in (
         CaseResult.Status.PENDING,
@@ -136,8 +147,10 @@ def case_execute(*, case_id: int) -> None:
     ):
         attempt = case_claim(case, take_over=case_attempt_dead(case))
         if attempt is not None:
-            _case_run(case, attempt)
-            _cases_chain(run)
+            with _recorder_connection():
+                agent = _case_run(case, attempt)
+                if agent is not None:
+                    _cases_chain(run, agent)
     elif run.status == Run.Status.CANCELLED:
         case_cancel(case)
     case_pump(run=run)
@@ -152,26 +165,54 @@ def case_execute(*, case_id: int) -> None:
 CHAIN_SECONDS = 20.0
 
 
-def _cases_chain(run: Run) -> None:
+def _cases_chain(run: Run, agent: LoadedAgent) -> None:
     deadline = time.monotonic() + CHAIN_SECONDS
     while time.monotonic() < deadline:
-        if not Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).exists():
-            return
-        case = _case_take_next(run)
+        case = _case_next_unqueued(run)
         if case is None:
             return
-        attempt = case_claim(case)
-        if attempt is None:
-            return
-        _case_run(case, attempt)
+        attempt = case_claim(case, unqueued=True)
+        if attempt is not None:  # else another task or a pump took it first: the next one
+            _case_run(case, attempt, agent)
 
 
-def _case_take_next(run: Run) -> CaseResult | None:
-    """The run's next not-yet-queued case, marked queued, to run here."""
-    case_id = _case_mark_next_queued(run)
-    if not case_id:
-        return None
-    return CaseResult.objects.select_related("run", "run__project").get(pk=case_id)
+def _case_next_unqueued(run: Run) -> CaseResult | None:
+    """The next pending case nobody queued yet of the run, while it runs (one read: a cancelled
+    run's pending cases are cancelled, and it is not running any more)."""
+    case = (
+        CaseResult.objects.filter(
+            run_id=run.pk,
+            run__status=Run.Status.RUNNING,
+            enqueued=False,
+            status=CaseResult.Status.PENDING,
+        )
+        .order_by("index")
+        .first()
+    )
+    if case is not None:
+        case.run = run  # the task's run row (what a case needs of it does not change)
+    return case
+
+
+# The run columns a case task never reads. The config snapshot alone holds every test case:
+# reading it with each case cost more than running the case. (``raw_yaml`` and
+# ``agent_sources`` are read, one query each, when an agent without a snapshot is loaded.)
+RUN_COLUMNS_UNREAD = (
+    "config_snapshot",
+    "summary",
+    "raw_yaml",
+    "agent_sources",
+    "regrade_sources",
+    "environment",
+    "cli_args",
+    "prompt_version",
+)
+
+
+def _cases_with_run() -> QuerySet[CaseResult]:
+    return CaseResult.objects.select_related("run", "run__project").defer(
+        *(f"run__{column}" for column in RUN_COLUMNS_UNREAD)
+    )
 
 
 def _case_mark_next_queued(run: Run) -> int | None:
@@ -199,20 +240,41 @@ def case_attempt_dead(case: CaseResult) -> bool:
     return owner_dead(case.claimed_by, age, settings.HOLODECK_CASE_STALE_SECONDS)
 
 
-def _case_run(case: CaseResult, attempt: int) -> None:
+def _case_run(
+    case: CaseResult, attempt: int, agent: LoadedAgent | None = None
+) -> LoadedAgent | None:
+    """Run the claimed case with ``agent`` (the run's, loaded here when not given); the agent,
+    for the task's next case of the run, or None when it could not be loaded."""
     try:
         with _heartbeat(case, attempt):
-            agent = run_agent(case.run)
+            if agent is None:
+                agent = run_agent(case.run)
             original = case.run.options.get("regrade_of")
             if original:
                 _regrade(agent, case, attempt, int(original))
             else:
-                asyncio.run(_execute(agent, case, attempt))
+                asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
     except CaseSuperseded:
-        return
+        pass
     except Exception as exc:
         log.exception("case %s of run %s crashed", case.index, case.run_id)
         case_fail(case, attempt, f"execution error: {error_text(exc)}")
+    return agent
+
+
+@contextlib.contextmanager
+def _recorder_connection() -> Iterator[None]:
+    """The recorder writes from the one thread ``sync_to_async`` runs it in, on that thread's
+    own database connection: kept for the task's cases (one per case cost a connect each) and
+    closed when the task ends, so a long-lived worker does not keep it."""
+    try:
+        yield
+    finally:
+        asyncio.run(_in_recorder_thread(close_thread_connection))
+
+
+async def _in_recorder_thread(fn: Callable[[], object]) -> None:
+    await sync_to_async(fn, thread_sensitive=True)()
 
 
 @contextlib.contextmanager
@@ -269,21 +331,31 @@ class _Heartbeats:
 _HEARTBEATS = _Heartbeats()
 
 
-async def _execute(agent: LoadedAgent, case: CaseResult, attempt: int) -> None:
+# A finished turn is written within this many seconds (with the turns of its case that finish
+# meanwhile, or with the case's result): the run page polls every second, and a case of fast
+# turns is then one transaction instead of one per turn (runs.recorder.CaseRecorder).
+TURN_WRITE_SECONDS = 0.2
+
+
+async def _execute(
+    agent: LoadedAgent, backend: AgentBackend, case: CaseResult, attempt: int
+) -> None:
     from runs.engine.executor import Engine
 
-    recorder = CaseRecorder(per_turn=True, watch_cancel=True)
+    # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
+    await _in_recorder_thread(close_old_connections)
+    recorder = CaseRecorder(per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS)
     recorder.track(case, attempt)
-    engine = Engine(agent, on_event=recorder, is_cancelled=recorder.is_cancelled)
+    engine = Engine(agent, backend=backend, on_event=recorder, is_cancelled=recorder.is_cancelled)
     try:
         await engine.run_case(case.index)
     finally:
-        await sync_to_async(close_thread_connection, thread_sensitive=True)()
+        await recorder.flush()  # the turns before a crash are kept, as they would have been
 
 
 def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
-    is never called. The graded turns are written together, with the case's result."""
+    is never called. The graded turns are written with the case's result (one transaction)."""
     from runs.engine.regrade import regrade_case
 
     stored = _stored_turns(original_id, case)
@@ -296,8 +368,7 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
             multi_turn=case.is_multi_turn,
         )
     )
-    turns_write(case, attempt, turns)
-    case_finish(case, attempt, result, turns)
+    case_finish(case, attempt, result, turns, unwritten=turns)
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
@@ -317,6 +388,7 @@ class _Kept:
     # What to release when the agent is dropped: the git worktree of a run without a snapshot.
     stack: contextlib.ExitStack
     legacy_run: int | None = None  # a run without a snapshot: kept for that run only
+    backend: AgentBackend | None = None  # built on the agent's first case (agent_backend)
 
 
 # "<digest>:<agent file>:<parallel>" for runs with a snapshot (runs of one tree share it), or
@@ -350,6 +422,22 @@ def run_agent(run: Run) -> LoadedAgent:
             _, old = _AGENTS.popitem(last=False)
             old.stack.close()
         return kept.agent
+
+
+def agent_backend(agent: LoadedAgent) -> AgentBackend:
+    """The backend for a case of ``agent``: built once per kept agent, as one engine builds one
+    for all the cases of a CLI run. A backend holds what the cases' sessions share (the
+    scripted provider's transcript of the whole suite, built from every test case); each
+    session, with whatever it holds of its event loop, is made for one case."""
+    from runs.backends.base import backend_for
+
+    with _AGENTS_LOCK:
+        kept = next((kept for kept in _AGENTS.values() if kept.agent is agent), None)
+        if kept is None:  # dropped since (more runs than are kept): built for this case only
+            return backend_for(agent)
+        if kept.backend is None:
+            kept.backend = backend_for(agent)
+        return kept.backend
 
 
 def _agent_key(run: Run) -> str:

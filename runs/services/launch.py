@@ -65,6 +65,28 @@ def run_create(
 
     Raises ConfigError (every problem of the agent.yaml) or LaunchError; nothing is queued then.
     """
+    from runs.spec.loader import collector_paused
+
+    with collector_paused():
+        return _run_create(
+            project=project,
+            user=user,
+            git_ref=git_ref,
+            parallel=parallel,
+            limit=limit,
+            case_filter=case_filter,
+        )
+
+
+def _run_create(
+    *,
+    project: AgentProject,
+    user: Any,
+    git_ref: str,
+    parallel: int | None,
+    limit: int | None,
+    case_filter: str,
+) -> Run:
     sealed = agent_seal(project=project, git_ref=git_ref, parallel=parallel)
     agent, commit = sealed.agent, sealed.commit
     ref = git_ref.strip()

@@ -7,11 +7,12 @@ are accepted and reported, one line per field with its path (``LoadedAgent.warni
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from runs.spec.common import StrictModel
+from runs.spec.common import NotedModel, StrictModel
 
 NO_EFFECT = "accepted for HoloDeck compatibility; has no effect in HoloDeck Web"
 
@@ -34,7 +35,7 @@ def compat_warnings(
 
 def _walk(model: BaseModel, path: str, out: list[str], skip: frozenset[str] = frozenset()) -> None:
     ignored_fields = model.holodeck_ignored if isinstance(model, StrictModel) else {}
-    for name in type(model).model_fields:
+    for name in _fields_that_may_warn(type(model)):
         if name in skip:
             continue
         value = getattr(model, name)
@@ -46,7 +47,7 @@ def _walk(model: BaseModel, path: str, out: list[str], skip: frozenset[str] = fr
                 out.append(f"{field_path}: {ignored(ignored_fields[name])}")
             continue
         _walk_value(value, field_path, out)
-    if isinstance(model, StrictModel):
+    if isinstance(model, NotedModel):
         out.extend(f"{join(path, sub)}: {message}" for sub, message in model._compat_notes)
 
 
@@ -60,6 +61,29 @@ def _walk_value(value: Any, path: str, out: list[str]) -> None:
         for key, item in value.items():
             if isinstance(item, BaseModel | list | dict):
                 _walk_value(item, join(path, str(key)), out)
+
+
+@cache
+def _fields_that_may_warn(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` that are ignored or may hold a model that warns, in field order:
+    the others are not visited (a big agent.yaml has 17,747 test cases to walk)."""
+    ignored_fields = cls.holodeck_ignored if issubclass(cls, StrictModel) else {}
+    return tuple(
+        name
+        for name, info in cls.model_fields.items()
+        if name in ignored_fields or _may_warn(info.annotation)
+    )
+
+
+def _may_warn(annotation: Any) -> bool:
+    """Whether a value of this type may hold a model with ignored fields or notes."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return (
+            issubclass(annotation, NotedModel)
+            or bool(getattr(annotation, "holodeck_ignored", None))
+            or bool(_fields_that_may_warn(annotation))
+        )
+    return any(_may_warn(arg) for arg in get_args(annotation))
 
 
 def join(path: str, sub: str) -> str:

@@ -8,11 +8,13 @@ test case separately, so one broken case does not hide the problems of the other
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,15 +26,11 @@ from runs.spec.agent import AgentConfig
 from runs.spec.common import SPEC_ERROR, UNION_TAGS
 from runs.spec.compat import compat_warnings
 from runs.spec.errors import ConfigError, ConfigProblem
-from runs.spec.limits import (
-    MAX_PARALLEL_TEST_CASES,
-    MAX_YAML_ALIAS_NODES,
-    MAX_YAML_ALIASES,
-    range_problem,
-)
+from runs.spec.limits import MAX_PARALLEL_TEST_CASES, range_problem
 from runs.spec.resolve import CodeResolver
 from runs.spec.test_cases import TestCase, case_shape_problem
 from runs.spec.tool_config import duplicate_tool_names
+from runs.spec.yaml_load import parse_yaml
 
 PARALLEL_ENV = "HOLODECK_PARALLEL_TEST_CASES"
 SECRET_KEY_RE = re.compile(
@@ -41,7 +39,6 @@ SECRET_KEY_RE = re.compile(
 )
 _VAR_RE = re.compile(r"\$\{([^}]*)\}")
 _VAR_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_SHOWN = 60
 
 
@@ -83,6 +80,30 @@ def load_agent(
     ``parallel_override`` is the command-line value, which wins over everything else; ``text``
     is the agent.yaml's content as it was when a run was launched (the file is not read then).
     """
+    with collector_paused():
+        return _load(path, environ, parallel_override, text)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: the data and models of a big agent.yaml (a million
+    objects, no cycle among them) would make the collector walk them again and again, a quarter
+    of a load's time (and of a launch's, which holds them)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(
+    path: str | Path,
+    environ: Mapping[str, str] | None,
+    parallel_override: int | None,
+    text: str | None,
+) -> LoadedAgent:
     env = os.environ if environ is None else environ
     agent_path = Path(path)
     if agent_path.is_dir():
@@ -219,13 +240,14 @@ def substitute_env(
     Comment lines are left alone, so a commented-out ``${OLD_KEY}`` is not an error.
     """
     problems: list[ConfigProblem] = []
-    out: list[str] = []
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        if line.lstrip().startswith("#") or "${" not in line:
-            out.append(line)
+    if "${" not in text:
+        return text, problems
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if "${" not in line or line.lstrip().startswith("#"):
             continue
 
-        def replace(match: re.Match[str], number: int = number) -> str:
+        def replace(match: re.Match[str], number: int = index + 1) -> str:
             name = match.group(1)
             if not _VAR_NAME_RE.match(name):
                 problems.append(
@@ -239,22 +261,15 @@ def substitute_env(
                 )
             return match.group(0)
 
-        out.append(_VAR_RE.sub(replace, line))
-    return "".join(out), problems
+        lines[index] = _VAR_RE.sub(replace, line)
+    return "".join(lines), problems
 
 
 def _parse(text: str, label: str, *, json_only: bool) -> Any:
     if json_only:
         return _parse_json(text, label)
     try:
-        _check_aliases(text)
-        loader = _SAFE_LOADER(text)
-        try:
-            node = loader.get_single_node()
-            duplicates = _duplicate_keys(node, loader) if node is not None else []
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
+        data, duplicates = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError([_problem(label, "", _yaml_error(exc))]) from None
     if duplicates:
@@ -284,95 +299,6 @@ def _parse_json(text: str, label: str) -> Any:
             for key in dict.fromkeys(duplicates)
         )
     return data
-
-
-def _check_aliases(text: str) -> None:
-    """Refuse a file whose aliases (``*name``) are too many or expand to too many nodes (a
-    "billion laughs" file), or refer to a node that contains them, before anything is built.
-
-    Works on the parser's events, which never expand an alias, so this costs one quick pass
-    over the text (skipped when the text has no ``*``).
-    """
-    if "*" not in text:
-        return
-    sizes: dict[str, int] = {}  # anchor -> its node count with aliases expanded
-    open_nodes: list[tuple[str | None, list[int]]] = []  # (anchor, [node count]) per collection
-    aliases = expanded = 0
-    for event in yaml.parse(text, Loader=_SAFE_LOADER):
-        if isinstance(event, yaml.DocumentStartEvent):
-            sizes.clear()
-            continue
-        if isinstance(event, yaml.CollectionStartEvent):
-            open_nodes.append((event.anchor, [1]))
-            continue
-        if isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_YAML_ALIASES:
-                raise _marked(event, f"too many aliases (more than {MAX_YAML_ALIASES})")
-            if any(anchor == event.anchor for anchor, _ in open_nodes):
-                raise _marked(event, f"alias *{event.anchor} refers to a node that contains it")
-            size = sizes.get(str(event.anchor), 1)  # an undefined alias: the composer says so
-            expanded += size
-            if expanded > MAX_YAML_ALIAS_NODES:
-                raise _marked(
-                    event, f"aliases expand to too many nodes (more than {MAX_YAML_ALIAS_NODES})"
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, (size,) = open_nodes.pop()
-            if anchor:
-                sizes[anchor] = size
-        elif isinstance(event, yaml.ScalarEvent):
-            size = 1
-            if event.anchor:
-                sizes[event.anchor] = size
-        else:
-            continue
-        if open_nodes:
-            open_nodes[-1][1][0] += size
-
-
-def _marked(event: yaml.Event, problem: str) -> yaml.MarkedYAMLError:
-    mark: Any = event.start_mark  # libyaml's Mark has the same line and column
-    return yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
-
-
-# (path of the mapping, key, line, line of the first occurrence)
-_DuplicateKey = tuple[tuple[str | int, ...], Any, int, int]
-
-
-def _duplicate_keys(root: yaml.Node, loader: Any) -> list[_DuplicateKey]:
-    """Keys given twice in one mapping (YAML would keep the last one silently), by line."""
-    found: list[_DuplicateKey] = []
-    seen: set[int] = set()
-    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if id(node) in seen:
-            continue  # an alias of a node already checked
-        seen.add(id(node))
-        children: list[tuple[yaml.Node, tuple[str | int, ...]]] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = [(child, (*path, index)) for index, child in enumerate(node.value)]
-        elif isinstance(node, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue  # a complex key: nothing in agent.yaml has one
-                if key_node.tag == _MERGE_TAG:  # ``<<: *base``: its keys may be overridden
-                    children.append((value_node, path))
-                    continue
-                key = loader.construct_object(key_node)
-                line = key_node.start_mark.line + 1
-                if key in first:
-                    found.append((path, key, line, first[key]))
-                else:
-                    first[key] = line
-                children.append((value_node, (*path, str(key))))
-        stack.extend(reversed(children))  # document order, so an alias's path is its first
-    return sorted(found, key=lambda item: item[2])
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _duplicate_key_problem(

@@ -17,7 +17,7 @@ from pydantic import (
 from graders.deterministic import is_valid_response_path
 from graders.judges import RagMetricType
 from runs.report.models import MetricKind
-from runs.spec.common import StrictModel, context_resolver, non_empty, spec_error
+from runs.spec.common import NotedModel, StrictModel, context_resolver, non_empty, spec_error
 from runs.spec.holodeck import OptimizerConfig
 from runs.spec.limits import Scale, TimeoutMs, Tolerance, shown_number
 from runs.spec.model import ModelConfig
@@ -81,7 +81,7 @@ class _MetricBase(StrictModel):
         return self
 
 
-class StandardMetric(_MetricBase):
+class StandardMetric(_MetricBase, NotedModel):
     """NLP (bleu, rouge, meteor) or deterministic (equality, numeric) metric."""
 
     type: Literal["standard"] = "standard"

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from runs.spec.common import (
+    NotedModel,
     StrictModel,
     context_base_dir,
     exists_if_local,
@@ -27,7 +28,7 @@ Provider = Literal["openai", "azure_openai", "anthropic", "ollama", "scripted"]
 AuthProvider = Literal["api_key", "oauth_token", "bedrock", "vertex", "foundry", "custom"]
 
 
-class ModelConfig(StrictModel):
+class ModelConfig(NotedModel):
     """An LLM: the agent's model, or a judge model for evaluations."""
 
     provider: Provider
@@ -119,7 +120,7 @@ class Instructions(StrictModel):
 _HOLODECK_PERMISSION_MODES = {"manual": "default", "acceptAll": "acceptEdits"}
 
 
-class ClaudeConfig(StrictModel):
+class ClaudeConfig(NotedModel):
     """Options of the claude_agent_sdk backend (provider anthropic).
 
     HoloDeck's own options are accepted too: ``extended_thinking`` sets ``max_thinking_tokens``;

@@ -3,13 +3,13 @@ and the tool calls they expect."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     Discriminator,
     PlainSerializer,
     PlainValidator,
-    PrivateAttr,
     Tag,
     ValidationInfo,
     WithJsonSchema,
@@ -265,7 +265,6 @@ class TestCase(_TurnFieldChecks):
     retrieval_context: list[str] | None = None
     evaluations: list[Metric] | None = None
     turns: list[Turn] | None = None
-    _turns_cache: list[Turn] | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -296,21 +295,22 @@ class TestCase(_TurnFieldChecks):
 
     def as_turns(self) -> list[Turn]:
         """The turns to run; a single-turn case is one turn (same objects on every call)."""
-        if self.turns is not None:
-            return self.turns
-        if self._turns_cache is None:
-            self._turns_cache = [
-                Turn.model_construct(
-                    input=self.input or "",
-                    ground_truth=self.ground_truth,
-                    expected_tools=self.expected_tools,
-                    files=self.files,
-                    retrieval_context=self.retrieval_context,
-                    evaluations=self.evaluations,
-                    turn_config=None,
-                )
-            ]
-        return self._turns_cache
+        return self.turns if self.turns is not None else self._single_turn
+
+    # Not a private attribute: pydantic would initialise one on every instance.
+    @cached_property
+    def _single_turn(self) -> list[Turn]:
+        return [
+            Turn.model_construct(
+                input=self.input or "",
+                ground_truth=self.ground_truth,
+                expected_tools=self.expected_tools,
+                files=self.files,
+                retrieval_context=self.retrieval_context,
+                evaluations=self.evaluations,
+                turn_config=None,
+            )
+        ]
 
     def tool_expectations(self) -> list[ExpectedTool]:
         """Legacy case-level ``expected_tools`` normalised (empty for multi-turn cases)."""

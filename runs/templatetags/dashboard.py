@@ -214,6 +214,34 @@ def outcome_label(outcome: str | None) -> str:
     return _look(outcome).label
 
 
+@register.simple_tag
+def case_chips(case: Any) -> SafeString:
+    """The chips that sum up a case ("3 turns · 1/3 passed", "not graded", "errored",
+    "cancelled · not run"): the case row of the run page and the case page header. Reads the
+    stored outcome as it is ("" while it has none: its status is shown)."""
+    outcome = case.outcome or ""
+    if outcome == Outcome.CANCELLED:
+        return mark_safe('<span class="chip chip-cancelled">cancelled · not run</span>')
+    count = case.turn_count
+    chips = format_html(
+        '<span class="chip chip-{}">{} turn{} · {}/{} passed</span>',
+        outcome or case.status,
+        count,
+        "" if count == 1 else "s",
+        case.turns_passed,
+        count,
+    )
+    if outcome in (Outcome.NOT_GRADED, Outcome.ERROR):
+        return format_html(
+            '{}<span class="chip chip-{}">{}</span>', chips, outcome, outcome_label(outcome)
+        )
+    if not outcome:
+        return format_html(
+            '{}<span class="chip chip-{}">{}</span>', chips, case.status, case.status
+        )
+    return chips
+
+
 # --- summaries ---------------------------------------------------------------------------------
 # Each number of a summary carries ``data-summary`` ("cases.passed", "turns.not_graded", ...):
 # the same marks on every page, so tests read what a page says and compare it with the record.

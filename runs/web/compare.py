@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
@@ -15,7 +16,7 @@ from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
@@ -315,6 +316,7 @@ class RowView:
 
 def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowView:
     base_id = comparison.baseline.pk
+    key_query = urlencode({"key": row.key})
     cells = []
     for run in comparison.runs:
         marks = [
@@ -334,7 +336,7 @@ def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowVie
                 verdict=row.cells[run.pk],
                 case_id=case_id,
                 turns=marks,
-                link=_cell_link(row, run.pk, base_id, case_id, state),
+                link=_cell_link(key_query, run.pk, base_id, case_id, state),
                 is_baseline=run.pk == base_id,
             )
         )
@@ -343,82 +345,74 @@ def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowVie
 
 def matrix_html(rows: list[RowView]) -> SafeString:
     """The matrix's rows, rendered here rather than in the template: a page holds a hundred
-    rows of up to a dozen cells of up to a handful of turns each, and the template engine
-    would spend most of the page's time on them. Every value is escaped by format_html."""
-    return format_html_join("\n", "{}", ((_row_html(view),) for view in rows))
+    rows of up to a dozen cells of up to a handful of turns each, and the template engine (or
+    format_html, value by value) would spend most of the page's time on them. Every value that
+    is not one of ours (a case key, a link holding it) is escaped."""
+    return mark_safe("\n".join(_row_html(view) for view in rows))
 
 
-def _row_html(view: RowView) -> SafeString:
+def _row_html(view: RowView) -> str:
     row = view.row
     classes = " ".join(
         name for name, on in (("has-regression", row.regressions), ("partial", row.partial)) if on
     )
-    cells = format_html_join("", "{}", ((_cell_html(cell),) for cell in view.cells))
     changes = []
     if row.regressions:
-        changes.append(format_html('<span class="worse">{} regressed</span>', row.regressions))
+        changes.append(f'<span class="worse">{row.regressions} regressed</span>')
     if row.fixes:
-        changes.append(format_html('<span class="better">{} fixed</span>', row.fixes))
+        changes.append(f'<span class="better">{row.fixes} fixed</span>')
     if row.flaky:
-        changes.append(mark_safe('<span class="chip chip-notgraded">flaky</span>'))
+        changes.append('<span class="chip chip-notgraded">flaky</span>')
     if row.partial:
-        changes.append(mark_safe('<span class="chip chip-muted">not in every run</span>'))
-    return format_html(
-        '<tr class="matrix-row {}" data-key="{}"><th scope="row" class="case-key">{}</th>{}'
-        '<td class="small">{}</td></tr>',
-        classes,
-        row.key,
-        row.key,
-        cells,
-        format_html_join(" ", "{}", ((change,) for change in changes)),
+        changes.append('<span class="chip chip-muted">not in every run</span>')
+    key = escape(row.key)
+    cells = "".join(_cell_html(cell) for cell in view.cells)
+    return (
+        f'<tr class="matrix-row {classes}" data-key="{key}"><th scope="row" class="case-key">'
+        f'{key}</th>{cells}<td class="small">{" ".join(changes)}</td></tr>'
     )
 
 
-def _cell_html(cell: CellView) -> SafeString:
-    label = cell.verdict.label
+def _cell_html(cell: CellView) -> str:
+    verdict = cell.verdict
     if cell.link:
-        chip = format_html(
-            '<a href="{}" class="cv cv-{}" title="{}">{}</a>',
-            cell.link,
-            cell.verdict.value,
-            label,
-            label,
-        )
+        label = verdict.label
+        link = escape(cell.link)
+        chip = f'<a href="{link}" class="cv cv-{verdict.value}" title="{label}">{label}</a>'
     else:
-        chip = format_html('<span class="cv cv-{}">{}</span>', cell.verdict.value, label)
+        chip = _chip_html(verdict)
     dots = ""
     if len(cell.turns) > 1:
-        dots = format_html(
-            '<span class="turn-dots">{}</span>',
-            format_html_join(
-                "",
-                '<span class="dot cv-{} {}" title="turn {}: {}{}"></span>',
-                (
-                    (
-                        mark.verdict.value,
-                        mark.change or "",
-                        mark.index,
-                        mark.verdict.label,
-                        f" ({mark.change})" if mark.change else "",
-                    )
-                    for mark in cell.turns
-                ),
-            ),
-        )
-    return format_html('<td class="cell">{}{}</td>', chip, dots)
+        marks = "".join(_dot_html(mark.index, mark.verdict, mark.change) for mark in cell.turns)
+        dots = f'<span class="turn-dots">{marks}</span>'
+    return f'<td class="cell">{chip}{dots}</td>'
+
+
+@cache
+def _chip_html(verdict: Outcome) -> str:
+    return f'<span class="cv cv-{verdict.value}">{verdict.label}</span>'
+
+
+@cache
+def _dot_html(index: int, verdict: Outcome, change: Change | None) -> str:
+    """A turn's dot (a few distinct ones on a page: each drawn once)."""
+    title = f"turn {index}: {verdict.label}" + (f" ({change})" if change else "")
+    return f'<span class="dot cv-{verdict.value} {change or ""}" title="{title}"></span>'
 
 
 def _cell_link(
-    row: Row, run_id: int, base_id: int, case_id: int | None, state: dict[str, str]
+    key_query: str, run_id: int, base_id: int, case_id: int | None, state: dict[str, str]
 ) -> str:
+    """The baseline's case page, or the case in the baseline and this run side by side
+    (``key_query``: the row's ``key=...``, encoded once for its cells)."""
     if case_id is None:
         return ""
     if run_id == base_id:
         return f"/runs/{run_id}/cases/{case_id}/"
-    query = {"runs": f"{base_id},{run_id}", "key": row.key}
+    query = urlencode({"runs": f"{base_id},{run_id}"}) + f"&{key_query}"
     if state["kinds"]:
-        query["kinds"] = state["kinds"]
-    return f"/compare/case/?{urlencode(query)}"
+        query += "&" + urlencode({"kinds": state["kinds"]})
+    return f"/compare/case/?{query}"
 
 
 # --- one case, two runs, turn by turn -------------------------------------------------------

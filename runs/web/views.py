@@ -6,6 +6,9 @@ the full page uses, so the fragment and the page can never drift apart.
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,17 +40,19 @@ from runs.web.params import (
     int_param,
     text_param,
 )
+from runs.web.rows import case_rows_html, project_rows_html
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     from runs.models import AgentProject, CaseResult, Run
+    from runs.report.summary import RunSummary
     from runs.report.writers import ExportFormat
 
 RUNS_PER_PAGE = 50
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
-# page small (well under 300 KB) for runs with thousands of cases.
-CASES_PER_PAGE = 200
+# page small and quick to draw whatever the number of cases.
+CASES_PER_PAGE = 100
 # htmx stops polling when it receives this status.
 HTMX_STOP_POLLING = 286
 
@@ -79,7 +84,12 @@ def staff_required(view: View) -> View:
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "runs/home.html", {"projects": selectors.project_list()})
+    projects = selectors.projects_with_last_run()
+    context = {
+        "projects": projects,
+        "project_rows_html": project_rows_html(projects, staff=request.user.is_staff),
+    }
+    return render(request, "runs/home.html", context)
 
 
 class LaunchForm(forms.Form):
@@ -287,36 +297,86 @@ def _case_query(only_failures: bool, query: str) -> str:
     return f"{urlencode(params)}&" if params else ""
 
 
-def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+    """The case list: its filters and one page of rows (two queries: a count and the page)."""
     only_failures = flag_param(request, "failures")
     query = text_param(request, "q")
     case_page = _case_page(request, run, only_failures, query)
     remaining = case_page.paginator.count - case_page.end_index()
     return {
         "run": run,
-        # Stored when the run ended; while it runs, live from its rows.
-        "summary": selectors.run_summary(run=run),
-        # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
-        "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
         "case_page": case_page,
+        "case_rows_html": case_rows_html(case_page, run_id=run.pk),
         "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": only_failures,
         "query": query,
         "failures_query": _case_query(only_failures, query),
         "search_query": urlencode({"q": query}) if query else "",
-        "poll_since": timezone.now().isoformat(),
         "known_cases": case_page.paginator.count,
     }
+
+
+def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+    return {
+        **_case_list_context(request, run),
+        **_run_state(run),
+        # The poll's ``since``: rows finished after this render are swapped in by the poll.
+        "poll_since": timezone.now().isoformat(),
+    }
+
+
+# While a run works, its live summary (counted over all its turns and metrics, tens of ms at
+# 10,000 cases) is recounted by the poll at most this often per web process; the progress box's
+# counters are always current, and a finished run shows its stored summary at once.
+LIVE_SUMMARY_SECONDS = 5.0
+_live_summaries: dict[uuid.UUID, tuple[float, RunSummary]] = {}
+_live_summaries_lock = threading.Lock()
+
+
+def _polled_summary(run: Run) -> RunSummary:
+    if not run.is_active:
+        return selectors.run_summary(run=run)
+    now = time.monotonic()
+    with _live_summaries_lock:
+        cached = _live_summaries.get(run.uid)
+    if cached is not None and now - cached[0] < LIVE_SUMMARY_SECONDS:
+        return cached[1]
+    summary = selectors.run_summary(run=run)
+    with _live_summaries_lock:
+        if len(_live_summaries) > 100:  # runs that ended while nobody polled them
+            _live_summaries.clear()
+        _live_summaries[run.uid] = (now, summary)
+    return summary
+
+
+def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
+    """What the header, the tiles and the progress box show of the run."""
+    return {
+        "run": run,
+        # Stored when the run ended; while it runs, live from its rows (the poll's at most
+        # LIVE_SUMMARY_SECONDS old).
+        "summary": _polled_summary(run) if polled else selectors.run_summary(run=run),
+        # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
+        "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
+        "version": run_version(run),
+    }
+
+
+def run_version(run: Run) -> str:
+    """What the run's page shows of it changes when this does: its status and its counters
+    (every case or turn written, every case settled moves one). The page sends it with each
+    poll, and nothing is rendered while it is the same."""
+    return f"{run.status}.{run.total_cases}.{run.cases_done}.{run.turns_done}"
 
 
 @login_required
 @require_GET
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id=run_id)
-    context = _run_context(request, run)
     if request.htmx and request.GET.get("page"):
         # "Load more": just the next page of case rows.
-        return render(request, "runs/run_detail.html#case_rows", context)
+        return render(request, "runs/run_detail.html#case_rows", _case_list_context(request, run))
+    context = _run_context(request, run)
     if request.htmx and request.htmx.target == "case-list":
         return render(request, "runs/run_detail.html#case_list", context)
     return render(request, "runs/run_detail.html", context)
@@ -336,26 +396,50 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The polled progress fragment, plus out-of-band swaps of what changed since last poll.
 
-    The previous response carries ``since`` (server time of that poll) and ``known`` (how many
-    case rows the page shows). Newly finished case rows replace their pending rows; when cases
-    appeared (a queued run got its rows) the whole case list is re-rendered. Once the run is
-    no longer active the final state is rendered and status 286 stops the polling.
+    The page's poll carries ``v`` (the ``run_version`` it shows), ``since`` (server time of
+    the render it comes from) and ``known`` (how many case rows the page lists). While the run's
+    version is ``v``, nothing changed: 204, htmx swaps nothing and polls on (one small query).
+    Otherwise the progress box and the tiles are rendered, the header when the status changed,
+    and the case rows finished since ``since`` replace their rows; the whole case list (its first
+    page) when rows appeared or disappeared, when more rows changed than a page holds, or once
+    the run is no longer active — then status 286 stops the polling.
     """
-    run = selectors.run_get(run_id=run_id)
-    context = _run_context(request, run)
+    only_failures = flag_param(request, "failures")
+    query = text_param(request, "q")
     # A small overlap: a case finishing during the previous render is swapped twice, not never.
     since = datetime_param(request, "since", margin=timedelta(seconds=2))
     known = int_param(request, "known")
-    full_list = known != context["known_cases"] or since is None or not run.is_active
-    context["oob"] = True
-    context["full_list"] = full_list
-    context["changed_cases"] = (
-        []
-        if full_list or since is None
-        else selectors.case_rows_finished_since(
-            run=run, since=since, only_failures=context["only_failures"], query=context["query"]
+    shown = text_param(request, "v", max_length=100)
+    progress = selectors.run_progress_get(run_id=run_id)
+    if shown and shown == run_version(progress) and progress.is_active:
+        return HttpResponse(status=204)
+    run = selectors.run_get(run_id=run_id)
+    count = selectors.case_rows(run=run, only_failures=only_failures, query=query).count()
+    changed = None
+    if since is not None and known == count and run.is_active:
+        changed = selectors.case_rows_finished_since(
+            run=run,
+            since=since,
+            only_failures=only_failures,
+            query=query,
+            most=CASES_PER_PAGE + 1,
         )
-    )
+    if changed is None or len(changed) > CASES_PER_PAGE:
+        cases = _case_list_context(request, run) | {"full_list": True}
+    else:
+        cases = {
+            "changed_rows_html": case_rows_html(changed, run_id=run.pk, oob=True),
+            "failures_query": _case_query(only_failures, query),
+            "known_cases": count,
+        }
+    context = {
+        **cases,
+        **_run_state(run, polled=True),
+        "poll_since": timezone.now().isoformat(),
+        "oob": True,
+        # The status the page shows is the first part of its version (none: show the header).
+        "header_changed": shown.split(".", 1)[0] != run.status,
+    }
     status = 200 if run.is_active else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
 

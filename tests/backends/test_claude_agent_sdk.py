@@ -7,15 +7,19 @@ SSE events. Every test is time-boxed (a hung CLI fails the test instead of stall
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession, bundled_cli_path
+from runs.engine.executor import Engine
 from runs.report.models import TokenUsage
+from runs.spec.loader import load_agent
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, Exchange, FakeAnthropic
 
@@ -257,6 +261,7 @@ def test_the_users_claude_code_variables_are_not_overridden(
         defaults = session._options().env
         assert defaults["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
         assert defaults["CLAUDE_CODE_MAX_RETRIES"] == "2"
+        assert defaults["BUN_GC_TIMER_DISABLE"] == "1"  # no collections while a session waits
 
         monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "7")
         monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "0")
@@ -267,3 +272,53 @@ def test_the_users_claude_code_variables_are_not_overridden(
         assert env["CLAUDE_CONFIG_DIR"] == str(session.config_dir)  # isolation stays
     finally:
         run_bounded(session.close())
+
+
+def test_an_engine_run_opens_each_case_its_own_claude_session_and_records_its_start(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    path = agent_for(tmp_path, fake).path
+    config = yaml.safe_load(path.read_text())
+    config["test_cases"] = [{"name": f"case{i}", "input": PROMPT} for i in range(3)]
+    path.write_text(yaml.safe_dump(config))
+    agent = load_agent(path, environ={})
+    assert ClaudeAgentBackend.costly_start  # the engine opens the next cases' sessions ahead
+
+    report = run_bounded(Engine(agent).run(parallel=1), timeout=120)
+
+    for result in report.results:
+        assert result.passed, result.errors
+        assert result.agent_response == "The difference is 25587."
+        assert result.session_start_ms is not None and result.session_start_ms > 0
+        assert result.execution_time_ms >= 0
+    sessions = {e.headers["X-Claude-Code-Session-Id"] for e in model_requests(fake)}
+    assert len(sessions) == 3  # one CLI conversation per case, none shared
+
+
+def test_the_cli_runs_bare_unless_a_claude_code_oauth_token_is_its_only_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    keyed = write_agent(
+        tmp_path / "keyed", provider="anthropic", model=MODEL, endpoint="http://127.0.0.1:9"
+    )
+    path = write_agent(
+        tmp_path / "keyless", provider="anthropic", model=MODEL, endpoint="http://127.0.0.1:9"
+    ).path
+    path.write_text(re.sub(r"(?m)^ *api_key: .*\n", "", path.read_text()))
+    keyless = load_agent(path, environ={})
+
+    def bare(agent: Any) -> bool:
+        session = ClaudeAgentSession(agent)
+        try:
+            return "bare" in session._options().extra_args
+        finally:
+            run_bounded(session.close())
+
+    assert bare(keyed) and bare(keyless)  # no credential at all: the CLI says so either way
+    monkeypatch.setenv("CLAUDE_CODE_OAUTH_TOKEN", "oauth-token")
+    assert bare(keyed)  # the agent's own key is the credential
+    assert not bare(keyless)  # bare mode would not read the OAuth token
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "gateway-token")
+    assert bare(keyless)

@@ -4,6 +4,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from graders.judges import JudgeSpec
@@ -105,3 +106,43 @@ def test_judges_that_cannot_grade_are_warned_about_before_the_run(tmp_path: Path
         "LLM metrics judged by openai/gpt-4o-mini will not be graded: the judge has no api_key "
         "(set it, e.g. api_key: ${OPENAI_API_KEY})",
     ]
+
+
+def test_one_runner_grades_without_an_event_loop_as_it_does_with_one(tmp_path: Path) -> None:
+    from runs.engine.grading import metrics_from_yaml
+    from runs.engine.metrics import TurnFacts
+
+    (tmp_path / "checks.py").write_text(
+        "def share(ctx):\n    return len(ctx.agent_response) / 10\n"
+    )
+    metrics = metrics_from_yaml(
+        [
+            {"type": "standard", "metric": "numeric", "absolute_tolerance": 0.5},
+            {"type": "standard", "metric": "equality"},
+            {"type": "code", "grader": "checks:share", "threshold": 0.2},
+        ],
+        base_dir=tmp_path,
+    )
+    runner = MetricRunner(None)
+    for facts in (
+        TurnFacts(input="q", response="10.2", ground_truth="10"),
+        TurnFacts(input="q", response="ten", ground_truth="10"),
+    ):
+        for metric in metrics:
+            (sync, sync_details) = runner.grade_sync(metric, facts)
+            (live, live_details) = asyncio.run(runner.grade(metric, facts))
+            assert sync_details == live_details
+            assert sync.model_copy(update={"evaluation_time_ms": 0}) == live.model_copy(
+                update={"evaluation_time_ms": 0}
+            )
+
+
+def test_grading_a_judge_metric_without_an_event_loop_is_refused(tmp_path: Path) -> None:
+    from runs.engine.grading import metrics_from_yaml
+    from runs.engine.metrics import TurnFacts
+
+    (geval,) = metrics_from_yaml(
+        [{"type": "geval", "name": "tone", "criteria": "polite"}], base_dir=tmp_path
+    )
+    with pytest.raises(ValueError, match="'tone' needs an LLM judge"):
+        MetricRunner(None).grade_sync(geval, TurnFacts(input="q", response="a"))

@@ -2,12 +2,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import queue
+import threading
 import time
 from typing import Any
 
 import pytest
 
-from graders.code import GraderContext, GraderResult, run_code_grader
+from graders.code import (
+    GraderContext,
+    GraderResult,
+    _Workers,
+    run_code_grader,
+    run_code_grader_sync,
+)
 from graders.result import Grade
 
 
@@ -238,3 +246,118 @@ def test_the_grade_records_how_long_grading_took() -> None:
         return True
 
     assert grade(grader).evaluation_time_ms >= 40
+
+
+# --- from synchronous code, and the reused worker threads ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda ctx: True,
+        lambda ctx: 0.3,
+        lambda ctx: GraderResult(score=0.9, reason="r", details={"k": [1]}),
+        lambda ctx: "0.9",
+        lambda ctx: GraderResult(score=1.0, details={"x": float("nan")}),
+        lambda ctx: ctx.turn_config["missing"],
+    ],
+)
+def test_the_sync_harness_grades_as_the_async_one(fn: Any) -> None:
+    def shown(grade: Grade) -> Grade:
+        return dataclasses.replace(grade, evaluation_time_ms=0)
+
+    for timeout_s in (None, 5.0):
+        sync = run_code_grader_sync(fn, context(), name="g", threshold=0.5, timeout_s=timeout_s)
+        assert shown(sync) == shown(grade(fn, threshold=0.5, timeout_s=timeout_s))
+
+
+def test_without_a_timeout_the_sync_harness_runs_the_grader_in_the_calling_thread() -> None:
+    threads: list[int] = []
+
+    def grader(ctx: GraderContext) -> bool:
+        threads.append(threading.get_ident())
+        return True
+
+    run_code_grader_sync(grader, context(), name="g")
+    assert threads == [threading.get_ident()]
+
+
+def test_a_sync_grader_that_exits_is_an_error_in_the_calling_thread_too() -> None:
+    def grader(ctx: GraderContext) -> float:
+        raise SystemExit(3)
+
+    assert run_code_grader_sync(grader, context(), name="g").error == "SystemExit: 3"
+
+
+def test_an_async_grader_is_awaited_by_the_sync_harness() -> None:
+    async def grader(ctx: GraderContext) -> float:
+        await asyncio.sleep(0)
+        return 0.75
+
+    assert run_code_grader_sync(grader, context(), name="g").score == 0.75
+
+
+def test_the_sync_harness_gives_up_after_the_timeout() -> None:
+    def grader(ctx: GraderContext) -> float:
+        time.sleep(1.5)
+        return 1.0
+
+    start = time.perf_counter()
+    result = run_code_grader_sync(grader, context(), name="g", timeout_s=0.1)
+    assert result.error == "timed out after 0.1s" and result.score is None
+    assert time.perf_counter() - start < 1.0
+
+
+def test_an_idle_grader_thread_is_reused_and_a_busy_one_never() -> None:
+    threads: list[str] = []
+    release = threading.Event()
+
+    def record(ctx: GraderContext) -> bool:
+        threads.append(threading.current_thread().name)
+        return True
+
+    def stuck(ctx: GraderContext) -> bool:
+        release.wait(5)
+        return True
+
+    async def scenario() -> list[Grade]:
+        first = await run_code_grader(record, context(), name="first")
+        held = await run_code_grader(stuck, context(), name="stuck", timeout_s=0.05)
+        # "stuck" still runs: the next call must get a thread of its own and finish.
+        after = await run_code_grader(record, context(), name="after", timeout_s=2)
+        return [first, held, after]
+
+    first, held, after = asyncio.run(scenario())
+    release.set()
+    assert first.passed and after.passed and held.error == "timed out after 0.05s"
+    # Each call's thread is named after its metric.
+    assert threads == ["code-grader:first", "code-grader:after"]
+
+
+def test_grader_threads_are_reused_from_one_call_to_the_next() -> None:
+    workers = _Workers(max_idle=1)
+    idents: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def once() -> int:
+        workers.run(lambda: idents.put(threading.get_ident()), name="g")
+        ident = idents.get(timeout=5)
+        deadline = time.monotonic() + 5
+        while workers.idle_threads == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)  # the thread goes back to the idle ones after its job
+        return ident
+
+    first, second = once(), once()
+    assert first == second != threading.get_ident()
+    assert workers.idle_threads == 1
+
+
+def test_an_idle_grader_thread_ends_after_its_idle_time() -> None:
+    workers = _Workers(idle_s=0.05)
+    done = threading.Event()
+    workers.run(done.set, name="short-lived")
+    assert done.wait(5)
+    deadline = time.monotonic() + 5
+    while any(t.name == "short-lived" for t in threading.enumerate()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert workers.idle_threads == 0

@@ -166,3 +166,48 @@ def test_a_failing_progress_poll_shows_a_banner_and_backs_off(
     page.wait_for_timeout(2500)
     assert len(polls) <= 3  # backing off: not one request a second
     screenshot(page, "run_poll_error")
+
+
+def test_polls_that_find_nothing_new_leave_loaded_pages_and_open_cases_alone(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runs.web.views import CASES_PER_PAGE
+
+    page = browser_page
+    cases = CASES_PER_PAGE + 50
+    spec = RunSpec(cases=cases, turns=3, status=Run.Status.RUNNING, done=cases - 5)
+    run = build_run(make_project(), spec)
+    # Finished well before the page is opened: only what finishes later is swapped in.
+    run.cases.filter(status="done").update(finished_at=timezone.now() - timedelta(hours=1))
+    login(page, live_server, make_user("watcher"))
+    polls: list[int] = []
+    page.on(
+        "response",
+        lambda response: polls.append(response.status) if "/progress/" in response.url else None,
+    )
+    open_run(page, live_server, run)
+    assert page.locator("#case-rows .case").count() == CASES_PER_PAGE
+    page.click("button.load-more")
+    page.locator(f"#case-rows .case >> nth={cases - 1}").wait_for()
+    case = failing_case(run)
+    row = expand_case(page, case.pk)
+
+    page.wait_for_timeout(2500)  # a few polls: nothing changed
+    assert polls and set(polls) == {204}
+    assert page.locator("#case-rows .case").count() == cases
+    assert row.get_attribute("open") is not None
+
+    # A case on the second page finishes: its row alone is swapped in.
+    last = run.cases.get(index=cases - 1)
+    run.cases.filter(pk=last.pk).update(
+        status="done", outcome="passed", passed=True, turns_passed=3, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=cases - 4, turns_done=(cases - 4) * 3)
+    page.locator(f"details#case-{last.pk}").wait_for()
+    assert page.locator("#case-rows .case").count() == cases
+    assert row.get_attribute("open") is not None
+    assert f"{cases - 4}/{cases} cases" in page.locator("#run-progress").inner_text()

@@ -82,9 +82,9 @@ def test_a_run_survives_serve_killed_with_sigkill_and_started_again(
             env=serve_env,
             capture_output=True,
             text=True,
-            check=True,
             timeout=120,
         )
+        assert launched.returncode == 0, launched.stderr[-3000:]
         run_id = int(launched.stdout.strip().splitlines()[-1])
         mid_case = (
             "select count(*) from runs_turnresult t join runs_caseresult c on t.case_id = c.id "

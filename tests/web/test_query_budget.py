@@ -71,6 +71,31 @@ def test_the_progress_poll_stays_within_budget(
     assert response.status_code == 200
 
 
+# The session, the user, the run's counters: a poll that finds nothing new reads nothing else.
+UNCHANGED_POLL_BUDGET = 3
+
+
+def test_a_poll_that_finds_nothing_new_reads_only_the_runs_counters(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    run = build_run(project, RunSpec(cases=300, turns=2, status=Run.Status.RUNNING, done=150))
+    page = viewer_client.get(reverse("run_detail", args=[run.pk]))
+    shown = {
+        "known": "300",
+        "since": str(page.context["poll_since"]),
+        "v": str(page.context["version"]),
+    }
+    with django_assert_max_num_queries(UNCHANGED_POLL_BUDGET):
+        response = viewer_client.get(
+            reverse("run_progress", args=[run.pk]),
+            shown,
+            headers={"HX-Request": "true"},
+        )
+    assert response.status_code == 204
+
+
 def list_queries(client: Client, assert_max: AssertQueries) -> int:
     with assert_max(LIST_BUDGET) as captured:
         response = client.get(reverse("run_list"))

@@ -262,7 +262,7 @@ def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> No
 
     turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
     with pytest.raises(recorder.CaseSuperseded):
-        recorder.turns_write(case, attempt, [turn])
+        recorder.turns_append(case, attempt, [turn])
     assert not TurnResult.objects.filter(case=case).exists()
 
 

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -13,6 +15,7 @@ from runs.report.kinds import KIND_LABELS
 from runs.report.numbers import format_rate
 from runs.report.outcomes import Outcome
 from runs.templatetags.dashboard import mark, percent
+from runs.web.views import CASES_PER_PAGE
 from tests.web.factories import (
     RunSpec,
     build_run,
@@ -214,6 +217,23 @@ def test_the_home_page_shows_each_project_with_its_last_run(
     assert "no runs yet" in html
 
 
+def test_the_home_page_escapes_what_users_wrote_and_marks_a_regrade(
+    staff_client: Client, project: AgentProject
+) -> None:
+    original = build_run(project)
+    regrade = build_run(project, regrade_of=original)
+    AgentProject.objects.filter(pk=project.pk).update(
+        name="<b>weather</b>", description="a & b " + "x" * 200
+    )
+    html = staff_client.get(reverse("home")).text
+    assert "<strong>&lt;b&gt;weather&lt;/b&gt;</strong>" in html
+    assert '<div class="muted small">a &amp; b xxx' in html and "x" * 150 not in html
+    assert f'<a href="{reverse("run_detail", args=[regrade.pk])}">#{regrade.pk}</a>' in html
+    assert f'data-regrade-of="{original.pk}"' in html
+    assert f'href="{reverse("project_launch", args=[project.pk])}">Launch…</a>' in html
+    assert f'href="{reverse("run_list")}?project={project.pk}">runs</a>' in html
+
+
 def test_the_home_page_costs_the_same_queries_for_many_projects(
     viewer_client: Client, django_assert_max_num_queries: object
 ) -> None:
@@ -302,14 +322,45 @@ def test_only_failures_keeps_the_failed_case_rows(
 def test_a_long_case_list_is_paged_with_a_load_more_button(
     viewer_client: Client, project: AgentProject
 ) -> None:
-    run = build_run(project, RunSpec(cases=205, turns=1))
+    run = build_run(project, RunSpec(cases=CASES_PER_PAGE + 5, turns=1))
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
-    assert case_rows(html) == 200
+    assert case_rows(html) == CASES_PER_PAGE
     assert "?page=2" in html
-    assert "Load 5 more (200 of 205 shown)" in html
+    assert f"Load 5 more ({CASES_PER_PAGE} of {CASES_PER_PAGE + 5} shown)" in html
     more = viewer_client.get(reverse("run_detail", args=[run.pk]) + "?page=2", headers=HTMX)
     assert case_rows(more.text) == 5
     assert "<html" not in more.text
+    assert "load-more" not in more.text  # the last page
+
+
+def test_load_more_keeps_the_only_failures_filter_and_the_search(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    failing = range(1, 2 * CASES_PER_PAGE + 10, 2)
+    run = build_run(project, RunSpec(cases=2 * CASES_PER_PAGE + 10, turns=1, failing=failing))
+    url = reverse("run_detail", args=[run.pk])
+    html = viewer_client.get(url, {"failures": "1", "q": "failing"}).text
+    assert case_rows(html) == CASES_PER_PAGE
+    assert "?failures=1&amp;q=failing&amp;page=2" in html
+    more = viewer_client.get(url, {"failures": "1", "q": "failing", "page": "2"}, headers=HTMX)
+    assert case_rows(more.text) == len(failing) - CASES_PER_PAGE
+    assert "failing refund case" in more.text and ">refund case" not in more.text
+
+
+def test_a_case_row_links_its_turns_and_its_page_and_escapes_its_name(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=3, turns=2, status=Run.Status.RUNNING, done=2))
+    CaseResult.objects.filter(run=run, index=0).update(name='<b onclick="x">"quoted" & more</b>')
+    case = CaseResult.objects.get(run=run, index=0)
+    pending = CaseResult.objects.get(run=run, index=2)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert f'hx-get="{reverse("case_turns", args=[run.pk, case.pk])}"' in html
+    assert f'href="{reverse("case_detail", args=[run.pk, case.pk])}"' in html
+    assert "&lt;b onclick=&quot;x&quot;&gt;&quot;quoted&quot; &amp; more&lt;/b&gt;" in html
+    assert '<b onclick="x">' not in html
+    assert f'<div class="case case-pending" id="case-{pending.pk}">' in html
+    assert '<span class="chip chip-muted">2 turns</span>' in html
 
 
 def test_expanding_a_case_renders_its_turns_as_a_fragment(
@@ -423,6 +474,126 @@ def test_progress_rerenders_the_case_list_when_cases_appear(
     )
     assert response.status_code == 200
     assert 'id="case-list" class="case-list" hx-swap-oob="true"' in response.text
+
+
+def poll_url(client: Client, run: Run) -> str:
+    """The URL the run page polls (``#run-progress``'s hx-get), as the browser reads it."""
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    found = re.search(r'id="run-progress"[^>]*?hx-get="([^"]+)"', page, re.S)
+    assert found, "the page does not poll"
+    return html.unescape(found.group(1))
+
+
+def finish_case(run: Run, index: int, **counters: object) -> CaseResult:
+    from django.utils import timezone
+
+    CaseResult.objects.filter(run=run, index=index).update(
+        status="done", outcome="passed", passed=True, turns_passed=2, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(**counters)
+    return CaseResult.objects.get(run=run, index=index)
+
+
+def test_a_poll_when_nothing_changed_is_a_204_that_swaps_nothing(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
+    url = poll_url(viewer_client, run)
+    assert "v=running.4.1.2" in url
+
+    response = viewer_client.get(url, headers=HTMX)
+
+    assert response.status_code == 204
+    assert response.content == b""
+
+
+def test_a_poll_after_a_case_finished_swaps_its_row_and_the_tiles_but_not_the_header(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
+    url = poll_url(viewer_client, run)
+    case = finish_case(run, 2, cases_done=2, turns_done=4, passed_cases=2)
+
+    response = viewer_client.get(url, headers=HTMX)
+
+    assert response.status_code == 200
+    assert (
+        f'<details class="case case-passed" id="case-{case.pk}" hx-swap-oob="true"' in response.text
+    )
+    assert 'id="run-tiles" class="tiles" hx-swap-oob="true"' in response.text
+    assert 'id="run-header"' not in response.text  # still running: the header did not change
+    assert 'id="case-list"' not in response.text
+    assert "2/4 cases" in response.text
+    assert "v=running.4.2.4" in html.unescape(response.text)  # the next poll's version
+    assert viewer_client.get(poll_url(viewer_client, run), headers=HTMX).status_code == 204
+
+
+def test_a_running_runs_live_summary_is_recounted_by_the_poll_at_most_every_few_seconds(
+    viewer_client: Client, project: AgentProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from runs.web import views
+
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
+    url = poll_url(viewer_client, run)
+    finish_case(run, 1, cases_done=2, turns_done=4, passed_cases=2)
+    with CaptureQueriesContext(connection) as first:
+        assert viewer_client.get(url, headers=HTMX).status_code == 200
+    assert counted(first) == 3  # cases, turns and metrics (read now: a request resets the log)
+    url = poll_url(viewer_client, run)
+    finish_case(run, 2, cases_done=3, turns_done=6, passed_cases=3)
+    with CaptureQueriesContext(connection) as cached:
+        response = viewer_client.get(url, headers=HTMX)
+    assert counted(cached) == 0  # the tiles' summary was not counted again
+    assert response.status_code == 200
+    assert "3/4 cases" in response.text  # the progress counters are current
+
+    monkeypatch.setattr(views, "LIVE_SUMMARY_SECONDS", 0.0)
+    with CaptureQueriesContext(connection) as recounted:
+        assert viewer_client.get(url, headers=HTMX).status_code == 200
+    assert counted(recounted) == 3
+
+
+def counted(queries: Any) -> int:
+    """How many of the captured queries count rows by outcome (the live summary's)."""
+    return sum("GROUP BY" in query["sql"] for query in queries.captured_queries)
+
+
+def test_a_poll_after_the_run_finished_swaps_the_header_and_stops_polling(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=3))
+    url = poll_url(viewer_client, run)
+    finish_case(run, 3, status=Run.Status.PASSED, cases_done=4, turns_done=8)
+
+    response = viewer_client.get(url, headers=HTMX)
+
+    assert response.status_code == 286
+    assert 'id="run-header" class="run-header" hx-swap-oob="true"' in response.text
+    assert 'data-status="passed"' in response.text
+    assert "every 1s" not in response.text
+
+
+def test_a_poll_with_more_finished_cases_than_a_page_redraws_the_first_page_of_the_list(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    from django.utils import timezone
+
+    cases = CASES_PER_PAGE + 10
+    run = build_run(project, RunSpec(cases=cases, turns=1, status=Run.Status.RUNNING, done=0))
+    url = poll_url(viewer_client, run)
+    CaseResult.objects.filter(run=run).update(
+        status="done", outcome="passed", passed=True, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=cases, turns_done=cases)
+
+    response = viewer_client.get(url, headers=HTMX)
+
+    assert response.status_code == 200
+    assert 'id="case-list" class="case-list" hx-swap-oob="true"' in response.text
+    assert case_rows(response.text) == CASES_PER_PAGE
 
 
 def test_a_finished_run_downloads_as_a_holodeck_result_file(

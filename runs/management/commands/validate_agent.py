@@ -16,6 +16,9 @@ from runs.spec.validate import EXIT_OK, validate_agent_file
 
 class Command(BaseCommand):
     help = "Validate an agent.yaml (and its test cases file) and report every problem."
+    # The web app's system checks (URLs, the API's schemas) have nothing to say about an
+    # agent.yaml, and would import the whole web app first.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="agent.yaml, or the directory that holds it")

@@ -1,0 +1,155 @@
+"""The rows of long lists, drawn here rather than in their templates: the run page's case rows
+and the home page's projects.
+
+A page holds a hundred or more rows of a dozen values each, and the template engine would spend
+most of the page's time on them (resolving variables, reversing URLs row by row). Each row is
+the markup its template would draw; every value a user, a run or an agent wrote is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
+from django.utils.timesince import timesince
+
+from runs.templatetags.dashboard import case_chips, duration, mark, percent, shortsha
+
+if TYPE_CHECKING:
+    from runs.models import AgentProject, CaseResult
+    from runs.selectors.projects import LastRun
+
+PENDING = "pending"
+SWAP_OOB = ' hx-swap-oob="true"'
+DESCRIPTION_CHARS = 120
+
+
+# --- the run page's case rows ---------------------------------------------------------------
+# The ``case_list`` partial of ``run_detail.html`` shows them, and the progress poll swaps
+# them in (``oob``: with ``hx-swap-oob``).
+
+
+def case_rows_html(cases: Iterable[CaseResult], *, run_id: int, oob: bool = False) -> SafeString:
+    """The rows of ``cases`` (of run ``run_id``), one line each."""
+    turns_url = _url_of("case_turns", run_id)
+    page_url = _url_of("case_detail", run_id)
+    swap = SWAP_OOB if oob else ""
+    rows = [
+        _pending_row(case, swap)
+        if case.status == PENDING
+        else _case_row(case, swap, turns_url(case.pk), page_url(case.pk))
+        for case in cases
+    ]
+    return mark_safe("".join(rows))
+
+
+def _pending_row(case: CaseResult, swap: str) -> str:
+    count = case.turn_count
+    return (
+        f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
+        f'{_mark(case.outcome)}<span class="idx">#{case.index}</span>'
+        f'<span class="name">{escape(case.label)}</span>'
+        f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
+        f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
+    )
+
+
+def _case_row(case: CaseResult, swap: str, turns_url: str, page_url: str) -> str:
+    label = escape(case.label)
+    return (
+        f'<details class="case case-{escape(case.outcome or case.status)}" id="case-{case.pk}"'
+        f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
+        f'<summary class="case-sum">{_mark(case.outcome)}<span class="idx">#{case.index}</span>'
+        f'<span class="name">{label}</span>{case_chips(case)}'
+        f'<span class="small muted">{duration(case.execution_time_ms)}</span>'
+        f'<a class="permalink" href="{page_url}" title="link to this case"'
+        f' aria-label="link to case {label}">¶</a></summary>'
+        '<div class="turns"><p class="muted small">loading turns…</p></div></details>\n'
+    )
+
+
+@cache
+def _mark(outcome: str) -> SafeString:
+    """An outcome's mark (a handful of outcomes: drawn once each)."""
+    return mark(outcome)
+
+
+def _url_of(name: str, *args: int) -> Callable[[int], str]:
+    """``reverse(name, args=[*args, pk])`` for many ``pk``: reversed once with a placeholder
+    (the path's last number), then filled in; the URL resolver is too slow to call row by row."""
+    head, tail = reverse(name, args=[*args, 0]).rsplit("/0/", 1)
+    return lambda pk: f"{head}/{pk}/{tail}"
+
+
+# --- the home page's projects ---------------------------------------------------------------
+
+
+def project_rows_html(
+    projects: Iterable[tuple[AgentProject, LastRun | None]], *, staff: bool
+) -> SafeString:
+    """One table row per project with its latest run (``selectors.projects_with_last_run``);
+    ``staff``: with the launch button."""
+    urls = _ProjectUrls(
+        runs=reverse("run_list"),
+        trends=reverse("trends"),
+        run=_url_of("run_detail"),
+        launch=_url_of("project_launch") if staff else None,
+    )
+    return mark_safe("".join(_project_row(project, run, urls) for project, run in projects))
+
+
+@dataclass(frozen=True)
+class _ProjectUrls:
+    runs: str
+    trends: str
+    run: Callable[[int], str]
+    launch: Callable[[int], str] | None  # None: no launch button (not staff)
+
+
+def _project_row(project: AgentProject, run: LastRun | None, urls: _ProjectUrls) -> str:
+    pk = project.pk
+    description = ""
+    if project.description:
+        text = project.description
+        if len(text) > DESCRIPTION_CHARS:
+            text = Truncator(text).chars(DESCRIPTION_CHARS)
+        description = f'<div class="muted small">{escape(text)}</div>'
+    launch = f'<a class="btn btn-small" href="{urls.launch(pk)}">Launch…</a>' if urls.launch else ""
+    last_run = (
+        _last_run_cells(run, urls) if run else '<td colspan="6" class="muted">no runs yet</td>'
+    )
+    return (
+        f"<tr>\n    <td><strong>{escape(project.name)}</strong>{description}</td>\n"
+        f'    <td class="mono small">{escape(project.agent_path)}</td>\n'
+        f"    {last_run}\n"
+        f'    <td class="actions">\n      <a href="{urls.runs}?project={pk}">runs</a>\n'
+        f'      <a href="{urls.trends}?project={pk}">trends</a>\n      {launch}\n    </td>\n'
+        "  </tr>\n"
+    )
+
+
+def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
+    regrade_of = run.regrade_of_id
+    regrade = (
+        f' <span class="chip chip-regrade regrade-mark" data-regrade-of="{regrade_of}"'
+        f' title="run #{regrade_of}\'s transcripts graded again; its commit is theirs">'
+        f"re-grade of #{regrade_of}</span>"
+        if regrade_of
+        else ""
+    )
+    status = escape(run.status)
+    commit = escape(shortsha(run.git_commit)) or "–"
+    return (
+        f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}</td>\n'
+        f'    <td><span class="chip chip-{status}">{status}</span></td>\n'
+        f"    <td>{run.passed_cases}/{run.total_cases} passed</td>\n"
+        f"    <td>{percent(run.pass_rate)}</td>\n"
+        f'    <td class="mono">{commit}</td>\n'
+        f'    <td class="small">{timesince(run.created_at)} ago</td>'
+    )
