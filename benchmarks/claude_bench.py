@@ -9,7 +9,7 @@ The agent (written to a temporary folder) has the ConvFinQA example's arithmetic
 python function tools and a numeric metric; its test cases are the first N dialogues of the
 ConvFinQA fixture (20 dialogues: 85 turns). The fake answers from each turn's program: a turn
 whose program is one operation on two numbers (``divide(43, 10592)``) gets a real tool round
-trip (``tool_use`` of that tool, then the tool's result as the answer: 31 of the 85 turns);
+trip (``tool_use`` of that tool, then the tool's result as the answer: 30 of the 85 turns);
 any other turn is answered with its ground truth.
 
 Each run is the whole command in a fresh process (Python, Django, the agent load, the run, the

@@ -310,3 +310,12 @@ def test_a_session_start_is_kept_out_of_holodeck_dumps_but_stored_in_ours(
     assert case.session_start_ms is not None
     assert "session_start_ms" in report.model_dump(mode="json")["results"][0]
     assert "session_start_ms" not in holodeck_dump(report)["results"][0]
+
+
+@pytest.mark.parametrize(
+    "parallel, cpus, ahead", [(1, 2, 2), (4, 2, 2), (4, 16, 5), (1, 1, 1), (16, 8, 8)]
+)
+def test_sessions_are_opened_one_more_than_the_parallelism_ahead_at_most_one_per_cpu(
+    parallel: int, cpus: int, ahead: int
+) -> None:
+    assert sessions_ahead(parallel, cpus=cpus) == ahead
