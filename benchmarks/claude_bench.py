@@ -39,6 +39,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,26 +73,8 @@ ONE_OPERATION = re.compile(
     r"^\s*(add|subtract|multiply|divide)\(\s*([-\d.]+%?)\s*,\s*([-\d.]+%?)\s*\)\s*$"
 )
 
-TOOLS_PY = '''
-def add(a: float, b: float) -> float:
-    """Return a + b."""
-    return a + b
-
-
-def subtract(a: float, b: float) -> float:
-    """Return a - b."""
-    return a - b
-
-
-def multiply(a: float, b: float) -> float:
-    """Return a * b."""
-    return a * b
-
-
-def divide(a: float, b: float) -> float:
-    """Return a / b."""
-    return a / b
-'''
+# The example agent's own arithmetic tools (the bench uses add/subtract/multiply/divide).
+EXAMPLE_TOOLS = REPO / "examples" / "convfinqa" / "tools" / "finance.py"
 
 
 @dataclass(frozen=True)
@@ -186,7 +169,7 @@ def _texts(message: dict[str, Any]) -> str:
 
 def write_agent(directory: Path, dialogues: list[dict[str, Any]], endpoint: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "tools.py").write_text(TOOLS_PY)
+    shutil.copyfile(EXAMPLE_TOOLS, directory / "tools.py")
     (directory / "cases.yaml").write_text(yaml.safe_dump(dialogues, sort_keys=False))
     config = {
         "name": "convfinqa-claude-bench",
