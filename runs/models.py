@@ -143,6 +143,11 @@ class Run(models.Model):
     total_tokens = models.BigIntegerField(default=0)
     # The run's summary (runs.report.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
+    # Kept by retention (manage.py prune_runs never deletes a kept run).
+    keep = models.BooleanField(default=False)
+    # A launch's or re-grade's idempotency key (the form's hidden field, the API's
+    # Idempotency-Key header): the same key from the same user answers with this run again.
+    idempotency_key = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -162,6 +167,12 @@ class Run(models.Model):
                 fields=["source_hash"],
                 condition=~models.Q(source_hash="") & models.Q(project__isnull=True),
                 name="run_unique_source_without_project",
+            ),
+            # A retried or double-submitted launch or re-grade creates one run.
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="run_unique_idempotency_key",
             ),
         ]
 
@@ -396,3 +407,23 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class WorkerHeartbeat(models.Model):
+    """A live Celery worker process as it last reported itself (every few seconds, from its
+    sweeper thread): the dashboard's "no worker" banner, ``/readyz`` and ``manage.py workers``
+    read these rows. A row whose ``seen_at`` is old belongs to a worker that is gone."""
+
+    name = models.CharField(max_length=300, unique=True, help_text="host:pid of the worker")
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    concurrency = models.IntegerField(default=1)
+    queue = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["host", "pid"]
+
+    def __str__(self) -> str:
+        return f"worker {self.name}"
