@@ -1,5 +1,7 @@
-"""Smoke test of `python3 dev.py run`: log in, launch a run of an example project from the
+"""Smoke test of `python3 dev.py run`: the pages and static files come from the production
+server (gunicorn, WhiteNoise), then log in, launch a run of an example project from the
 browser's forms over HTTP, and wait until the worker (embedded broker, no Redis) finishes it.
+(.ci/run then checks that SIGTERM stops the server cleanly: exit status 0, the port closed.)
 
     python .ci/smoke.py http://127.0.0.1:8000 admin PASSWORD
 """
@@ -15,7 +17,23 @@ import urllib.parse
 import urllib.request
 
 
+def check_production_server(base: str) -> None:
+    """The login page and a static file answered by gunicorn, the file by WhiteNoise (Django's
+    development server says ``WSGIServer/...`` and sends no CORS header for static files)."""
+    for path in ("/login/", "/static/css/app.css"):
+        with urllib.request.urlopen(base + path, timeout=30) as response:
+            server = response.headers.get("Server", "")
+            assert response.status == 200, f"{path}: {response.status}"
+            assert server == "gunicorn", f"{path} came from {server!r}, not gunicorn"
+            if path.startswith("/static/"):
+                assert response.headers.get("Access-Control-Allow-Origin") == "*", (
+                    f"{path} was not served by WhiteNoise"
+                )
+    print("pages and static files come from gunicorn + WhiteNoise")
+
+
 def main(base: str, username: str, password: str) -> int:
+    check_production_server(base)
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
 

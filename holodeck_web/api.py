@@ -7,12 +7,33 @@ errors for input that does not validate.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from django.shortcuts import render
+from ninja import NinjaAPI, Swagger
+from ninja.openapi.docs import _csrf_needed
 
 from runs.api import compare, gate, imports, projects, runs, snapshots
 from runs.api.auth import API_AUTH
+
+
+class LocalSwagger(Swagger):
+    """The docs page (/api/v1/docs) with Swagger UI from django-ninja's own static files and an
+    init script of ours (static/js/api-docs.js): ninja's default loads it from a CDN, which the
+    page's CSP (script-src 'self') blocks, and the machine may have no internet at all."""
+
+    template = "api/docs.html"
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        context = {
+            "api": api,
+            "openapi_url": self.get_openapi_url(api, kwargs),
+            "add_csrf": _csrf_needed(api),
+        }
+        return render(request, self.template, context)
+
 
 api = NinjaAPI(
     title="HoloDeck Web API",
@@ -24,6 +45,7 @@ api = NinjaAPI(
     ),
     auth=API_AUTH,
     urls_namespace="api",
+    docs=LocalSwagger(),
 )
 api.add_router("/", projects.router)
 api.add_router("/", runs.router)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
@@ -51,6 +53,10 @@ def configure(app: Celery) -> None:
         task_always_eager=settings.CELERY_EAGER,
         task_eager_propagates=True,
         timezone="UTC",
+        # Workers log through the project's LOGGING (holodeck_web/logs.py: LOG_FORMAT, the run,
+        # case and turn ids); Celery would replace its root handler with a plain one of its own.
+        # --loglevel still sets the level, and stdout is still redirected to the log.
+        worker_hijack_root_logger=False,
     )
 
 
@@ -85,6 +91,31 @@ def transport_options(broker_url: str) -> dict[str, object]:
     # the stale limit, not Redis's hour. A case that outlives it while its worker lives is
     # delivered again and left alone (its owner is alive and its heartbeat fresh).
     return {"visibility_timeout": 2 * settings.HOLODECK_CASE_STALE_SECONDS}
+
+
+@signals.after_setup_logger.connect
+def _worker_text_lines(format: str = "", **_: Any) -> None:
+    """A worker's text lines keep Celery's layout (time, level, process) with the ids after."""
+    from django.conf import settings
+
+    from holodeck_web.logs import TextFormatter
+
+    if settings.LOG_FORMAT == "text" and format:
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler.formatter, TextFormatter):
+                handler.setFormatter(TextFormatter(format))
+
+
+@signals.celeryd_init.connect
+def _worker_quiet_in_json(instance: Any = None, **_: Any) -> None:
+    """In json the start-up banner (many plain lines on stdout) is left out and Python's warnings
+    (Celery's own at start-up) are logged: the lines a worker writes parse; its "ready" line is
+    logged."""
+    from django.conf import settings
+
+    if settings.LOG_FORMAT == "json" and instance is not None:
+        instance.quiet = True
+        logging.captureWarnings(True)
 
 
 configure(app)

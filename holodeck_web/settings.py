@@ -38,10 +38,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "ninja",  # its static files: Swagger UI for /api/v1/docs, served from here (no CDN)
     "runs",
 ]
 
 MIDDLEWARE = [
+    # First: every response, a redirect or a refusal too, gets its request id and access line.
+    "holodeck_web.middleware.request_id_middleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -67,6 +70,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "runs.web.context_processors.worker_status",
             ],
         },
     },
@@ -118,7 +122,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
+# collectstatic's target. The Dockerfile collects into the image (/app/staticfiles), outside the
+# data volume, so a new image never serves the files of an old one.
+STATIC_ROOT = env_path("HOLODECK_STATIC_ROOT", DATA_DIR / "staticfiles")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is missing
 WHITENOISE_USE_FINDERS = True  # serve from the app dirs without collectstatic on a laptop
 
@@ -132,6 +138,15 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # proxy (which must set it and strip any the client sent).
 HTTPS = env_bool("HTTPS", False)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+# The probes ask over plain HTTP from inside the container (docker-compose.yml's health checks).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+
+# The web server (gunicorn; holodeck_web/gunicorn_conf.py reads these, serve too): processes,
+# threads per process, seconds a silent process lives, seconds requests in flight get on SIGTERM.
+HOLODECK_WEB_WORKERS = env_int("HOLODECK_WEB_WORKERS", 2, minimum=1)
+HOLODECK_WEB_THREADS = env_int("HOLODECK_WEB_THREADS", 4, minimum=1)
+HOLODECK_WEB_TIMEOUT = env_int("HOLODECK_WEB_TIMEOUT", 60, minimum=1)
+HOLODECK_WEB_GRACEFUL_TIMEOUT = env_int("HOLODECK_WEB_GRACEFUL_TIMEOUT", 30, minimum=1)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
@@ -184,6 +199,21 @@ if HOLODECK_HEARTBEAT_SECONDS * 3 > HOLODECK_CASE_STALE_SECONDS:
     )
 # How often each worker looks for stale cases, lost messages and runs to settle.
 HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 15, minimum=0)  # 0: off
+# Each worker stamps its WorkerHeartbeat row every HOLODECK_HEARTBEAT_SECONDS; one not seen for
+# this long counts as gone (the "no worker" banner, manage.py workers).
+HOLODECK_WORKER_STALE_SECONDS = env_int(
+    "HOLODECK_WORKER_STALE_SECONDS", max(15, 3 * HOLODECK_HEARTBEAT_SECONDS), minimum=1
+)
+if HOLODECK_HEARTBEAT_SECONDS * 2 > HOLODECK_WORKER_STALE_SECONDS:
+    raise ImproperlyConfigured(
+        f"HOLODECK_WORKER_STALE_SECONDS={HOLODECK_WORKER_STALE_SECONDS} must be at least twice "
+        f"HOLODECK_HEARTBEAT_SECONDS={HOLODECK_HEARTBEAT_SECONDS}"
+    )
+# Retention by the workers' sweeper (manage.py prune_runs --older-than <days>d): runs older
+# than this many days are deleted, at most once an hour per worker; 0: off. Each project's
+# newest HOLODECK_RETENTION_KEEP_LAST runs are kept whatever their age.
+HOLODECK_RETENTION_DAYS = env_int("HOLODECK_RETENTION_DAYS", 0, minimum=0)
+HOLODECK_RETENTION_KEEP_LAST = env_int("HOLODECK_RETENTION_KEEP_LAST", 0, minimum=0)
 # Where this machine unpacks the agent snapshots its runs run from (one folder per digest,
 # written once; the launch validates from here too). Local to each machine: nothing is shared.
 HOLODECK_SNAPSHOT_CACHE = env_path("HOLODECK_SNAPSHOT_CACHE", DATA_DIR / "snapshots")
@@ -204,14 +234,42 @@ CACHES = {
 }
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# LOG_FORMAT: text (plain lines, the bound ids as a suffix) or json (one object a line), through
+# holodeck_web/logs.py; every line carries the request, run, case and turn ids bound for it.
+LOG_FORMAT = env_choice("LOG_FORMAT", "TEXT", ("TEXT", "JSON")).lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"context": {"()": "holodeck_web.logs.LogContextFilter"}},
+    "formatters": {
+        "text": {"()": "holodeck_web.logs.TextFormatter"},
+        "json": {"()": "holodeck_web.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", LOG_LEVELS)},
-    "loggers": {"httpx": {"level": "WARNING"}, "deepeval": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "deepeval": {"level": "WARNING"},
+        # Django's and Celery's loggers with handlers of their own (runserver's lines, DEBUG's
+        # console copy, the task logger, the pool's) go through this one handler instead.
+        **{
+            name: {"handlers": ["console"], "propagate": False}
+            for name in ("django", "django.server", "celery.task", "multiprocessing")
+        },
+    },
 }
 
 # Importing result files (the Import page, POST /api/v1/imports): the most one request may
 # upload, in bytes; a zip may unpack to five times as much.
 HOLODECK_IMPORT_MAX_BYTES = env_int("HOLODECK_IMPORT_MAX_BYTES", 20_000_000, minimum=1)
+# The most one upload may unpack to (a zip's members together, or one file); an import holds
+# about three times this in memory at its peak (docs/operations.md, "Importing").
+HOLODECK_IMPORT_MAX_UNPACKED_BYTES = env_int(
+    "HOLODECK_IMPORT_MAX_UNPACKED_BYTES", 5 * HOLODECK_IMPORT_MAX_BYTES, minimum=1
+)

@@ -6,8 +6,12 @@ from django.urls import include, path
 
 from holodeck_web.api import api
 from holodeck_web.login import ThrottledLoginView
+from runs.web import health
 
 urlpatterns = [
+    # Probes: no login, nothing revealed (runs/web/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("login/", ThrottledLoginView.as_view(), name="login"),

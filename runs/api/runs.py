@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Header, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.pagination import LimitOffsetPagination, paginate
 
@@ -62,6 +62,7 @@ class RunOut(Schema):
             "(ref, commit, agent.yaml, snapshot); {} for other runs"
         )
     )
+    keep: bool = Field(description="kept: `manage.py prune_runs` never deletes it")
     url: str
 
     @staticmethod
@@ -141,21 +142,36 @@ def run_list(request: HttpRequest, filters: Query[RunFilters]) -> object:
     )
 
 
-@router.post("/runs", response=responses({201: RunOut}, 403, 404, 422))
-def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
+IDEMPOTENCY_KEY = Header(
+    "",
+    alias="Idempotency-Key",
+    max_length=100,
+    description="Any token of yours (a uuid4): a repeat from the same user answers 200 with "
+    "the run the first request created, instead of launching a second (docs/api.md).",
+)
+
+
+@router.post("/runs", response=responses({200: RunOut, 201: RunOut}, 403, 404, 422))
+def run_launch(
+    request: HttpRequest, payload: RunLaunchIn, idempotency_key: str = IDEMPOTENCY_KEY
+) -> object:
     staff_only(request, "launch runs")
-    from runs.services.launch import LaunchError, run_create
+    from runs.services.launch import LaunchError, run_by_idempotency_key, run_create
     from runs.spec.errors import ConfigError
 
     project = selectors.project_get(project_id=payload.project)
+    key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
     try:
+        if (first := run_by_idempotency_key(user=user, key=key)) is not None:
+            return 200, first
         run = run_create(
             project=project,
-            user=request.auth,  # type: ignore[attr-defined]
+            user=user,
             git_ref=payload.git_ref,
             parallel=payload.parallel,
             limit=payload.limit,
             case_filter=payload.case_filter,
+            idempotency_key=key,
         )
     except ConfigError as exc:
         problems = [
@@ -164,7 +180,9 @@ def run_launch(request: HttpRequest, payload: RunLaunchIn) -> object:
         ]
         return 422, {"detail": problems}
     except LaunchError as exc:
-        return 422, {"detail": [{"loc": ["body", exc.field or "project"], "msg": str(exc)}]}
+        where = ["header", "Idempotency-Key"] if exc.field == "idempotency_key" else None
+        loc = where or ["body", exc.field or "project"]
+        return 422, {"detail": [{"loc": loc, "msg": str(exc)}]}
     return 201, run
 
 
@@ -190,6 +208,20 @@ def run_cancel(request: HttpRequest, run_id: Id) -> object:
         raise HttpError(409, f"run {run.pk} has already ended ({run.status})")
     run.refresh_from_db()
     return run
+
+
+class RunKeepIn(Schema):
+    keep: bool = Field(description="true: retention never deletes the run; false: it may again")
+
+
+@router.post("/runs/{run_id}/keep", response=responses({200: RunOut}, 403, 404, 422))
+def run_keep(request: HttpRequest, run_id: Id, payload: RunKeepIn) -> object:
+    """Keep a run from retention (`manage.py prune_runs`, HOLODECK_RETENTION_DAYS), or stop
+    keeping it. Staff only."""
+    staff_only(request, "keep runs")
+    from runs.services.retention import run_keep_set
+
+    return run_keep_set(run=selectors.run_row(run_id=run_id), keep=payload.keep)
 
 
 # --- cases and turns ----------------------------------------------------------------------------

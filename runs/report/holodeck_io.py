@@ -13,10 +13,10 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -127,11 +127,84 @@ def write_eval_run(
 def load_eval_runs_bytes(content: bytes, source: str) -> list[EvalRun]:
     """Load EvalRuns from the bytes of one result file (an upload); ``source`` names it in
     errors. UTF-8 with or without a byte-order mark."""
+    return _runs_from_text(result_text(content, source), source)
+
+
+def result_text(content: bytes, source: str) -> str:
+    """The text of one result file's bytes (UTF-8 with or without a byte-order mark)."""
     try:
-        text = content.decode("utf-8-sig")
+        return content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ReportFormatError(source, [f"not UTF-8 text (byte {exc.start})"]) from None
-    return _runs_from_text(text, source)
+
+
+def iter_eval_runs(text: str, source: str) -> Iterator[EvalRun]:
+    """The EvalRuns of one result file's text, one at a time.
+
+    A JSON list is decoded item by item (``json.JSONDecoder.raw_decode`` from each item's
+    offset), each validated and handed over before the next is parsed: beside the text, only
+    one item's objects are alive, so a 60 MB list never becomes 60 MB of dicts and models at
+    once (docs/operations.md, "Importing"). Any other document is one EvalRun or TestReport.
+    Raises ReportFormatError at the first defect, naming its location.
+    """
+    start = _skip_space(text, 0)
+    if not text.startswith("[", start):
+        yield from _runs_from_text(text, source)
+        return
+    position, index = _skip_space(text, start + 1), 0
+    if text.startswith("]", position):
+        _expect_end(text, _skip_space(text, position + 1), source)
+        return
+    while True:
+        item, position = _decode_at(text, position, source)
+        if json_depth_exceeds(item, MAX_DEPTH - 1):  # the list itself is one level
+            raise ReportFormatError(source, [_TOO_DEEP])
+        run = _run_from_item(item, source, f"[{index}]")
+        del item  # nothing but the EvalRun outlives this item
+        yield run
+        del run
+        index += 1
+        position = _skip_space(text, position)
+        if text.startswith(",", position):
+            position = _skip_space(text, position + 1)
+        elif text.startswith("]", position):
+            _expect_end(text, _skip_space(text, position + 1), source)
+            return
+        else:
+            _syntax_error(text, position, source, "Expecting ',' delimiter")
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = json.decoder.WHITESPACE  # type: ignore[attr-defined]
+
+
+def _skip_space(text: str, position: int) -> int:
+    return int(_SPACE.match(text, position).end())
+
+
+def _decode_at(text: str, position: int, source: str) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, position)
+    except json.JSONDecodeError as exc:
+        raise ReportFormatError(
+            source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+        ) from None
+    except RecursionError:
+        raise ReportFormatError(source, [_TOO_DEEP]) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ReportFormatError(source, [f"invalid JSON: {exc}"]) from None
+
+
+def _expect_end(text: str, position: int, source: str) -> None:
+    if position != len(text):
+        _syntax_error(text, position, source, "Extra data")
+
+
+def _syntax_error(text: str, position: int, source: str, message: str) -> NoReturn:
+    exc = json.JSONDecodeError(message, text, position)
+    raise ReportFormatError(
+        source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+    )
 
 
 def _load_file(path: Path) -> list[EvalRun]:

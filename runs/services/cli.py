@@ -20,6 +20,7 @@ from django.db import DatabaseError
 
 from graders.result import error_text
 from runs.engine.events import emit
+from runs.logcontext import log_context
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open, run_options
 from runs.report import models as wire
@@ -84,8 +85,10 @@ def cli_run_execute(
         for listener in listeners:
             await emit(listener, event)
 
+    stored_id = run_store.run.pk if run_store is not None and run_store.run else None
     try:
-        report = asyncio.run(Engine(agent, on_event=on_event).run(case_indices=list(indices)))
+        with log_context(run_id=stored_id):  # the stored run's id on the lines logged meanwhile
+            report = asyncio.run(Engine(agent, on_event=on_event).run(case_indices=list(indices)))
     except Exception as exc:
         if run_store is not None:
             run_store.fail(f"execution error: {error_text(exc)}")

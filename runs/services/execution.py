@@ -38,6 +38,8 @@ from django.utils import timezone
 
 from graders.result import error_text
 from runs import gitutil
+from runs.engine.events import emit
+from runs.logcontext import log_context, log_context_set
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
 from runs.recorder import (
@@ -58,6 +60,7 @@ from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
 
 if TYPE_CHECKING:
     from runs.backends.base import AgentBackend
+    from runs.engine.events import CaseEvent, EventCallback
     from runs.spec.loader import LoadedAgent
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,7 @@ def run_start(*, run_id: int) -> None:
     Redelivery-safe: a run already running is resumed (missing case rows created, free slots
     filled); any failure rolls the claim back, so the task can be delivered again.
     """
-    with transaction.atomic():
+    with log_context(run_id=run_id), transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status == Run.Status.QUEUED:
             run.mark_running()
@@ -244,21 +247,27 @@ def _case_run(
     case: CaseResult, attempt: int, agent: LoadedAgent | None = None
 ) -> LoadedAgent | None:
     """Run the claimed case with ``agent`` (the run's, loaded here when not given); the agent,
-    for the task's next case of the run, or None when it could not be loaded."""
-    try:
-        with _heartbeat(case, attempt):
-            if agent is None:
-                agent = run_agent(case.run)
-            original = case.run.options.get("regrade_of")
-            if original:
-                _regrade(agent, case, attempt, int(original))
-            else:
-                asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
-    except CaseSuperseded:
-        pass
-    except Exception as exc:
-        log.exception("case %s of run %s crashed", case.index, case.run_id)
-        case_fail(case, attempt, f"execution error: {error_text(exc)}")
+    for the task's next case of the run, or None when it could not be loaded. Every line logged
+    meanwhile carries the run's and the case's ids (runs/logcontext.py)."""
+    ids = log_context(run_id=case.run_id, case_id=case.pk, case_index=case.index, turn=None)
+    with ids:
+        log.info("case %s of run %s started (attempt %s)", case.index, case.run_id, attempt)
+        try:
+            with _heartbeat(case, attempt):
+                if agent is None:
+                    agent = run_agent(case.run)
+                original = case.run.options.get("regrade_of")
+                if original:
+                    _regrade(agent, case, attempt, int(original))
+                else:
+                    asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
+        except CaseSuperseded:
+            log.info("case %s of run %s was taken over by another attempt", case.index, case.run_id)
+        except Exception as exc:
+            log.exception("case %s of run %s crashed", case.index, case.run_id)
+            case_fail(case, attempt, f"execution error: {error_text(exc)}")
+        else:
+            log.info("case %s of run %s ended", case.index, case.run_id)
     return agent
 
 
@@ -346,11 +355,30 @@ async def _execute(
     await _in_recorder_thread(close_old_connections)
     recorder = CaseRecorder(per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS)
     recorder.track(case, attempt)
-    engine = Engine(agent, backend=backend, on_event=recorder, is_cancelled=recorder.is_cancelled)
+    engine = Engine(
+        agent, backend=backend, on_event=_turn_bound(recorder), is_cancelled=recorder.is_cancelled
+    )
     try:
         await engine.run_case(case.index)
     finally:
         await recorder.flush()  # the turns before a crash are kept, as they would have been
+
+
+def _turn_bound(listener: EventCallback) -> EventCallback:
+    """``listener``, with the turn the case is on bound from the engine's progress (its index,
+    from the case's start until its last turn ends) for the lines logged meanwhile. The engine
+    awaits this in the case's task, whose context the binding changes; it stays Django-free and
+    unaware of logging."""
+
+    async def on_event(event: CaseEvent) -> None:
+        if event.kind == "case_started":
+            log_context_set("turn", 0 if event.total_turns else None)
+        await emit(listener, event)
+        if event.kind == "turn_finished" and event.turn is not None:
+            following = event.turn.turn_index + 1
+            log_context_set("turn", following if following < event.total_turns else None)
+
+    return on_event
 
 
 def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:

@@ -71,10 +71,10 @@ def _eval_run_import(
 
 # --- uploads (the browser's import page and POST /api/v1/imports) ----------------------------
 
-# A zip may hold at most this many members, and unpack to at most this many times the upload
-# limit: more is refused before anything is read (a zip bomb expands a few KB to gigabytes).
+# A zip may hold at most this many members, and unpack to at most max_unpacked_bytes
+# (HOLODECK_IMPORT_MAX_UNPACKED_BYTES, by default five times the upload limit): more is refused
+# before anything is read (a zip bomb expands a few KB to gigabytes).
 ZIP_MAX_MEMBERS = 10_000
-ZIP_MAX_EXPANSION = 5
 # Problems listed per file; a file that fails validation everywhere would list thousands.
 MAX_PROBLEMS = 20
 
@@ -132,6 +132,11 @@ def upload_documents(upload: Upload, *, max_unpacked_bytes: int) -> Iterator[Doc
     unreadable, unsafe or oversized archive.
     """
     if not (upload.name.lower().endswith(".zip") or upload.content.startswith(b"PK\x03\x04")):
+        if len(upload.content) > max_unpacked_bytes:
+            raise UploadRefused(
+                f"file refused: {_megabytes(len(upload.content))} "
+                f"(at most {_megabytes(max_unpacked_bytes)}, HOLODECK_IMPORT_MAX_UNPACKED_BYTES)"
+            )
         yield upload.name, lambda: upload.content
         return
     try:
@@ -169,7 +174,7 @@ def _zip_json_members(
     if unpacked > max_unpacked_bytes:
         raise UploadRefused(
             f"zip archive refused: it unpacks to {_megabytes(unpacked)} "
-            f"(at most {_megabytes(max_unpacked_bytes)})"
+            f"(at most {_megabytes(max_unpacked_bytes)}, HOLODECK_IMPORT_MAX_UNPACKED_BYTES)"
         )
     return sorted(
         (info for info in infos if _is_result_member(info)), key=lambda info: info.filename
@@ -203,21 +208,25 @@ def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 def _document_import(
     name: str, read: Callable[[], bytes], project: AgentProject | None
 ) -> SourceImport:
-    from runs.report.holodeck_io import ReportFormatError, load_eval_runs_bytes
+    """Import one result document, streamed: its EvalRuns are parsed one at a time (twice:
+    first all validated, so a file with a defect imports nothing, then each imported and let
+    go), so memory stays near the document's own size whatever it holds."""
+    from runs.report.holodeck_io import ReportFormatError, iter_eval_runs, result_text
 
     report = SourceImport(name)
     try:
-        eval_runs = load_eval_runs_bytes(read(), name)
+        text = result_text(read(), name)  # the bytes read are let go here
+        count = sum(1 for _ in iter_eval_runs(text, name))
     except ReportFormatError as exc:
         report.errors = _problems(exc.problems)
         return report
     outcome = ImportOutcome()
-    for index, eval_run in enumerate(eval_runs):
+    for index, eval_run in enumerate(iter_eval_runs(text, name)):
         try:
             _eval_run_import(eval_run, project=project, outcome=outcome)
         except DataError as exc:  # e.g. a NUL character, which PostgreSQL cannot store
             logger.info("import of %s [%d] refused by the database: %s", name, index, exc)
-            where = f"[{index}]" if len(eval_runs) > 1 else "document"
+            where = f"[{index}]" if count > 1 else "document"
             report.errors.append(f"{where}: a value the database cannot store ({exc})".strip())
     report.imported, report.already_imported = outcome.imported, outcome.already_imported
     return report

@@ -10,9 +10,13 @@ or validation fails.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, transaction
 
 from runs import gitutil
 from runs.models import AgentProject, AgentSnapshot, Run
@@ -52,6 +56,56 @@ def cases_select(
     return indices[:limit] if limit else indices
 
 
+# An idempotency key: what a uuid4 (the form's), a ULID or a client's own token looks like.
+IDEMPOTENCY_KEY_RE = re.compile(r"[A-Za-z0-9._:~-]{1,100}")
+
+
+def idempotency_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be an idempotency key, or None (the empty key: none given)."""
+    if not key or IDEMPOTENCY_KEY_RE.fullmatch(key):
+        return None
+    return (
+        "an idempotency key is 1 to 100 characters among letters, digits and . _ : ~ - "
+        f"(got {len(key)} characters)"
+    )
+
+
+def run_by_idempotency_key(*, user: Any, key: str) -> Run | None:
+    """The run ``user`` already created with ``key`` (a launch or a re-grade), or None."""
+    if not key or not getattr(user, "is_authenticated", False):
+        return None
+    return Run.objects.filter(created_by=user, idempotency_key=key).first()
+
+
+def run_open_once(*, user: Any, key: str, open_run: Callable[[], Run]) -> Run:
+    """``open_run()`` and its enqueue, committed with ``key`` on the run; when ``user`` already
+    created a run with ``key`` (a retry, a double submit), that run instead.
+
+    Two submits racing past the first look-up both seal and open a run; the unique constraint
+    (created_by, idempotency_key) refuses the second's key, its whole transaction (its run,
+    cases and enqueue) rolls back, and it answers with the winner. An anonymous caller (the
+    CLI) has no key: the constraint cannot hold without an owner.
+    """
+    if problem := idempotency_key_problem(key):
+        raise LaunchError(problem, field="idempotency_key")
+    if not key or not getattr(user, "is_authenticated", False):
+        return open_run()
+    existing = run_by_idempotency_key(user=user, key=key)
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            run = open_run()  # enqueues on commit: a rolled-back run is never sent
+            Run.objects.filter(pk=run.pk).update(idempotency_key=key)
+            run.idempotency_key = key
+    except IntegrityError:
+        winner = run_by_idempotency_key(user=user, key=key)
+        if winner is None:
+            raise
+        return winner
+    return run
+
+
 def run_create(
     *,
     project: AgentProject,
@@ -60,22 +114,28 @@ def run_create(
     parallel: int | None = None,
     limit: int | None = None,
     case_filter: str = "",
+    idempotency_key: str = "",
 ) -> Run:
     """Validate the agent (at ``git_ref`` if given), create a queued Run, enqueue on commit.
 
-    Raises ConfigError (every problem of the agent.yaml) or LaunchError; nothing is queued then.
+    With an ``idempotency_key``, the run ``user`` already launched with it is returned instead
+    (``run_open_once``). Raises ConfigError (every problem of the agent.yaml) or LaunchError;
+    nothing is queued then.
     """
     from runs.spec.loader import collector_paused
 
-    with collector_paused():
-        return _run_create(
-            project=project,
-            user=user,
-            git_ref=git_ref,
-            parallel=parallel,
-            limit=limit,
-            case_filter=case_filter,
-        )
+    def open_run() -> Run:
+        with collector_paused():
+            return _run_create(
+                project=project,
+                user=user,
+                git_ref=git_ref,
+                parallel=parallel,
+                limit=limit,
+                case_filter=case_filter,
+            )
+
+    return run_open_once(user=user, key=idempotency_key, open_run=open_run)
 
 
 def _run_create(

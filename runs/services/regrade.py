@@ -20,7 +20,7 @@ from typing import Any
 from runs import gitutil
 from runs.models import CaseResult, Run
 from runs.recorder import run_open
-from runs.services.launch import LaunchError, agent_seal, launch_warnings
+from runs.services.launch import LaunchError, agent_seal, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
@@ -34,10 +34,25 @@ def run_regrade_create(
     git_ref: str = "",
     agent_path: Path | None = None,
     enqueue: bool = True,
+    idempotency_key: str = "",
 ) -> Run:
     """A queued re-grade of ``original`` with its project's agent.yaml (at ``git_ref``), or
-    the agent.yaml at ``agent_path``. Raises ConfigError or LaunchError; nothing is queued then.
+    the agent.yaml at ``agent_path``. With an ``idempotency_key``, the run ``user`` already
+    created with it instead (a double submit). Raises ConfigError or LaunchError; nothing is
+    queued then.
     """
+    return run_open_once(
+        user=user,
+        key=idempotency_key,
+        open_run=lambda: _run_regrade_create(
+            original=original, user=user, git_ref=git_ref, agent_path=agent_path, enqueue=enqueue
+        ),
+    )
+
+
+def _run_regrade_create(
+    *, original: Run, user: Any, git_ref: str, agent_path: Path | None, enqueue: bool
+) -> Run:
     if original.status not in GRADED:
         raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
     project = original.project

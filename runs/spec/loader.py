@@ -26,13 +26,14 @@ from runs.spec.agent import AgentConfig
 from runs.spec.common import SPEC_ERROR, UNION_TAGS
 from runs.spec.compat import compat_warnings
 from runs.spec.errors import ConfigError, ConfigProblem
-from runs.spec.limits import MAX_PARALLEL_TEST_CASES, range_problem
-from runs.spec.resolve import CodeResolver
+from runs.spec.limits import MAX_PARALLEL_TEST_CASES, MAX_TIMEOUT_S, range_problem
+from runs.spec.resolve import DEFAULT_IMPORT_TIMEOUT, CodeResolver
 from runs.spec.test_cases import TestCase, case_shape_problem
 from runs.spec.tool_config import duplicate_tool_names
 from runs.spec.yaml_load import parse_yaml
 
 PARALLEL_ENV = "HOLODECK_PARALLEL_TEST_CASES"
+GRADER_IMPORT_TIMEOUT_ENV = "HOLODECK_GRADER_IMPORT_TIMEOUT"
 SECRET_KEY_RE = re.compile(
     r"(api[_-]?key|secret|password|passwd|authorization|credential|(^|[_-])token$|(^|[_-])key$)",
     re.IGNORECASE,
@@ -118,9 +119,10 @@ def _load(
             [_problem(label, "", f"must be a mapping of agent fields, got {_kind(data)}")]
         )
     base_dir = agent_path.resolve().parent
-    context = {"base_dir": base_dir, "resolver": CodeResolver(base_dir)}
-
     problems: list[ConfigProblem] = []
+    resolver = CodeResolver(base_dir, import_timeout=_import_timeout(env, problems))
+    context = {"base_dir": base_dir, "resolver": resolver}
+
     raw_cases, cases_label = _raw_test_cases(data, base_dir, label, env, problems)
     agent = _validate_agent(data, label, context, problems)
     cases = _validate_cases(raw_cases, cases_label, context, problems)
@@ -551,6 +553,27 @@ def _resolve_parallel(
         )
         return None
     return value
+
+
+def _import_timeout(env: Mapping[str, str], problems: list[ConfigProblem]) -> float:
+    """Seconds a grader or tool module may take to import (HOLODECK_GRADER_IMPORT_TIMEOUT,
+    from the environment like HOLODECK_PARALLEL_TEST_CASES; runs/spec/resolve.py)."""
+    raw = env.get(GRADER_IMPORT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IMPORT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        problem: str | None = f"must be a number of seconds, got {raw[:40]!r}"
+    else:
+        problem = range_problem(value, "", 0, MAX_TIMEOUT_S, positive=True)
+        if problem is None:
+            return value
+    assert problem is not None
+    problems.append(
+        ConfigProblem("environment", None, None, GRADER_IMPORT_TIMEOUT_ENV, problem.strip())
+    )
+    return DEFAULT_IMPORT_TIMEOUT
 
 
 def _parallel_bound(value: int) -> str | None:

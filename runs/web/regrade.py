@@ -14,6 +14,8 @@ from runs.web.views import staff_required
 
 class RegradeForm(forms.Form):
     git_ref = forms.CharField(required=False, max_length=200)
+    # Rendered with the run page: a double submit answers with the first re-grade.
+    idempotency_key = forms.CharField(required=False, max_length=100)
 
 
 @staff_required
@@ -29,11 +31,14 @@ def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
     form = RegradeForm(request.POST)
     back = HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": original.pk}))
     if not form.is_valid():
-        messages.error(request, "The git ref is too long.")
+        messages.error(request, "The git ref (or the form's idempotency key) is too long.")
         return back
     try:
         run = run_regrade_create(
-            original=original, user=request.user, git_ref=form.cleaned_data["git_ref"]
+            original=original,
+            user=request.user,
+            git_ref=form.cleaned_data["git_ref"],
+            idempotency_key=form.cleaned_data["idempotency_key"].strip(),
         )
     except ConfigError as exc:
         for line in exc.lines()[:10]:

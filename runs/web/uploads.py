@@ -10,7 +10,7 @@ from django.core.exceptions import SuspiciousOperation, TooManyFilesSent
 from django.http import HttpRequest, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
 
-from runs.services.history import ZIP_MAX_EXPANSION, Upload
+from runs.services.history import Upload
 
 
 class UploadsRejected(Exception):
@@ -57,4 +57,5 @@ def too_large_message(size: int, limit: int) -> str:
 
 
 def max_unpacked_bytes() -> int:
-    return int(settings.HOLODECK_IMPORT_MAX_BYTES) * ZIP_MAX_EXPANSION
+    """The most one upload may unpack to (a zip's members together, or one file)."""
+    return int(settings.HOLODECK_IMPORT_MAX_UNPACKED_BYTES)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<int:run_id>/progress/", views.run_progress, name="run_progress"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run_export"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run_cancel"),
+    path("runs/<int:run_id>/keep/", views.run_keep, name="run_keep"),
     path("runs/<int:run_id>/snapshot/", snapshots.run_snapshot, name="run_snapshot"),
     path(
         "runs/<int:run_id>/snapshot/<path:path>",

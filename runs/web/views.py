@@ -116,6 +116,9 @@ class LaunchForm(forms.Form):
     limit = forms.IntegerField(
         required=False, min_value=1, label="Limit", help_text="Run only the first N cases."
     )
+    # Generated when the form is rendered: a double submit, or a retry of a launch that outlived
+    # the browser's patience, answers with the run the first one created (docs/api.md).
+    idempotency_key = forms.CharField(required=False, max_length=100, widget=forms.HiddenInput)
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ SUGGESTED_NAMES = 12
 @require_http_methods(["GET", "POST"])
 def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     project = selectors.project_get(project_id=project_id)
-    form = LaunchForm(request.POST or None)
+    form = LaunchForm(request.POST or None, initial={"idempotency_key": uuid.uuid4().hex})
     problems: list[str] = []
     if request.method == "POST" and form.is_valid():
         outcome = _launch(request, project, form)
@@ -214,6 +217,7 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
             parallel=data["parallel"],
             limit=data["limit"],
             case_filter=data["case_filter"].strip(),
+            idempotency_key=data["idempotency_key"].strip(),
         )
     except ConfigError as exc:
         return [str(problem) for problem in exc.problems] or [str(exc)]
@@ -322,6 +326,8 @@ def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         **_run_state(run),
         # The poll's ``since``: rows finished after this render are swapped in by the poll.
         "poll_since": timezone.now().isoformat(),
+        # The re-grade form's: a double submit answers with the first re-grade.
+        "regrade_key": uuid.uuid4().hex,
     }
 
 
@@ -454,6 +460,21 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
         messages.success(request, f"Run {run.pk} cancelled.")
     else:
         messages.info(request, f"Run {run.pk} had already finished.")
+    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
+
+
+@staff_required
+@require_POST
+def run_keep(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Keep the run from retention (``keep=1``) or let it go again (``keep=0``)."""
+    from runs.services.retention import run_keep_set
+
+    keep = request.POST.get("keep", "")
+    if keep not in ("0", "1"):
+        raise BadRequest("keep must be 0 or 1")
+    run = run_keep_set(run=selectors.run_row(run_id=run_id), keep=keep == "1")
+    kept = "is kept: retention will not delete it" if run.keep else "is no longer kept"
+    messages.success(request, f"Run {run.pk} {kept}.")
     return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
 
 

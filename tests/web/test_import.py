@@ -251,12 +251,14 @@ def test_a_zip_with_an_absolute_or_dotdot_member_is_refused_whole(
 def test_a_zip_bomb_is_refused_before_it_is_unpacked(
     staff_client: Client, seed_runs: list[dict[str, Any]], settings: Any
 ) -> None:
-    settings.HOLODECK_IMPORT_MAX_BYTES = 200_000  # a zip may unpack to 1 MB
+    settings.HOLODECK_IMPORT_MAX_BYTES = 200_000
+    settings.HOLODECK_IMPORT_MAX_UNPACKED_BYTES = 1_000_000  # five times, as by default
     bomb = b" " * 5_000_000 + json.dumps(seed_runs[0]).encode()  # valid JSON, 5 MB unpacked
     content = results_zip([], extra={"results/bomb.json": bomb})
     assert len(content) < 50_000
     response = import_page(staff_client, upload("bomb.zip", content, "application/zip"))
-    assert "zip archive refused: it unpacks to 5.0 MB (at most 1.0 MB)" in response.text
+    assert "zip archive refused: it unpacks to 5.0 MB (at most 1.0 MB, " in response.text
+    assert "HOLODECK_IMPORT_MAX_UNPACKED_BYTES" in response.text
     assert imported_runs() == 0
 
 

@@ -1,8 +1,9 @@
-"""``manage.py serve`` supervises its worker: a real serve process on SQLite and the embedded
-broker, its children found through /proc."""
+"""``manage.py serve`` serves the dashboard under gunicorn and supervises its worker: a real
+serve process on SQLite and the embedded broker, its children found through /proc."""
 
 from __future__ import annotations
 
+import http.cookies
 import os
 import signal
 import socket
@@ -10,13 +11,19 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from runs.management.commands.serve import describe_exit, restart_delay, worker_command
+from runs.management.commands.serve import (
+    describe_exit,
+    restart_delay,
+    web_command,
+    worker_command,
+)
 from tests.web.services_helpers import REPO
 
 pytestmark = pytest.mark.process
@@ -42,6 +49,51 @@ def test_the_worker_command_runs_this_projects_celery_app() -> None:
     ]  # fmt: skip
 
 
+def test_the_web_server_is_gunicorn_with_the_projects_config_and_runserver_only_for_dev() -> None:
+    assert web_command("0.0.0.0:8000")[1:] == [
+        "-m", "gunicorn", "--config", "python:holodeck_web.gunicorn_conf",
+        "--bind", "0.0.0.0:8000", "holodeck_web.wsgi:application",
+    ]  # fmt: skip
+    assert web_command("127.0.0.1:8000", dev=True)[1:] == [
+        "manage.py",
+        "runserver",
+        "127.0.0.1:8000",
+        "--noreload",
+    ]
+
+
+def test_a_malformed_web_server_variable_stops_serve_with_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "HOLODECK_DATA_DIR": str(tmp_path), "HOLODECK_WEB_THREADS": "four"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--no-worker", "--addr", f"127.0.0.1:{free_port()}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "configuration error: HOLODECK_WEB_THREADS='four' is not an integer\n"
+
+
+def test_gunicorn_started_on_its_own_with_a_malformed_variable_says_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "HOLODECK_DATA_DIR": str(tmp_path), "HOLODECK_WEB_WORKERS": "0"}
+    done = subprocess.run(
+        web_command(f"127.0.0.1:{free_port()}"),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == "Error: HOLODECK_WEB_WORKERS='0' must be >= 1"
+
+
 # -- a real serve ----------------------------------------------------------------------------
 
 
@@ -52,7 +104,7 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
-    """Bindable the way runserver binds it (SO_REUSEADDR, so TIME_WAIT does not count)."""
+    """Bindable the way gunicorn binds it (SO_REUSEADDR, so TIME_WAIT does not count)."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -209,14 +261,15 @@ def test_serve_stops_the_worker_and_exits_non_zero_when_the_web_server_dies(
 ) -> None:
     proc, _, log = serve
     family = descendants_of(proc.pid)
-    web = next(pid for pid, cmd in children_of(proc.pid).items() if "runserver" in cmd)
+    web = next(pid for pid, cmd in children_of(proc.pid).items() if "gunicorn" in cmd)
     os.kill(web, signal.SIGKILL)
 
     assert proc.wait(timeout=40) == 1
     assert "serve: the web server was killed by SIGKILL; stopping the worker and exiting" in (
         log.read_text()
     )
-    assert not any(map(proc_stat, family))
+    # gunicorn's own processes see their master gone within a second and exit.
+    wait_for("every child is gone", lambda: not any(map(proc_stat, family)), 10, log)
 
 
 @linux_only
@@ -230,10 +283,90 @@ def test_serve_stops_both_children_cleanly_on_sigterm_or_ctrl_c(
     send: Callable[[int, int], None],
     name: str,
 ) -> None:
-    proc, _, log = serve
+    proc, port, log = serve
     family = descendants_of(proc.pid)
     send(proc.pid, signal.Signals[name])
 
-    assert proc.wait(timeout=40) == 0, log.read_text()[-3000:]
-    assert f"serve: stopped on {name}" in log.read_text()
+    assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    assert f"serve: stopped on {name}" in text
+    # gunicorn got SIGTERM, its graceful shutdown, even on Ctrl-C (SIGINT is its quick one).
+    assert "Handling signal: term" in text and "Handling signal: int" not in text
+    assert "Shutting down: Master" in text
     assert not any(map(proc_stat, family))
+    assert port_is_free(port)
+
+
+def get(url: str) -> tuple[int, dict[str, str], bytes]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+@linux_only
+def test_serve_answers_with_gunicorn_and_whitenoise_serves_the_static_files(
+    serve: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    _, port, log = serve
+    status, headers, _ = get(f"http://127.0.0.1:{port}/login/")
+    assert status == 200 and headers["Server"] == "gunicorn"
+
+    # Collected nowhere (no collectstatic here): WhiteNoise serves the source folder's file,
+    # with its own headers (Django's development static view sends neither).
+    status, headers, body = get(f"http://127.0.0.1:{port}/static/css/app.css")
+    assert status == 200 and headers["Server"] == "gunicorn"
+    assert body == (REPO / "static" / "css" / "app.css").read_bytes()
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert headers["Cache-Control"] == "max-age=60, public"
+    # The access log goes to stderr (collected into the log file here).
+    assert '"GET /static/css/app.css HTTP/1.1" 200' in log.read_text()
+
+
+def send_login_headers(port: int) -> tuple[socket.socket, bytes]:
+    """A login POST whose headers and first body bytes are sent, the rest held back: the
+    request is in flight, its view waiting on the body (CsrfViewMiddleware reads it to check
+    the token, so a CSRF cookie comes first). Returns the socket and the unsent bytes."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=10) as response:
+        cookies = http.cookies.SimpleCookie(response.headers["Set-Cookie"])
+    token = cookies["csrftoken"].value
+    fields = {"csrfmiddlewaretoken": token, "username": "nobody", "password": "wrong"}
+    body = urllib.parse.urlencode(fields).encode()
+    head = (
+        f"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: csrftoken={token}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(head.encode() + body[:10])
+    return sock, body[10:]
+
+
+def read_response(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@linux_only
+def test_sigterm_to_serve_lets_a_request_in_flight_finish_before_it_exits(
+    serve: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    proc, port, log = serve
+    sock, rest = send_login_headers(port)
+    with sock:
+        time.sleep(1)  # the request reaches a gunicorn thread, which waits for the body
+        os.kill(proc.pid, signal.SIGTERM)
+        wait_for(
+            "gunicorn begins its graceful shutdown",
+            lambda: "Handling signal: term" in log.read_text(),
+            20,
+            log,
+        )
+        assert proc.poll() is None  # still waiting for the request
+        sock.sendall(rest)
+        response = read_response(sock)
+
+    assert response.startswith(b"HTTP/1.1 200 "), response[:300]
+    assert b'name="password"' in response  # the login page again: a wrong password
+    assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
+    assert port_is_free(port)

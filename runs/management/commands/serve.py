@@ -1,5 +1,13 @@
 """``manage.py serve``: the dashboard and a Celery worker, supervised together.
 
+The dashboard runs under gunicorn with the project's settings (holodeck_web/gunicorn_conf.py,
+the same the Dockerfile and docker-compose.yml use); WhiteNoise serves the static files.
+``--dev`` runs Django's development server instead, for development only.
+
+SIGTERM or SIGINT (Ctrl-C) stops both gracefully: gunicorn gets SIGTERM, so the requests in
+flight finish (for up to HOLODECK_WEB_GRACEFUL_TIMEOUT seconds), the worker makes a warm
+shutdown, and serve exits 0.
+
 A worker that dies is started again (after 1 s, 2 s, 4 s ... up to 30 s while it keeps dying
 soon after each start); the web server keeps serving meanwhile. If the web server dies, serve
 stops the worker and exits non-zero. The children die with serve even when serve is killed with
@@ -50,8 +58,19 @@ def broker_name() -> str:
     return BROKER_NAMES.get(scheme, scheme)
 
 
-def web_command(addr: str) -> list[str]:
-    return [sys.executable, "manage.py", "runserver", addr, "--noreload"]
+def wsgi_app() -> str:
+    """gunicorn's name of the project's WSGI callable: ``holodeck_web.wsgi:application``."""
+    return ":".join(settings.WSGI_APPLICATION.rsplit(".", 1))
+
+
+def web_command(addr: str, *, dev: bool = False) -> list[str]:
+    """gunicorn with the project's config module; Django's runserver with ``dev``."""
+    if dev:
+        return [sys.executable, "manage.py", "runserver", addr, "--noreload"]
+    return [
+        sys.executable, "-m", "gunicorn", "--config", "python:holodeck_web.gunicorn_conf",
+        "--bind", addr, wsgi_app(),
+    ]  # fmt: skip
 
 
 def die_with_this_process() -> Callable[[], None] | None:
@@ -84,11 +103,15 @@ def restart_delay(quick_deaths: int) -> float:
 
 @dataclass
 class Child:
-    """One supervised process. Children stay in serve's process group, so Ctrl-C reaches them
-    too, and die with serve (see die_with_this_process)."""
+    """One supervised process; it dies with serve (see die_with_this_process). The worker stays
+    in serve's process group, so Ctrl-C reaches it too (Celery takes SIGINT as a warm shutdown,
+    like SIGTERM). gunicorn gets a group of its own (``own_group``): it takes SIGINT as a quick
+    shutdown that drops the requests in flight, so serve stops it with SIGTERM instead."""
 
     name: str
     command: list[str]
+    stop_timeout: float = STOP_TIMEOUT
+    own_group: bool = False
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     quick_deaths: int = 0
@@ -96,7 +119,10 @@ class Child:
 
     def start(self) -> int:
         self.proc = subprocess.Popen(
-            self.command, cwd=settings.BASE_DIR, preexec_fn=die_with_this_process()
+            self.command,
+            cwd=settings.BASE_DIR,
+            preexec_fn=die_with_this_process(),
+            process_group=0 if self.own_group else None,
         )
         self.started_at = time.monotonic()
         self.restart_at = None
@@ -114,23 +140,47 @@ class Child:
         self.restart_at = time.monotonic() + delay
         return delay
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+
+    def wait_or_kill(self) -> None:
+        """Wait for the process to end after terminate(); SIGKILL it after its stop timeout."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()
         try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
+            self.proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def stop_all(children: list[Child]) -> None:
+    """Signal every child first, then wait: they shut down side by side."""
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.wait_or_kill()
+
+
+def web_child(addr: str, *, dev: bool) -> Child:
+    if dev:
+        return Child("web server", web_command(addr, dev=True))
+    # gunicorn gives the requests in flight graceful_timeout seconds, then ends its workers.
+    return Child(
+        "web server",
+        web_command(addr),
+        stop_timeout=settings.HOLODECK_WEB_GRACEFUL_TIMEOUT + STOP_TIMEOUT,
+        own_group=True,
+    )
 
 
 class Command(BaseCommand):
     help = (
         "Start the dashboard and a Celery worker together (the worker uses the broker of "
         "CELERY_BROKER_URL or REDIS_URL when set, else an embedded file-system broker). "
-        "A worker that dies is restarted; Ctrl-C stops both."
+        "The dashboard runs under gunicorn (holodeck_web/gunicorn_conf.py); a worker that dies "
+        "is restarted; SIGTERM or Ctrl-C stops both gracefully."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -142,6 +192,11 @@ class Command(BaseCommand):
             help="worker processes (cases run in parallel across them)",
         )
         parser.add_argument("--no-worker", action="store_true", help="serve pages only")
+        parser.add_argument(
+            "--dev",
+            action="store_true",
+            help="Django's development server instead of gunicorn (development only)",
+        )
 
     def say(self, line: str) -> None:
         self.stdout.write(f"serve: {line}")
@@ -159,9 +214,15 @@ class Command(BaseCommand):
             pid = worker.start()
             processes = options["workers"]
             self.say(f"started a Celery worker (pid {pid}; {broker}, {processes} processes)")
-        web = Child("web server", web_command(options["addr"]))
+        web = web_child(options["addr"], dev=options["dev"])
         pid = web.start()
-        self.say(f"serving the dashboard on http://{options['addr']}/ (pid {pid})")
+        server = (
+            "runserver, development only"
+            if options["dev"]
+            else f"gunicorn, {settings.HOLODECK_WEB_WORKERS} processes x "
+            f"{settings.HOLODECK_WEB_THREADS} threads"
+        )
+        self.say(f"serving the dashboard on http://{options['addr']}/ (pid {pid}; {server})")
 
         children = [c for c in (worker, web) if c is not None]
         try:
@@ -171,8 +232,7 @@ class Command(BaseCommand):
                     self.supervise_worker(worker)
                 time.sleep(POLL_SECONDS)
         finally:
-            for child in children:
-                child.stop()
+            stop_all(children)
         self.say(f"stopped on {signal.Signals(stopping[0]).name}")
 
     def check_web(self, web: Child) -> None:
