@@ -1,6 +1,9 @@
 """Login with throttling: after too many failed attempts from one address (for one user name,
 or for all), further attempts are refused with 429 for a while, without checking the password.
 
+Both ``/login/`` and ``/admin/login/`` go through it. The client's address comes from
+``client_address``: REMOTE_ADDR, or the configured trusted proxy header.
+
 The counters live in Django's cache (Redis when REDIS_URL is set, else the web process's
 memory, which is what the single web process of ``serve`` needs).
 """
@@ -10,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
@@ -37,8 +42,44 @@ class ThrottledLoginView(LoginView):
         return self.render_to_response(self.get_context_data(form=form), status=429)
 
 
+class ThrottledAdminLoginView(ThrottledLoginView):
+    """The admin's login page with the admin's template and context, under the same throttle."""
+
+    template_name = "admin/login.html"
+    authentication_form = AdminAuthenticationForm  # staff only, as the admin's own view
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context.update(admin.site.each_context(self.request))
+        context.setdefault("title", "Log in")
+        context.setdefault("site_header", admin.site.site_header)
+        return context
+
+    def get_success_url(self) -> str:
+        return self.get_redirect_url() or "/admin/"
+
+
+def client_address(request: HttpRequest) -> str:
+    """The address every throttle keys on. A proxy header is trusted only when configured (it is
+    trivially spoofed otherwise); X-Forwarded-For is read from the right, skipping the
+    addresses the trusted proxies appended, so a client cannot pick its own bucket."""
+    remote = str(request.META.get("REMOTE_ADDR") or "unknown")
+    header = settings.HOLODECK_CLIENT_IP_HEADER
+    if not header:
+        return remote
+    raw = str(request.META.get("HTTP_" + header.upper().replace("-", "_"), ""))
+    hops = [hop.strip() for hop in raw.split(",") if hop.strip()]
+    if not hops:
+        return remote
+    if header.lower() == "x-forwarded-for":
+        # The last proxy appends the address it saw; with N proxies the client is N from the end.
+        index = len(hops) - settings.HOLODECK_TRUSTED_PROXIES
+        return hops[max(index, 0)][:64]
+    return hops[-1][:64]
+
+
 def _keys(request: HttpRequest) -> list[tuple[str, int]]:
-    address = request.META.get("REMOTE_ADDR", "unknown")
+    address = client_address(request)
     username = str(request.POST.get("username", ""))[:150].lower()
     per_user = settings.HOLODECK_LOGIN_ATTEMPTS
     return [

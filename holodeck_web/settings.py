@@ -172,6 +172,11 @@ SECURE_CSP = {
 # address) within the window are allowed; further attempts get 429 until it passes.
 HOLODECK_LOGIN_ATTEMPTS = env_int("HOLODECK_LOGIN_ATTEMPTS", 5, minimum=1)
 HOLODECK_LOGIN_WINDOW_SECONDS = env_int("HOLODECK_LOGIN_WINDOW_SECONDS", 900, minimum=1)
+# The client's address for throttling: REMOTE_ADDR unless a trusted proxy sets this header
+# (X-Forwarded-For or X-Real-IP); never trusted when unset, since anyone can send it.
+HOLODECK_CLIENT_IP_HEADER = env_name("HOLODECK_CLIENT_IP_HEADER", "")
+# How many proxies append to X-Forwarded-For: the client is that many entries from the right.
+HOLODECK_TRUSTED_PROXIES = env_int("HOLODECK_TRUSTED_PROXIES", 1, minimum=1)
 
 # --- Celery -------------------------------------------------------------------------------
 # Redis or RabbitMQ in production; without REDIS_URL/CELERY_BROKER_URL an embedded file-system

@@ -5,13 +5,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from holodeck_web.api import api
-from holodeck_web.login import ThrottledLoginView
+from holodeck_web.login import ThrottledAdminLoginView, ThrottledLoginView
 from runs.web import health
 
 urlpatterns = [
     # Probes: no login, nothing revealed (runs/web/health.py).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    # Before admin.site.urls so the admin's own login page is throttled like /login/.
+    path("admin/login/", ThrottledAdminLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("login/", ThrottledLoginView.as_view(), name="login"),

@@ -1,6 +1,8 @@
 """Who may call the API: a personal token (``Authorization: Bearer hdw_...``) or the browser's
 session (with its CSRF token on writes). Launch, cancel, register and import need staff."""
 
+from __future__ import annotations
+
 from typing import Any
 
 from django.http import HttpRequest
@@ -13,8 +15,12 @@ from runs.services.tokens import token_user
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
         user = token_user(token)
-        if user is not None:
-            request.user = user
+        if user is None:
+            # A bearer header that does not name a live token is answered here, on every
+            # method: falling through to the session auth would turn a POST into a 403
+            # "CSRF check Failed" instead of the 401 the caller needs to see.
+            raise HttpError(401, "Invalid or revoked token.")
+        request.user = user
         return user
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from runs import selectors
 from runs.api.auth import staff_only
-from runs.api.schemas import Id, SafeText, responses
+from runs.api.schemas import BoundedPagination, Id, SafeText, responses
 
 router = Router(tags=["projects"])
 
@@ -34,7 +34,7 @@ class ProjectRegisterIn(Schema):
 
 
 @router.get("/projects", response=responses({200: list[ProjectOut]}))
-@paginate(LimitOffsetPagination)
+@paginate(BoundedPagination)
 def project_list(request: HttpRequest) -> object:
     return selectors.project_list()
 

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Header, Query, Router, Schema
 from ninja.errors import HttpError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from runs import selectors
 from runs.api.auth import staff_only
-from runs.api.schemas import Id, SafeText, responses
+from runs.api.schemas import BoundedPagination, Id, SafeText, responses
 from runs.report.models import TurnResult
 from runs.report.outcomes import CaseOutcome
 from runs.report.summary import RunSummary
@@ -130,7 +130,7 @@ class RunFilters(Schema):
 
 
 @router.get("/runs", response=responses({200: list[RunOut]}))
-@paginate(LimitOffsetPagination)
+@paginate(BoundedPagination)
 def run_list(request: HttpRequest, filters: Query[RunFilters]) -> object:
     return selectors.run_list(
         filters=selectors.RunListFilters(
@@ -256,7 +256,7 @@ class CaseFilters(Schema):
 
 
 @router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
-@paginate(LimitOffsetPagination)
+@paginate(BoundedPagination)
 def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> object:
     run = selectors.run_row(run_id=run_id, only=("id",))
     return selectors.case_rows(

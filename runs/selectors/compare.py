@@ -414,7 +414,10 @@ def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
     """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
     turns and metrics (3 queries)."""
     cases = CaseResult.objects.filter(run_id__in=run_ids)
-    if key.startswith("#") and key[1:].isdigit():
+    # ASCII digits within 64 bits: "#²" passes isdigit() but not int(), and a longer number
+    # overflows the database's integer.
+    digits = key[1:]
+    if key.startswith("#") and digits.isascii() and digits.isdigit() and len(digits) <= 18:
         cases = cases.filter(name="", index=int(key[1:]))
     else:
         cases = cases.filter(name=key)

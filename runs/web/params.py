@@ -1,30 +1,36 @@
 """Query-string parameters, validated: a bad value is a 400 with a message naming it, never a
-500 from deep in the database (an integer beyond 64 bits, a NUL byte, a date out of range)."""
+500 from deep in the database (an integer beyond 64 bits, a NUL byte, a date out of range).
+The rules themselves live in runs/queryvalues.py, which the API's schemas use too."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-# Database ids and counts fit in a signed 64-bit integer everywhere.
-MAX_INT = 2**63 - 1
-MAX_TEXT = 200
+from runs.queryvalues import (
+    MAX_INT,
+    MAX_TEXT,
+    QueryValueError,
+    parse_aware_datetime,
+    parse_int,
+    parse_text,
+    shift,
+)
+
+__all__ = ["MAX_INT", "MAX_TEXT"]
 TRUE_WORDS = {"1", "true", "on", "yes"}
 FALSE_WORDS = {"", "0", "false", "off", "no"}
 
 
 def text_param(request: HttpRequest, name: str, *, max_length: int = MAX_TEXT) -> str:
-    value = request.GET.get(name, "").strip()
-    if "\x00" in value:
-        raise BadRequest(f"?{name}= must not contain a NUL character")
-    if len(value) > max_length:
-        raise BadRequest(f"?{name}= is longer than {max_length} characters")
-    return value
+    try:
+        return parse_text(request.GET.get(name, "").strip(), max_length=max_length)
+    except QueryValueError as error:
+        raise BadRequest(f"?{name}= {error}") from None
 
 
 def int_param(
@@ -34,12 +40,9 @@ def int_param(
     if raw == "":
         return None
     try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"?{name}={raw[:40]!r} is not a whole number") from None
-    if not minimum <= value <= maximum:
-        raise BadRequest(f"?{name}= must be between {minimum} and {maximum}")
-    return value
+        return parse_int(raw, minimum=minimum, maximum=maximum)
+    except QueryValueError as error:
+        raise BadRequest(f"?{name}= {error}") from None
 
 
 def float_param(request: HttpRequest, name: str, *, minimum: float, maximum: float) -> float | None:
@@ -47,6 +50,8 @@ def float_param(request: HttpRequest, name: str, *, minimum: float, maximum: flo
     if raw == "":
         return None
     try:
+        if not raw.isascii():  # float() takes Unicode digits such as "١.٥"
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
         raise BadRequest(f"?{name}={raw[:40]!r} is not a number") from None
@@ -87,20 +92,20 @@ def datetime_param(
         parsed = None
     if parsed is None:
         raise BadRequest(f"?{name}={raw[:40]!r} is not a date or an ISO date and time")
-    if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, UTC)
     try:
-        return parsed - margin
-    except OverflowError:
-        raise BadRequest(f"?{name}= is out of range") from None
+        return shift(parse_aware_datetime(parsed), -margin)
+    except QueryValueError as error:
+        raise BadRequest(f"?{name}= {error}") from None
 
 
 def _list_values(request: HttpRequest, name: str) -> list[str]:
     """Values given as ``name=a,b`` and/or repeated ``name=a&name=b``."""
     values: list[str] = []
     for raw in request.GET.getlist(name):
-        if "\x00" in raw:
-            raise BadRequest(f"?{name}= must not contain a NUL character")
+        try:
+            parse_text(raw, max_length=MAX_TEXT * 10)
+        except QueryValueError as error:
+            raise BadRequest(f"?{name}= {error}") from None
         values += [part.strip() for part in raw.split(",") if part.strip()]
     return values
 
@@ -109,7 +114,7 @@ def int_list_param(request: HttpRequest, name: str, *, most: int) -> list[int]:
     """Whole numbers (ids), duplicates dropped, in the order given; at most ``most``."""
     values: list[int] = []
     for raw in _list_values(request, name):
-        if not raw.isdigit() or len(raw) > 18:
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
             raise BadRequest(f"?{name}= takes run ids (whole numbers), got {raw[:40]!r}")
         if int(raw) not in values:
             values.append(int(raw))

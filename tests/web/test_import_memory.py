@@ -37,6 +37,7 @@ def big_list(seed_runs: list[dict[str, Any]], size: int) -> bytes:
     return ("[\n" + ",\n".join(items) + "\n]").encode()
 
 
+@pytest.mark.stress  # 60 MB and a minute of CPU under tracemalloc
 def test_a_60_mb_json_list_imports_within_twice_its_size_in_memory(
     seed_runs: list[dict[str, Any]],
 ) -> None:
