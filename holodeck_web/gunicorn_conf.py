@@ -35,17 +35,29 @@ timeout = project.HOLODECK_WEB_TIMEOUT
 graceful_timeout = project.HOLODECK_WEB_GRACEFUL_TIMEOUT
 keepalive = 5  # seconds; above the usual proxy's idle reuse of upstream connections
 
-# Access and error logs on stderr, where serve, docker and systemd collect them. Access lines are
-# written by the worker processes, whose root logger is Django's (LOGGING, LOG_FORMAT): they
-# propagate to it, so they come out as JSON with LOG_FORMAT=json. The master's own lines
-# (start, signals, worker deaths) are logged before Django's logging exists: plain, on stderr.
-accesslog = "-"
+# Logs on stderr, where serve, docker and systemd collect them, shaped by LOG_FORMAT like every
+# other line (holodeck_web/logs.py imports no model, so the master uses it too). No gunicorn
+# access log: the project writes one access line per request (holodeck_web/middleware.py, first
+# in MIDDLEWARE, so WhiteNoise's files count too) with its request id and without the query
+# string; gunicorn's would repeat it, without the id and with the query string.
+accesslog = None
 errorlog = "-"
 logconfig_dict = {
-    "root": {"level": "INFO", "handlers": ["error_console"]},
-    "loggers": {
-        "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
-        "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": True},
+    "root": {"level": "INFO", "handlers": ["stderr"]},
+    "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": project.LOG_FORMAT,
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "formatters": {
+        "text": {
+            "format": "%(asctime)s [%(process)d] [%(levelname)s] %(message)s",
+            "datefmt": "[%Y-%m-%d %H:%M:%S %z]",
+        },
+        "json": {"()": "holodeck_web.logs.JsonFormatter"},
     },
 }
 
