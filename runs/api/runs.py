@@ -211,7 +211,10 @@ def run_cancel(request: HttpRequest, run_id: Id) -> object:
 
 
 class RunKeepIn(Schema):
-    keep: bool = Field(description="true: retention never deletes the run; false: it may again")
+    # Strict: JSON true/false only, as documented (0 or "yes" is a 422, not a guess).
+    keep: bool = Field(
+        strict=True, description="true: retention never deletes the run; false: it may again"
+    )
 
 
 @router.post("/runs/{run_id}/keep", response=responses({200: RunOut}, 403, 404, 422))

@@ -221,9 +221,14 @@ def test_the_api_keeps_a_run_for_staff_only(
 
 
 @override_settings(HOLODECK_RETENTION_DAYS=90, HOLODECK_RETENTION_KEEP_LAST=1)
-def test_the_sweepers_retention_prunes_with_the_settings(project: AgentProject) -> None:
+def test_the_sweepers_retention_prunes_with_the_settings(
+    project: AgentProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from runs import tasks
 
+    # The sweeper closes its thread's connection after each pass; here that would be the
+    # test's own connection, inside the test's transaction.
+    monkeypatch.setattr(tasks, "close_old_connections", lambda: None)
     older, newest = old_run(project, days=200), old_run(project, days=100)
     tasks._prune()
     assert remaining() == {newest.pk}
