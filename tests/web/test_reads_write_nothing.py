@@ -78,7 +78,9 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     ]
     # Every named dashboard page with a GET handler is in the list above.
     names = {p.name for p in get_resolver().url_patterns[-1].url_patterns}  # runs.web.urls
-    assert names - {"run_cancel", "run_regrade", "token_revoke"} <= {url_name(url) for url in urls}
+    assert names - {"run_cancel", "run_regrade", "run_keep", "token_revoke"} <= {
+        url_name(url) for url in urls
+    }
     for url in urls:
         assert writes_of(client, url) == [], url
     run.refresh_from_db()

@@ -171,7 +171,9 @@ def test_a_summary_that_differs_from_its_results_only_by_rounding_gives_no_warni
     (run,) = reimport("rounded.json", json.dumps(data)).imported
     run.refresh_from_db()
     assert run.options.get("warnings", []) == []
-    assert "warning" not in viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert (
+        "about this result file" not in viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    )
 
 
 # --- recovery writes through the recorder -------------------------------------------------------
