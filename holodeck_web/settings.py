@@ -4,6 +4,7 @@ one line naming the variable (holodeck_web/env.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -38,7 +39,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
-    "ninja",  # its static files: Swagger UI for /api/v1/docs, served from here (no CDN)
     "runs",
 ]
 
@@ -121,7 +121,16 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+def _ninja_static() -> Path:
+    """django-ninja's own static folder (Swagger UI for /api/v1/docs, served from here, no CDN),
+    found without importing ninja: an installed app would import it, and the API with it, in
+    every command (validate_agent and run_agent import no web code)."""
+    spec = importlib.util.find_spec("ninja")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "static"
+
+
+STATICFILES_DIRS = [BASE_DIR / "static", _ninja_static()]
 # collectstatic's target. The Dockerfile collects into the image (/app/staticfiles), outside the
 # data volume, so a new image never serves the files of an old one.
 STATIC_ROOT = env_path("HOLODECK_STATIC_ROOT", DATA_DIR / "staticfiles")

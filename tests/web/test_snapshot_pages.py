@@ -43,8 +43,9 @@ OLD_LINE = (
 NEW_LINE = (
     "- Answer in one sentence <script>alert('prompt')</script>, the number first. Ratios may be a"
 )
-# The config diff's queries: session, user, the two runs with their manifests, their archives.
-CONFIG_DIFF_QUERIES = 4
+# The config diff's queries: session, user, the two runs with their manifests, their archives,
+# and the no-worker banner's look for a live worker (runs.web.context_processors).
+CONFIG_DIFF_QUERIES = 5
 
 
 @dataclass(frozen=True)
