@@ -121,6 +121,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
+
+
 def _ninja_static() -> Path:
     """django-ninja's own static folder (Swagger UI for /api/v1/docs, served from here, no CDN),
     found without importing ninja: an installed app would import it, and the API with it, in
