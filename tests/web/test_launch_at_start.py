@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.web.services_helpers import EXAMPLES, REPO
-from tests.web.test_serve import answers, descendants_of, free_port, proc_stat, wait_for
+from tests.web.test_serve import answers, free_port, kill_tree, wait_for
 
 pytestmark = pytest.mark.process
 
@@ -61,13 +61,7 @@ def fresh_server(tmp_path: Path) -> Iterator[tuple[int, int, str]]:
             wait_for("the server listens", lambda: listens(port), 60, log_path)
             yield port, project_id, secret
         finally:
-            family = descendants_of(proc.pid)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for pid in family:
-                if proc_stat(pid):
-                    os.kill(pid, 9)
+            kill_tree(proc)
             print(log_path.read_text()[-3000:])
 
 

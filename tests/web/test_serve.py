@@ -141,6 +141,17 @@ def descendants_of(pid: int) -> set[int]:
     return children.union(*(descendants_of(child) for child in children))
 
 
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a test's server process and everything it started (its leftovers too)."""
+    family = descendants_of(proc.pid)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pid in family:
+        if proc_stat(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def worker_pid(serve: subprocess.Popen[bytes]) -> int | None:
     workers = [pid for pid, cmd in children_of(serve.pid).items() if "celery" in cmd]
     return workers[0] if len(workers) == 1 else None
@@ -210,13 +221,7 @@ def serve(
             wait_for("the worker runs its pool", lambda: ready_worker_pid(proc), 30, log_path)
             yield proc, port, log_path
         finally:
-            family = descendants_of(proc.pid)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for pid in family:
-                if proc_stat(pid):
-                    os.kill(pid, signal.SIGKILL)
+            kill_tree(proc)
 
 
 @linux_only
