@@ -19,7 +19,7 @@ that), timed by its wall clock. Reported per parallelism (median of the rounds):
 - s/turn: the command's wall time over the turns it ran;
 - CPU s: user + system time of the command and every process it started (the Claude CLIs);
 - Claude processes started: children of the command whose name is ``claude`` (``/proc`` is
-  sampled every 10 ms: a CLI lives far longer than that);
+  sampled every 50 ms: a CLI lives far longer than that);
 - conversations: distinct ``X-Claude-Code-Session-Id`` the fake saw (one per case);
 - case start -> first request: from the moment a case gets its slot (the previous case's end at
   parallel 1; in general the end of the case that freed the slot, the engine starting cases in
@@ -206,6 +206,11 @@ def write_agent(directory: Path, dialogues: list[dict[str, Any]], endpoint: str)
 # --------------------------------------------------------------------------- one run
 
 
+# A CLI lives at least ~0.3 s; sampling every 10 ms (as before) took the GIL from the fake
+# server's thread often enough to slow every model request by a few percent.
+SAMPLE_S = 0.05
+
+
 class ChildCounter:
     """Counts the distinct ``claude`` children of a process by sampling ``/proc``."""
 
@@ -225,7 +230,7 @@ class ChildCounter:
 
     def _sample(self) -> None:
         tasks = Path(f"/proc/{self.pid}/task")
-        while not self._stop.wait(0.01):
+        while not self._stop.wait(SAMPLE_S):
             try:
                 children = {
                     int(pid)
