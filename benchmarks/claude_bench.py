@@ -206,8 +206,8 @@ def write_agent(directory: Path, dialogues: list[dict[str, Any]], endpoint: str)
 # --------------------------------------------------------------------------- one run
 
 
-# A CLI lives at least ~0.3 s; sampling every 10 ms (as before) took the GIL from the fake
-# server's thread often enough to slow every model request by a few percent.
+# A CLI lives at least ~0.3 s. The sampler shares this process (and its GIL) with the fake
+# server's thread, so it samples no more often than it needs to (it was 10 ms).
 SAMPLE_S = 0.05
 
 
