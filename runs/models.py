@@ -17,6 +17,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.report.numbers import case_text
 from runs.report.regrades import RegradeSources
 from runs.spec.test_cases import case_label
 
@@ -295,7 +296,7 @@ class CaseResult(models.Model):
 
     @property
     def label(self) -> str:
-        return self.name or f"case #{self.index}"  # reads better in page titles
+        return self.name or case_text(self.index)  # "case 1": reads better in page titles
 
 
 class TurnResult(models.Model):

@@ -7,8 +7,8 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
+from runs.report.numbers import case_text, turn_text
 from runs.report.outcomes import BAD, Outcome
-from runs.spec.test_cases import case_label
 
 
 class TerminalProgress:
@@ -23,14 +23,16 @@ class TerminalProgress:
         self.started = time.perf_counter()
 
     def __call__(self, event: CaseEvent) -> None:
-        label = case_label(event.case_name, event.case_index)
+        # For people: the case's name, else "case 3 of 8"; turns "turn 1 of 4" (from 1).
+        label = event.case_name or case_text(event.case_index, self.total_cases)
         if event.kind == "turn_finished" and event.turn is not None:
             self.turns_done += 1
             turn = event.turn
             mark = Outcome.of(turn.outcome).label.upper()
             line = (
-                f"[{self.turns_done}/{self.total_turns}] {label} turn "
-                f"{turn.turn_index + 1}/{event.total_turns} {mark} ({turn.execution_time_ms} ms)"
+                f"[{self.turns_done}/{self.total_turns}] {label} "
+                f"{turn_text(turn.turn_index, event.total_turns)} {mark} "
+                f"({turn.execution_time_ms} ms)"
             )
             self._show(line)
         elif event.kind == "case_finished" and event.result is not None:
@@ -41,7 +43,8 @@ class TerminalProgress:
                 self._show("")
             else:
                 verdict = outcome.label if outcome is Outcome.PASSED else outcome.label.upper()
-                self.stream.write(f"case {label}: {verdict}\n")
+                case = f"case {event.case_name}" if event.case_name else label
+                self.stream.write(f"{case}: {verdict}\n")
 
     def _show(self, line: str) -> None:
         if not self.tty:

@@ -19,6 +19,7 @@ from runs.report.models import (
     TokenUsage,
     TurnResult,
 )
+from runs.report.numbers import turn_text
 from runs.report.outcomes import rolled_up_metric_outcome
 
 TURN_INPUT_SEPARATOR = "\n---\n"
@@ -129,7 +130,7 @@ def rollup_turns(
         ground_truth=None,
         passed=all(turn.passed for turn in turns),
         execution_time_ms=sum(turn.execution_time_ms for turn in turns),
-        errors=[f"[turn {turn.turn_index}] {error}" for turn in turns for error in turn.errors],
+        errors=[f"[{turn_text(turn.turn_index)}] {error}" for turn in turns for error in turn.errors],
         timestamp=timestamp,
         token_usage=sum_usage(turn.token_usage for turn in turns),
         turns=list(turns),
@@ -181,9 +182,9 @@ def _rollup_metric(entries: list[tuple[int, MetricResult]]) -> MetricResult:
 
 
 def _prefixed_join(entries: list[tuple[int, MetricResult]], field: str) -> str | None:
-    """Per-turn texts as ``[turn N] text`` lines; None when no turn had one."""
+    """Per-turn texts as ``[turn N] text`` lines (N from 1); None when no turn had one."""
     parts = [
-        f"[turn {index}] {value}"
+        f"[{turn_text(index)}] {value}"
         for index, metric in entries
         if (value := getattr(metric, field)) is not None
     ]

@@ -2,6 +2,11 @@
 
 A pass rate is a percentage 0–100 or None when nothing was graded (never "0 %" for that); a
 score is 0..1 shown with two decimals. ``None`` reads as an en dash everywhere.
+
+Turns and cases are numbered from 1 for people ("turn 1 of 4", "case 3 of 8") by the helpers
+below, on every page, in the command's progress, the exports and the gate; what machines read
+(stored indexes, ``turn_index`` in HoloDeck files and the API, ``#turn-0`` anchors and query
+parameters) stays 0-based.
 """
 
 from __future__ import annotations
@@ -46,3 +51,23 @@ def format_points(value: float | None) -> str:
 def format_count(passed: int, total: int) -> str:
     """``"8/9"``."""
     return f"{passed}/{total}"
+
+
+def ordinal(index: int) -> int:
+    """A stored 0-based index (``turn_index``, a case's index) as people count: from 1."""
+    return index + 1
+
+
+def turn_text(index: int, total: int | None = None) -> str:
+    """``"turn 1 of 4"`` for the stored ``index`` 0 of 4 turns; ``"turn 1"`` without a total."""
+    return _numbered("turn", index, total)
+
+
+def case_text(index: int, total: int | None = None) -> str:
+    """``"case 3 of 8"`` for the stored ``index`` 2 of 8 cases; ``"case 3"`` without a total."""
+    return _numbered("case", index, total)
+
+
+def _numbered(noun: str, index: int, total: int | None) -> str:
+    text = f"{noun} {ordinal(index)}"
+    return f"{text} of {total}" if total else text

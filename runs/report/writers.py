@@ -17,7 +17,7 @@ from typing import Any, Literal
 from runs.report.build import summary_of_results
 from runs.report.holodeck_io import dump_eval_run, slugify
 from runs.report.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
-from runs.report.numbers import format_rate, format_score
+from runs.report.numbers import format_rate, format_score, ordinal, turn_text
 from runs.report.outcomes import GRADED, Outcome
 from runs.report.summary import OutcomeCounts, RunSummary
 
@@ -185,17 +185,17 @@ def _markdown_turns(turns: Sequence[TurnResult], max_text: int) -> list[str]:
             for m in turn.metric_results
         )
         lines.append(
-            f"| {turn.turn_index} | {verdict(turn.outcome)} | {_cell(turn.input, 120)} "
+            f"| {ordinal(turn.turn_index)} | {verdict(turn.outcome)} | {_cell(turn.input, 120)} "
             f"| {_cell(turn.response or '', 120)} | {_cell(', '.join(turn.tool_calls) or '—')} "
             f"| {_cell(metrics or '—')} | {_seconds(turn.execution_time_ms)} |"
         )
     lines.append("")
     for turn in turns:
-        lines += _markdown_turn_details(turn, max_text)
+        lines += _markdown_turn_details(turn, len(turns), max_text)
     return lines
 
 
-def _markdown_turn_details(turn: TurnResult, max_text: int) -> list[str]:
+def _markdown_turn_details(turn: TurnResult, total: int, max_text: int) -> list[str]:
     """Tool assertions and errors of one turn (the table above has the rest)."""
     details = [_assertion_line(record) for record in turn.arg_match_details or []]
     details += [f"- error: {_inline(error)}" for error in turn.errors]
@@ -203,7 +203,7 @@ def _markdown_turn_details(turn: TurnResult, max_text: int) -> list[str]:
         details.append("- skipped: the session could not continue")
     if not details:
         return []
-    heading = f"Turn {turn.turn_index} ({verdict(turn.outcome)})"
+    heading = f"{turn_text(turn.turn_index, total).capitalize()} ({verdict(turn.outcome)})"
     return [f"*{heading}*", "", *details, ""]
 
 
@@ -391,9 +391,10 @@ def _junit_case(suite: ET.Element, result: TestResult, number: int, classname: s
 
 def failure_reasons(result: TestResult) -> list[str]:
     """Why a case did not pass, most specific first: turns, metrics, tools, errors."""
+    turns = result.turns or []
     reasons = [
-        f"turn {turn.turn_index} {Outcome.of(turn.outcome).label}"
-        for turn in result.turns or []
+        f"{turn_text(turn.turn_index, len(turns))} {Outcome.of(turn.outcome).label}"
+        for turn in turns
         if Outcome.of(turn.outcome) is not Outcome.PASSED
     ]
     reasons += [
@@ -404,8 +405,8 @@ def failure_reasons(result: TestResult) -> list[str]:
     if result.tools_matched is False:
         reasons.append("expected tools not matched")
     reasons += [
-        f"turn {turn.turn_index} {_assertion_text(record, code='')}"
-        for turn in result.turns or []
+        f"{turn_text(turn.turn_index, len(turns))} {_assertion_text(record, code='')}"
+        for turn in turns
         for record in turn.arg_match_details or []
         if not _assertion_passed(record)
     ]

@@ -24,7 +24,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from runs.report.kinds import KIND_LABELS, kind_order
-from runs.report.numbers import format_rate, format_score
+from runs.report.numbers import case_text, format_rate, format_score, ordinal, turn_text
 from runs.report.outcomes import Outcome, OutcomeLook, look
 from runs.report.summary import MetricSummary, OutcomeCounts
 
@@ -144,6 +144,11 @@ def json_tree(value: Any) -> SafeString:
 # none (never "0 %" for a run with nothing graded).
 score = register.filter("score", format_score)
 percent = register.filter("percent", format_rate)
+# Turns and cases for people, from 1 (runs.report.numbers): ``{{ turn.index|turn_of:4 }}`` reads
+# "turn 1 of 4", ``{{ case.index|number }}`` "1"; anchors and URLs keep the 0-based index.
+number = register.filter("number", ordinal)
+turn_of = register.filter("turn_of", turn_text)
+case_of = register.filter("case_of", case_text)
 
 
 @register.filter

@@ -29,6 +29,7 @@ from runs.report.numbers import (
     format_rate,
     format_score,
     format_score_change,
+    turn_text,
 )
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary
@@ -383,7 +384,10 @@ def _cell_html(cell: CellView) -> str:
         chip = _chip_html(verdict)
     dots = ""
     if len(cell.turns) > 1:
-        marks = "".join(_dot_html(mark.index, mark.verdict, mark.change) for mark in cell.turns)
+        total = len(cell.turns)
+        marks = "".join(
+            _dot_html(mark.index, total, mark.verdict, mark.change) for mark in cell.turns
+        )
         dots = f'<span class="turn-dots">{marks}</span>'
     return f'<td class="cell">{chip}{dots}</td>'
 
@@ -394,9 +398,9 @@ def _chip_html(verdict: Outcome) -> str:
 
 
 @cache
-def _dot_html(index: int, verdict: Outcome, change: Change | None) -> str:
+def _dot_html(index: int, total: int, verdict: Outcome, change: Change | None) -> str:
     """A turn's dot (a few distinct ones on a page: each drawn once)."""
-    title = f"turn {index}: {verdict.label}" + (f" ({change})" if change else "")
+    title = f"{turn_text(index, total)}: {verdict.label}" + (f" ({change})" if change else "")
     return f'<span class="dot cv-{verdict.value} {change or ""}" title="{title}"></span>'
 
 
@@ -443,6 +447,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
         "before": before,
         "after": after,
         "pairs": pairs,
+        "turn_total": len(pairs),
         "kinds": kinds,
         "back": f"/compare/?runs={left.pk},{right.pk}&baseline={left.pk}",
     }

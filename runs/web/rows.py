@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
+from runs.report.numbers import ordinal
 from runs.templatetags.dashboard import case_chips, duration, mark, percent, shortsha
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _pending_row(case: CaseResult, swap: str) -> str:
     count = case.turn_count
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
-        f'{_mark(case.outcome)}<span class="idx">#{case.index}</span>'
+        f'{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{escape(case.label)}</span>'
         f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
         f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
@@ -65,7 +66,7 @@ def _case_row(case: CaseResult, swap: str, turns_url: str, page_url: str) -> str
     return (
         f'<details class="case case-{escape(case.outcome or case.status)}" id="case-{case.pk}"'
         f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
-        f'<summary class="case-sum">{_mark(case.outcome)}<span class="idx">#{case.index}</span>'
+        f'<summary class="case-sum">{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{label}</span>{case_chips(case)}'
         f'<span class="small muted">{duration(case.execution_time_ms)}</span>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'

@@ -72,7 +72,7 @@ def test_it_records_a_timed_out_turn_and_runs_the_next(tmp_path: Path) -> None:
     assert first.errors == ["Agent invocation timeout after 0.2s"]
     assert not first.passed and not first.skipped
     assert second.passed and second.response == "1"
-    assert result.errors == ["[turn 0] Agent invocation timeout after 0.2s"]
+    assert result.errors == ["[turn 1] Agent invocation timeout after 0.2s"]
 
 
 def test_llm_timeout_applies_to_single_turn_cases_too(tmp_path: Path) -> None:

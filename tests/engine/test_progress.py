@@ -32,8 +32,8 @@ def test_without_a_terminal_it_prints_one_plain_line_per_turn_and_case() -> None
         progress(event)
     progress.close()
     assert stream.getvalue().splitlines() == [
-        "[1/2] revenue turn 1/2 PASSED (12 ms)",
-        "[2/2] revenue turn 2/2 FAILED (3 ms)",
+        "[1/2] revenue turn 1 of 2 PASSED (12 ms)",
+        "[2/2] revenue turn 2 of 2 FAILED (3 ms)",
         "case revenue: FAILED",
     ]
 
@@ -49,3 +49,16 @@ def test_on_a_terminal_it_redraws_one_progress_bar() -> None:
     assert re.search(r"\[#{15}-{15}\] 1/2 turns", frames[0])
     assert re.search(r"\[#{30}\] 2/2 turns · 1/1 cases · 1 failed", frames[2])
     assert stream.getvalue().endswith("\n")
+
+
+def test_it_numbers_turns_and_unnamed_cases_from_one() -> None:
+    stream = io.StringIO()
+    progress = TerminalProgress(total_turns=2, total_cases=3, stream=stream)
+    turn = TurnResult(turn_index=0, input="q", passed=True, execution_time_ms=5)
+    result = TestResult(test_input="q", passed=True, execution_time_ms=5, timestamp="t")
+    progress(CaseEvent("turn_finished", 2, None, 2, turn=turn))
+    progress(CaseEvent("case_finished", 2, None, 2, result=result))
+    assert stream.getvalue().splitlines() == [
+        "[1/2] case 3 of 3 turn 1 of 2 PASSED (5 ms)",
+        "case 3 of 3: passed",
+    ]

@@ -105,10 +105,10 @@ def test_rollup_averages_each_metric_over_the_turns_that_ran_it() -> None:
     assert tone.model_used == "judge-1"
 
 
-def test_rollup_prefixes_errors_with_their_turn() -> None:
+def test_rollup_prefixes_errors_with_their_turn_numbered_from_one() -> None:
     assert _three_turn_case().errors == [
-        "[turn 1] grader exploded",
-        "[turn 2] skipped: two consecutive session errors",
+        "[turn 2] grader exploded",
+        "[turn 3] skipped: two consecutive session errors",
     ]
 
 
@@ -165,7 +165,7 @@ def test_rollup_joins_metric_errors_and_averages_only_real_scores() -> None:
 
     assert judge.score == 0.7
     assert judge.passed is False
-    assert judge.error == "[turn 0] no verdict"
+    assert judge.error == "[turn 1] no verdict"
 
 
 def test_rollup_leaves_the_score_empty_when_no_turn_could_grade() -> None:
@@ -176,7 +176,7 @@ def test_rollup_leaves_the_score_empty_when_no_turn_could_grade() -> None:
     (judge,) = rollup_turns(turns, test_name="t", timestamp=TIMESTAMP).metric_results
 
     assert judge.score is None
-    assert judge.error == "[turn 0] x\n[turn 1] x"
+    assert judge.error == "[turn 1] x\n[turn 2] x"
 
 
 def test_rollup_sums_judge_accounting() -> None:

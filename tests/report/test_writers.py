@@ -137,12 +137,22 @@ def test_markdown_has_a_section_per_case_with_verdict_and_metrics() -> None:
     assert "| tone | geval | 0.90 | 0.40 | ✅ passed | polite |" in text
 
 
-def test_markdown_lists_every_turn_including_the_skipped_one() -> None:
+def test_markdown_lists_every_turn_including_the_skipped_one_numbered_from_one() -> None:
     text = to_markdown(_report())
 
-    assert "| 0 | ✅ passed | What was revenue in 2009? | 206,588 |" in text
-    assert "| 1 | 💥 errored | And the change? | 12% |" in text
-    assert "| 2 | ⏭️ skipped | And in percent? |" in text
+    assert "| 1 | ✅ passed | What was revenue in 2009? | 206,588 |" in text
+    assert "| 2 | 💥 errored | And the change? | 12% |" in text
+    assert "| 3 | ⏭️ skipped | And in percent? |" in text
+    assert "*Turn 2 of 3 (💥 errored)*" in text
+    assert "*Turn 3 of 3 (⏭️ skipped)*" in text
+
+
+def test_the_json_export_keeps_the_stored_0_based_turn_index() -> None:
+    run = EvalRun(report=_report(), metadata=EvalRunMetadata(holodeck_version="0.1.0"))
+    data = json.loads(to_json(run))
+
+    (case,) = [r for r in data["report"]["results"] if r["test_name"] == "revenue_dialogue"]
+    assert [turn["turn_index"] for turn in case["turns"]] == [0, 1, 2]
 
 
 def test_markdown_shows_tool_assertion_outcomes_and_turn_errors() -> None:
@@ -151,7 +161,7 @@ def test_markdown_shows_tool_assertion_outcomes_and_turn_errors() -> None:
     assert "- ✅ tool `convfinqa_archive` args year: matched call #0" in text
     assert "- ❌ tool `calculator` args a: arg a: expected 206588, got 181001" in text
     assert "- error: timeout after 60s" in text
-    assert "[turn 1] timeout after 60s" in text  # the case-level, prefixed error
+    assert "[turn 2] timeout after 60s" in text  # the case-level, prefixed error (from 1)
 
 
 def test_markdown_escapes_pipes_in_table_cells_and_truncates_long_text() -> None:
@@ -187,11 +197,11 @@ def test_junit_failure_message_lists_failing_turns_metrics_and_errors() -> None:
     failure = root.find("testsuite/testcase[@name='revenue_dialogue']/failure")
     assert failure is not None
     message = failure.get("message", "")
-    assert "turn 1 errored" in message
-    assert "turn 2 skipped" in message
+    assert "turn 2 of 3 errored" in message
+    assert "turn 3 of 3 skipped" in message
     assert "metric numeric: 0.50 (threshold 1.00, failed)" in message
     assert "expected tools not matched" in message
-    assert "error: [turn 1] timeout after 60s" in message
+    assert "error: [turn 2] timeout after 60s" in message
 
 
 def test_junit_records_each_metric_as_a_property() -> None:
@@ -283,7 +293,7 @@ def test_a_failed_count_assertion_shows_as_a_failure_in_junit() -> None:
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None
     message = failure.get("message", "")
-    assert "turn 0 tool subtract args a: 1 of 2 required calls matched" in message
+    assert "turn 1 of 1 tool subtract args a: 1 of 2 required calls matched" in message
     assert "matched call #" not in (failure.text or "")
 
 
@@ -346,8 +356,8 @@ def test_a_not_graded_case_is_skipped_in_junit_never_a_failure() -> None:
     [case] = suite.findall("testcase[@name='judge down']")
     assert _marked(case) == ["skipped"]
     message = case.findall("skipped")[0].get("message", "")
-    assert message.startswith("not graded: turn 1 not graded")
-    assert "metric tone: – (threshold 0.40, not graded) error: [turn 1] judge timed out" in message
+    assert message.startswith("not graded: turn 2 of 2 not graded")
+    assert "metric tone: – (threshold 0.40, not graded) error: [turn 2] judge timed out" in message
 
 
 def test_an_errored_case_is_a_junit_error() -> None:
@@ -363,7 +373,7 @@ def test_markdown_names_a_not_graded_case_and_turn_and_an_errored_case() -> None
     text = to_markdown(_graded_and_not_report())
 
     assert "### ⚠️ 2. judge down (NOT GRADED)" in text
-    assert "| 1 | ⚠️ not graded | question 1 |" in text
+    assert "| 2 | ⚠️ not graded | question 1 |" in text
     assert "### 💥 3. crashed (ERRORED)" in text
     assert "- **Test cases**: 3 total: 1 passed, 0 failed, 1 errored, 1 not graded" in text
     assert "(pass rate 50%)" in text  # passed over graded: the not graded case is left out
