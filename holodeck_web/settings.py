@@ -30,6 +30,13 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = secret_key(DATA_DIR, debug=DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# The dashboard's address in the links the CI gate writes (manage.py gate, POST /api/v1/gate);
+# unset: the first CSRF_TRUSTED_ORIGINS entry (the address a proxied deployment is reached at),
+# else none (the command writes paths and says so; the API, the address it was reached at).
+HOLODECK_PUBLIC_URL = (
+    env_url("HOLODECK_PUBLIC_URL", schemes={"http", "https"})
+    or next((origin for origin in CSRF_TRUSTED_ORIGINS if "*" not in origin), "")
+).rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

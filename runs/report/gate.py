@@ -17,12 +17,10 @@ from runs.report.numbers import (
     format_rate,
     format_score,
     format_score_change,
+    ordinal,
 )
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
-
-DEFAULT_URL = "http://127.0.0.1:8000"
-
 
 @dataclass(frozen=True)
 class GateOptions:
@@ -30,13 +28,13 @@ class GateOptions:
     min_pass_rate: float | None = None  # 0–100
     kinds: tuple[str, ...] = ()  # empty: every kind
     max_metric_drop: dict[str, float] = field(default_factory=dict)  # metric name -> limit
-    base_url: str = DEFAULT_URL
+    base_url: str = ""  # the dashboard's address for links; "": paths (/runs/2/)
 
 
 @dataclass(frozen=True)
 class RegressedCase:
     key: str
-    turns: list[int]  # turn indexes, as the dashboard numbers them (from 0)
+    turns: list[int]  # stored turn indexes (from 0); the Markdown numbers them from 1
     url: str  # the side-by-side page of the case
 
 
@@ -194,7 +192,7 @@ def _md_regressed(result: GateResult) -> str:
         "| --- | --- | --- |",
     ]
     lines += [
-        f"| {_md(case.key)} | {', '.join(str(turn) for turn in case.turns)} | "
+        f"| {_md(case.key)} | {', '.join(str(ordinal(turn)) for turn in case.turns)} | "
         f"[compare]({case.url}) |"
         for case in result.regressed
     ]
@@ -203,17 +201,37 @@ def _md_regressed(result: GateResult) -> str:
 
 def _md_metrics(result: GateResult) -> str:
     """Every metric of either run: the run's per-turn counts, its average and the change from
-    the baseline's, with the drop allowed when one was set."""
+    the baseline's, with the drop allowed when one was set. Metrics whose average dropped (or
+    that the run no longer has) are listed under "Metric drops"; the others (risen, unchanged,
+    new) apart, so a rise never reads as a drop."""
     if not result.metric_changes:
         return ""
+    dropped = [change for change in result.metric_changes if _dropped(change)]
+    others = [change for change in result.metric_changes if not _dropped(change)]
+    tables = [
+        _metric_table(f"Metric drops ({len(dropped)}, counted per turn)", dropped),
+        _metric_table("Other metrics (risen, unchanged or new; counted per turn)", others),
+    ]
+    return "\n\n".join(table for table in tables if table)
+
+
+def _dropped(change: MetricChange) -> bool:
+    if change.before is None:
+        return False
+    return change.after is None or (change.drop or 0.0) > 1e-9
+
+
+def _metric_table(heading: str, changes: list[MetricChange]) -> str:
+    if not changes:
+        return ""
     lines = [
-        "### Metrics (counted per turn)",
+        f"### {heading}",
         "",
         "| metric | kind | turns graded | passed | failed | not graded | average | baseline "
         "| change | allowed drop |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for change in result.metric_changes:
+    for change in changes:
         delta = "" if change.drop is None else format_score_change(-change.drop)
         mark = " ❌" if change.over_limit else ""
         limit = "" if change.limit is None else f"{change.limit:g}"

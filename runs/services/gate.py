@@ -12,7 +12,6 @@ selected kinds only, and only the metrics of those kinds are listed (every kind 
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -20,7 +19,6 @@ from django.conf import settings
 from runs.models import Run
 from runs.report.compare import REGRESSION, Row, change_of
 from runs.report.gate import (
-    DEFAULT_URL,
     GateOptions,
     GateResult,
     GateRun,
@@ -162,13 +160,11 @@ def metric_drops_parse(values: list[str]) -> dict[str, float]:
     return limits
 
 
-def public_url(fallback: str = DEFAULT_URL) -> str:
-    """The dashboard's base URL for links: setting or env HOLODECK_PUBLIC_URL, else
-    ``fallback``."""
-    configured = getattr(settings, "HOLODECK_PUBLIC_URL", "") or os.environ.get(
-        "HOLODECK_PUBLIC_URL", ""
-    )
-    return (configured or fallback).rstrip("/")
+def public_url(fallback: str = "") -> str:
+    """The dashboard's base URL for links: the setting ``HOLODECK_PUBLIC_URL`` (from the
+    environment, else the first ``CSRF_TRUSTED_ORIGINS`` entry), else ``fallback`` ("": none,
+    the links are paths)."""
+    return (settings.HOLODECK_PUBLIC_URL or fallback).rstrip("/")
 
 
 # --- the verdict ------------------------------------------------------------------------------

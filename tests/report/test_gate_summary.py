@@ -79,8 +79,9 @@ def test_a_failed_gate_says_why_which_cases_regressed_and_which_metrics_dropped(
     assert "| cases errored | 0 | 0 | +0 |" in text
     assert "| turns passed | 4 | 6 | -2 |" in text
     assert "- 1 regressed turn (at most 0 allowed)" in text
-    assert "| rev \\| 2009 | 1 |" in text  # a case name cannot break the table
-    assert "### Metrics (counted per turn)" in text
+    assert "| rev \\| 2009 | 2 |" in text  # a case name cannot break the table; turns from 1
+    assert "(https://holodeck.example/compare/case/?key=x#turn-1)" in text  # the anchor: index
+    assert "### Metric drops (1, counted per turn)" in text
     assert "| rouge ❌ | standard | 8 | 6 | 1 | 1 | 0.70 | 0.80 | -0.100 | 0.05 |" in text
     assert text.endswith(f"[Full comparison]({URL}/compare/?runs=1,2)\n")
 
@@ -102,3 +103,28 @@ def test_a_run_with_nothing_graded_reads_a_dash_for_its_pass_rate_never_0_percen
 
     assert "| pass rate | – | 75% |  |" in text
     assert "| cases not graded | 4 | 0 | +4 |" in text
+
+
+def test_a_risen_metric_is_never_listed_under_metric_drops() -> None:
+    risen = MetricChange("tone", "geval", 0.5, 0.9, None)
+    same = MetricChange("bleu", "standard", 0.4, 0.4, None)
+    dropped = MetricChange("rouge", "standard", 0.8, 0.7, None)
+    text = gate_markdown(
+        result(metric_changes=[dropped, risen, same]), GateOptions(base_url=URL)
+    )
+
+    drops, others = text.split("### Metric drops (1, counted per turn)")[1].split(
+        "### Other metrics (risen, unchanged or new; counted per turn)"
+    )
+    assert "| rouge |" in drops
+    assert "| tone |" not in drops and "| bleu |" not in drops
+    assert "| tone | geval |" in others and "+0.400" in others
+    assert "| bleu | standard |" in others
+
+
+def test_with_no_drop_there_is_no_metric_drops_heading() -> None:
+    risen = MetricChange("tone", "geval", 0.5, 0.9, None)
+    text = gate_markdown(result(metric_changes=[risen]), GateOptions(base_url=URL))
+
+    assert "Metric drops" not in text
+    assert "### Other metrics (risen, unchanged or new; counted per turn)" in text

@@ -83,7 +83,9 @@ def test_a_regressed_run_exits_1_and_names_the_regressed_cases_and_turns(
     assert said.code == 1, said.err
     assert said.out.startswith("## ❌ HoloDeck gate failed")
     assert "1 regressed turn (at most 0 allowed)" in said.out
-    assert "| refund case 1 | 1 |" in said.out
+    # Turns numbered from 1 for people ("2": the second turn); the link's anchor keeps the
+    # stored 0-based index.
+    assert "| refund case 1 | 2 |" in said.out
     link = f"https://holodeck.example/compare/case/?runs={base.pk}%2C{run.pk}&key=refund+case+1"
     assert f"[compare]({link}#turn-1)" in said.out
     assert "| pass rate | 75% | 100% | -25 pts |" in said.out
@@ -100,7 +102,31 @@ def test_an_equal_run_exits_0_with_a_passing_summary(project: AgentProject) -> N
     assert said.code == 0, said.err
     assert said.out.startswith("## ✅ HoloDeck gate passed")
     assert "Regressed cases" not in said.out and "Failed because" not in said.out
-    assert f"http://127.0.0.1:8000/runs/{run.pk}/" in said.out
+
+
+def test_the_links_start_with_the_public_url_setting(
+    project: AgentProject, settings: Any
+) -> None:
+    settings.HOLODECK_PUBLIC_URL = "https://holodeck.example.com"
+    base = passing_run(project)
+    run = passing_run(project, minutes=5)
+    said = gate("--run", run.pk, "--baseline", base.pk)
+    assert said.code == 0, said.err
+    assert f"[#{run.pk}](https://holodeck.example.com/runs/{run.pk}/)" in said.out
+    assert "127.0.0.1" not in said.out and said.err == ""
+
+
+def test_without_a_public_url_the_links_are_paths_and_the_command_says_so(
+    project: AgentProject, settings: Any
+) -> None:
+    settings.HOLODECK_PUBLIC_URL = ""
+    base = passing_run(project)
+    run = passing_run(project, minutes=5)
+    said = gate("--run", run.pk, "--baseline", base.pk)
+    assert said.code == 0, said.err
+    assert f"[#{run.pk}](/runs/{run.pk}/)" in said.out
+    assert "127.0.0.1" not in said.out
+    assert "HOLODECK_PUBLIC_URL is not set" in said.err
 
 
 def test_fixes_are_counted_and_never_fail_the_gate(project: AgentProject) -> None:
@@ -280,7 +306,7 @@ def test_case_names_are_escaped_in_the_summary(project: AgentProject) -> None:
     run = regressed_run(project)
     CaseResult.objects.filter(name="refund case 1").update(name="a | b <script>")
     said = gate("--run", run.pk, "--baseline", base.pk)
-    assert "| a \\| b \\<script\\> | 1 |" in said.out
+    assert "| a \\| b \\<script\\> | 2 |" in said.out
 
 
 # --- running the agent first --------------------------------------------------------------------

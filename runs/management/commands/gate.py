@@ -47,7 +47,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--markdown", default=None, help="also write the summary here")
         parser.add_argument(
-            "--url", default=None, help="the dashboard's base URL for links (HOLODECK_PUBLIC_URL)"
+            "--url",
+            default=None,
+            help="the dashboard's base URL for links (default: the setting HOLODECK_PUBLIC_URL)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -96,8 +98,16 @@ class Command(BaseCommand):
             min_pass_rate=rate,
             kinds=gate_kinds(options["kinds"]),
             max_metric_drop=metric_drops_parse(options["max_metric_drop"]),
-            base_url=options["url"] or public_url(),
+            base_url=self._base_url(options["url"] or public_url()),
         )
+
+    def _base_url(self, url: str) -> str:
+        if not url:
+            self.stderr.write(
+                "gate: HOLODECK_PUBLIC_URL is not set, so the summary's links are paths "
+                "(/runs/<id>/); set it or pass --url https://your-dashboard"
+            )
+        return url
 
     def _run_agent(self, agent: str, results_dir: str | None) -> tuple[int, int | None]:
         """Run the agent.yaml with ``run_agent``'s own code, stored: (exit code, the stored run's
