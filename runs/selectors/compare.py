@@ -102,11 +102,20 @@ class RunsMissing(Exception):
 
 
 class NoBaseline(Exception):
-    """A lone run with no other run to compare it with."""
+    """A lone run with no earlier run to compare it with; ``later``: the next run of its project
+    (or agent), when there is one (the run is the earliest), else None (it is the only run)."""
 
-    def __init__(self, run: Run) -> None:
-        super().__init__(f"run {run.pk} has no other run to compare it with")
+    def __init__(self, run: Run, later: Run | None = None) -> None:
+        if later is None:
+            message = f"run {run.pk} has no other run to compare it with"
+        else:
+            message = (
+                f"run {run.pk} is the earliest run: there is no earlier run to compare it with "
+                f"(the next one is run {later.pk})"
+            )
+        super().__init__(message)
         self.run = run
+        self.later = later
 
 
 def comparison_for(
@@ -125,7 +134,7 @@ def comparison_for(
         raise RunsMissing(missing)
     baseline = baseline_choose(runs, chosen=chosen)
     if baseline is None:
-        raise NoBaseline(runs[0])
+        raise NoBaseline(runs[0], _next_run(runs[0]))
     shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
     return baseline, compare_runs(shown, baseline.run, list(kinds or []))
 
@@ -208,6 +217,19 @@ def _siblings(subject: Run) -> list[Run]:
     else:
         runs = runs.filter(project__isnull=True, agent_name=subject.agent_name)
     return list(runs.order_by("-created_at", "-id")[:500])
+
+
+def _next_run(subject: Run) -> Run | None:
+    """The run of the subject's project (or agent) made just after it, if any (1 query)."""
+    runs = Run.objects.defer(*HEAVY_RUN_FIELDS).exclude(pk=subject.pk)
+    if subject.project_id:
+        runs = runs.filter(project_id=subject.project_id)
+    else:
+        runs = runs.filter(project__isnull=True, agent_name=subject.agent_name)
+    later = runs.filter(created_at__gt=subject.created_at) | runs.filter(
+        created_at=subject.created_at, pk__gt=subject.pk
+    )
+    return later.order_by("created_at", "id").first()
 
 
 def _parent_commit(run: Run) -> str | None:

@@ -100,7 +100,8 @@ def compare(request: HttpRequest) -> HttpResponse:
     except RunsMissing as exc:
         raise Http404(str(exc)) from None
     except NoBaseline as exc:
-        return render(request, "runs/compare.html", {"alone": exc.run, "max_runs": MAX_RUNS})
+        context = {"alone": exc.run, "later": exc.later, "max_runs": MAX_RUNS}
+        return render(request, "runs/compare.html", context)
     shown = comparison.runs
     rows = sort_rows(select_rows(comparison.matrix.rows, show), sort)
     page = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))

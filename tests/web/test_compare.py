@@ -319,3 +319,44 @@ def test_the_api_kind_type_is_the_kinds_module() -> None:
     from runs.report.kinds import KINDS
 
     assert get_args(Kind) == KINDS
+
+
+# --- numbering and the lone run -------------------------------------------------------------
+
+
+def test_the_matrix_and_the_side_by_side_number_turns_from_one(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    html = compare(viewer_client, base, run, baseline=str(base.pk)).text
+    assert 'title="turn 1 of 2: passed"' in html
+    assert 'title="turn 2 of 2: failed (regression)"' in html
+    assert "turn 0" not in html
+    side = viewer_client.get(
+        reverse("compare_case"), {"runs": f"{base.pk},{run.pk}", "key": "refund case 1"}
+    ).text
+    assert ">Turn 1 of 2</h2>" in side
+    assert ">Turn 2 of 2 <span class=\"chip worse-chip\">regression</span></h2>" in side
+    assert 'id="turn-1"' in side  # the anchor keeps the stored index (the gate links to it)
+
+
+def test_compare_with_baseline_on_the_earliest_run_says_no_earlier_run(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    first = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    second = build_run(project, RunSpec(cases=1, turns=1, failing=()), created_at=later(5))
+    build_run(project, RunSpec(cases=1, turns=1, failing=()), created_at=later(9))
+    html = compare(viewer_client, first).text
+    assert "there is no earlier run to compare it with" in html
+    assert "no other run" not in html
+    link = f"{reverse('compare')}?runs={first.pk},{second.pk}&amp;baseline={first.pk}"
+    assert f'href="{link}"' in html
+
+
+def test_compare_with_baseline_on_the_only_run_says_there_is_no_other_run(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    only = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    html = compare(viewer_client, only).text
+    assert "There is no other run of" in html
+    assert "earlier" not in html

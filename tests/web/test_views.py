@@ -401,6 +401,34 @@ def test_the_case_page_renders_expanded_with_anchors_for_each_turn(
     assert 'id="turn-2"' in html
 
 
+def test_the_case_page_and_the_run_page_number_turns_and_cases_from_one(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=3, failing=(1,)))
+    case = failing_case(run)
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert '<span class="small muted case-number">case 2 of 4</span>' in page
+    assert f'#turn-0">turn 1 of 3</a>' in page
+    assert f'#turn-2">turn 3 of 3</a>' in page
+    assert ">turn 0<" not in page
+    turns = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    assert f'href="{reverse("case_detail", args=[run.pk, case.pk])}#turn-1">turn 2 of 3</a>' in turns
+    rows = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert '<span class="idx">#1</span>' in rows and '<span class="idx">#4</span>' in rows
+    assert '<span class="idx">#0</span>' not in rows
+
+
+def test_an_unnamed_case_is_called_case_n_from_one(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, failing=()))
+    CaseResult.objects.filter(run=run, index=0).update(name="")
+    case = CaseResult.objects.get(run=run, index=0)
+    assert case.label == "case 1"
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "<title>case 1 · Run" in page
+
+
 def test_a_json_response_is_shown_formatted(viewer_client: Client, project: AgentProject) -> None:
     run = build_run(project, RunSpec(texts={"response": '{"refund": 42, "currency": "EUR"}'}))
     case = failing_case(run)
@@ -886,8 +914,9 @@ def test_the_case_page_has_turn_chips_next_failed_link_and_collapsed_passing_det
     html = viewer_client.get(reverse("case_detail", args=[run.pk, first.pk])).text
     strip = html[html.index('<nav class="turn-strip"') :]
     strip = strip[: strip.index("</nav>")]
-    assert 'href="#turn-0">0<span class="v v-ok"' in strip
-    assert 'href="#turn-1">1<span class="v v-bad"' in strip
+    # Numbered from 1 for people; the anchors keep the stored 0-based index.
+    assert 'href="#turn-0" title="turn 1 of 3">1<span class="v v-ok"' in strip
+    assert 'href="#turn-1" title="turn 2 of 3">2<span class="v v-bad"' in strip
     assert "chip-skipped" in strip
     assert f'href="{reverse("case_detail", args=[run.pk, second.pk])}"' in html
     assert "next failed case" in html
