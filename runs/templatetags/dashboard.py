@@ -151,6 +151,14 @@ turn_of = register.filter("turn_of", turn_text)
 case_of = register.filter("case_of", case_text)
 
 
+@register.simple_tag
+def compare_max_runs() -> int:
+    """How many runs the compare page takes (the compare tray holds as many)."""
+    from runs.selectors.compare import MAX_RUNS
+
+    return MAX_RUNS
+
+
 @register.filter
 def duration(ms: int | float | None) -> str:
     if ms is None:

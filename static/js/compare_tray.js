@@ -1,7 +1,8 @@
 // The compare tray: runs picked on the runs list (a box per row) and on run pages ("+ compare"),
 // kept in localStorage so the pick survives pages, filters, reloads and other tabs. A sticky bar
 // at the bottom lists them (remove one, clear all) and links to /compare/?runs=a,b,c once two or
-// more are picked; there is no upper limit.
+// more are picked. It holds at most as many runs as the compare page takes (data-max-runs, 12):
+// the tray says so, and a pick beyond it is refused with a note in the tray.
 //
 // Without this script the row boxes are a plain GET form to the compare page and the run page's
 // "+ compare" button stays hidden. The page's Content Security Policy allows no inline script or
@@ -13,6 +14,8 @@
   var script = document.currentScript;
   var compareUrl = (script && script.getAttribute("data-compare-url")) || "/compare/";
   var runsUrl = (script && script.getAttribute("data-runs-url")) || "/runs/";
+  var maxRuns = Number(script && script.getAttribute("data-max-runs")) || 12;
+  var refused = null; // the run last refused because the tray was full (its note is shown)
   var memory = []; // the pick when localStorage is unavailable (private mode, disabled storage)
   var tray = null;
 
@@ -31,9 +34,9 @@
   function load() {
     try {
       var raw = window.localStorage.getItem(KEY);
-      return raw === null ? memory.slice() : clean(JSON.parse(raw));
+      return (raw === null ? memory.slice() : clean(JSON.parse(raw))).slice(0, maxRuns);
     } catch (err) {
-      return memory.slice();
+      return memory.slice(0, maxRuns);
     }
   }
 
@@ -49,11 +52,18 @@
 
   function add(id) {
     var ids = load();
-    if (ids.indexOf(id) === -1) ids.push(id);
+    if (ids.indexOf(id) !== -1) return;
+    if (ids.length >= maxRuns) {
+      refused = id; // the box unticks itself again on render
+      render();
+      return;
+    }
+    ids.push(id);
     save(ids);
   }
 
   function remove(id) {
+    refused = null;
     save(load().filter(function (other) { return other !== id; }));
   }
 
@@ -70,7 +80,9 @@
     var box = el("aside", { id: "compare-tray", "class": "compare-tray", "aria-label": "Runs to compare" });
     box.hidden = true;
     box.appendChild(el("span", { "class": "tray-title" }, "Compare tray"));
+    box.appendChild(el("span", { "class": "tray-limit small" }));
     box.appendChild(el("ul", { "class": "tray-chips" }));
+    box.appendChild(el("span", { "class": "tray-full", role: "status" }));
     box.appendChild(el("button", { type: "button", "class": "btn-link tray-clear", "data-compare-clear": "" }, "Clear"));
     box.appendChild(el("a", { "class": "btn btn-small tray-go", "data-compare-go": "" }));
     document.body.appendChild(box);
@@ -95,6 +107,15 @@
     tray.hidden = ids.length === 0;
     var chips = tray.querySelector(".tray-chips");
     chips.replaceChildren.apply(chips, ids.map(chip));
+    tray.querySelector(".tray-limit").textContent = ids.length + " of at most " + maxRuns + " runs";
+    var full = tray.querySelector(".tray-full");
+    if (refused !== null && ids.length >= maxRuns && ids.indexOf(refused) === -1) {
+      full.textContent = "Run #" + refused + " not added: the tray holds at most " + maxRuns +
+        " runs (the compare page's limit); remove one first.";
+    } else {
+      refused = null;
+      full.textContent = "";
+    }
     var go = tray.querySelector("[data-compare-go]");
     go.textContent = "Compare " + ids.length + " run" + (ids.length === 1 ? "" : "s");
     if (ids.length >= 2) {
@@ -118,6 +139,11 @@
       button.hidden = false;
       button.setAttribute("aria-pressed", picked ? "true" : "false");
       button.textContent = picked ? "✓ in compare tray" : "+ compare";
+      if (!picked && ids.length >= maxRuns) {
+        button.setAttribute("title", "the compare tray holds at most " + maxRuns + " runs");
+      } else {
+        button.removeAttribute("title");
+      }
     });
     document.querySelectorAll("[data-compare-fallback]").forEach(function (node) {
       node.hidden = true; // the tray does what the plain form's button did
@@ -143,6 +169,7 @@
     } else if (removeButton) {
       remove(Number(removeButton.getAttribute("data-compare-remove")));
     } else if (target.closest("[data-compare-clear]")) {
+      refused = null;
       save([]);
     }
   });

@@ -130,3 +130,38 @@ def test_the_run_page_button_survives_the_live_header_swaps_of_a_running_run(
     toggle = page.locator(f'[data-compare-toggle="{run.pk}"]')
     assert toggle.is_visible()
     assert toggle.get_attribute("aria-pressed") == "true"
+
+
+def test_the_tray_holds_at_most_as_many_runs_as_the_compare_page_takes_and_says_so(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from runs.selectors.compare import MAX_RUNS
+
+    page = browser_page
+    project = make_project()
+    runs = [build_run(project, RunSpec(cases=1, turns=1)) for _ in range(MAX_RUNS + 1)]
+    picked, extra = runs[:MAX_RUNS], runs[MAX_RUNS]
+    login(page, live_server, make_user("reviewer"))
+    page.goto(f"{live_server.url}{reverse('run_list')}")
+    page.evaluate(
+        "ids => window.localStorage.setItem('holodeck.compareTray', JSON.stringify(ids))",
+        [run.pk for run in picked],
+    )
+    page.reload()
+    tray = page.locator("#compare-tray")
+    page.wait_for_selector("#compare-tray .tray-chip")
+    assert tray.locator(".tray-limit").inner_text() == f"{MAX_RUNS} of at most {MAX_RUNS} runs"
+
+    row_box(page, extra).click()  # the tray refuses it: the box unticks again
+    note = tray.locator(".tray-full")
+    assert f"Run #{extra.pk} not added: the tray holds at most {MAX_RUNS} runs" in note.inner_text()
+    assert not row_box(page, extra).is_checked()
+    assert len(tray_ids(page)) == MAX_RUNS
+
+    tray.locator(f'[data-compare-remove="{picked[0].pk}"]').click()
+    assert note.inner_text() == ""
+    row_box(page, extra).check()
+    assert tray_ids(page)[-1] == str(extra.pk)
+    with page.expect_navigation():
+        tray.locator("[data-compare-go]").click()
+    assert page.locator("h1").inner_text() == f"Compare {MAX_RUNS} runs"
