@@ -152,6 +152,24 @@ case_of = register.filter("case_of", case_text)
 
 
 @register.simple_tag
+def field_error(errors: dict[str, str] | None, name: str) -> SafeString:
+    """The message of a refused filter value, next to its field (``runs.web.params``): the
+    field's ``aria-describedby`` names it (``field_invalid``)."""
+    message = (errors or {}).get(name)
+    if not message:
+        return mark_safe("")
+    return format_html('<span class="field-error" id="{}-error">{}</span>', name, message)
+
+
+@register.simple_tag
+def field_invalid(errors: dict[str, str] | None, name: str) -> SafeString:
+    """``aria-invalid`` and ``aria-describedby`` for a field whose value was refused."""
+    if not (errors or {}).get(name):
+        return mark_safe("")
+    return format_html(' aria-invalid="true" aria-describedby="{}-error"', name)
+
+
+@register.simple_tag
 def compare_max_runs() -> int:
     """How many runs the compare page takes (the compare tray holds as many)."""
     from runs.selectors.compare import MAX_RUNS

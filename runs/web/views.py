@@ -33,11 +33,15 @@ from runs import selectors
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import (
+    BadParam,
+    Query,
     choice_param,
     datetime_param,
     flag_param,
     float_param,
     int_param,
+    params_or_errors,
+    shown_value,
     text_param,
 )
 from runs.web.rows import case_rows_html, project_rows_html
@@ -234,9 +238,13 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    filters = _run_list_filters(request)
-    runs = selectors.run_list(filters=filters)
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    # A refused filter value shows the form again with the message next to its field (400),
+    # and no runs: a list without that filter would read as its answer.
+    filters, errors = params_or_errors(request, _run_list_filters)
+    page = None
+    if not errors:
+        runs = selectors.run_list(filters=filters)
+        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -246,18 +254,20 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "agents": selectors.agent_names(),
         "facets": selectors.run_facets(),
         "selected": filters,
-        "since": text_param(request, "since"),
-        "until": text_param(request, "until"),
+        "errors": errors,
+        "bad": {name: shown_value(request, name, errors) for name in errors},
+        "since": shown_value(request, "since", errors),
+        "until": shown_value(request, "until", errors),
         "filter_query": query.urlencode(),
     }
-    return render(request, "runs/run_list.html", context)
+    return render(request, "runs/run_list.html", context, status=400 if errors else 200)
 
 
-def _run_list_filters(request: HttpRequest) -> selectors.RunListFilters:
+def _run_list_filters(request: Query) -> selectors.RunListFilters:
     since = datetime_param(request, "since")
     before = _until_param(request)
     if since and before and since >= before:
-        raise BadRequest("?since= must be before ?until=")
+        raise BadParam("until", "?until= must be later than since")
     return selectors.RunListFilters(
         project_id=int_param(request, "project"),
         status=choice_param(request, "status", [value for value, _ in selectors.RUN_STATUSES]),
@@ -273,7 +283,7 @@ def _run_list_filters(request: HttpRequest) -> selectors.RunListFilters:
     )
 
 
-def _until_param(request: HttpRequest) -> datetime | None:
+def _until_param(request: Query) -> datetime | None:
     """The exclusive end of ``?until=``: a bare date takes in its whole day (the next midnight);
     a date and time takes in that instant (one microsecond later, the databases' precision)."""
     try:

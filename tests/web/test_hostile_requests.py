@@ -15,22 +15,22 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize(
-    "params, message",
+    "params, field, message",
     [
-        ({"project": str(2**64)}, "?project= must be between"),
-        ({"project": "abc"}, "is not a whole number"),
-        ({"commit": "ab\x00cd"}, "?commit= must not contain a NUL character"),
-        ({"agent": "weather\x00"}, "?agent= must not contain a NUL character"),
-        ({"status": "exploded"}, "?status= must be one of"),
-        ({"commit": "a" * 65}, "?commit= is longer than 64 characters"),
+        ({"project": str(2**64)}, "project", "must be between"),
+        ({"project": "abc"}, "project", "&#x27;abc&#x27; is not a whole number"),
+        ({"commit": "ab\x00cd"}, "commit", "must not contain a NUL character"),
+        ({"agent": "weather\x00"}, "agent", "must not contain a NUL character"),
+        ({"status": "exploded"}, "status", "must be one of"),
+        ({"commit": "a" * 65}, "commit", "is longer than 64 characters"),
     ],
 )
-def test_a_bad_run_list_filter_is_a_400_that_names_it(
-    viewer_client: Client, params: dict[str, str], message: str
+def test_a_bad_run_list_filter_is_a_400_that_names_it_at_its_field(
+    viewer_client: Client, params: dict[str, str], field: str, message: str
 ) -> None:
     response = viewer_client.get(reverse("run_list"), params)
     assert response.status_code == 400
-    assert message in response.text
+    assert f'<span class="field-error" id="{field}-error">{message}' in response.text
 
 
 @pytest.mark.parametrize(

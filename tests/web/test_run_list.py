@@ -185,28 +185,51 @@ def test_a_tag_filter_pages_in_sql(viewer_client: Client, project: AgentProject)
 
 
 @pytest.mark.parametrize(
-    "params, message",
+    "params, field, message",
     [
-        ({"min_pass": "101"}, "?min_pass= must be between 0 and 100"),
-        ({"min_pass": "-1"}, "?min_pass= must be between 0 and 100"),
-        ({"min_pass": "half"}, "is not a number"),
-        ({"min_pass": "nan"}, "?min_pass= must be between 0 and 100"),
-        ({"since": "yesterday"}, "is not a date"),
-        ({"until": "2025-13-01"}, "is not a date"),
-        ({"until": "9999-12-31"}, "?until= is out of range"),  # its day ends in year 10000
-        ({"since": "2025-03-06", "until": "2025-03-05"}, "?since= must be before ?until="),
-        ({"version": "v\x002"}, "?version= must not contain a NUL character"),
-        ({"model": "m" * 201}, "?model= is longer than 200 characters"),
-        ({"tag": "a\x00"}, "?tag= must not contain a NUL character"),
-        ({"q": "x" * 201}, "?q= is longer than 200 characters"),
+        ({"min_pass": "101"}, "min_pass", "must be between 0 and 100"),
+        ({"min_pass": "-1"}, "min_pass", "must be between 0 and 100"),
+        ({"min_pass": "half"}, "min_pass", "is not a number"),
+        ({"min_pass": "nan"}, "min_pass", "must be between 0 and 100"),
+        ({"since": "yesterday"}, "since", "is not a date"),
+        ({"until": "2025-13-01"}, "until", "is not a date"),
+        ({"until": "9999-12-31"}, "until", "is out of range"),  # its day ends in year 10000
+        ({"since": "2025-03-06", "until": "2025-03-05"}, "until", "must be later than since"),
+        ({"version": "v\x002"}, "version", "must not contain a NUL character"),
+        ({"model": "m" * 201}, "model", "is longer than 200 characters"),
+        ({"tag": "a\x00"}, "tag", "must not contain a NUL character"),
+        ({"q": "x" * 201}, "q", "is longer than 200 characters"),
+        ({"status": "done"}, "status", "must be one of"),
+        ({"project": "x"}, "project", "is not a whole number"),
     ],
 )
-def test_a_bad_filter_value_is_a_400_that_names_it(
-    viewer_client: Client, params: dict[str, str], message: str
+def test_a_bad_filter_value_is_a_400_showing_the_form_with_the_error_at_its_field(
+    viewer_client: Client, params: dict[str, str], field: str, message: str
 ) -> None:
     response = viewer_client.get(reverse("run_list"), params)
     assert response.status_code == 400
-    assert message in response.text
+    html = response.text
+    assert '<form method="get" class="filters" role="search">' in html
+    error = re.search(rf'<span class="field-error" id="{field}-error">([^<]*)</span>', html)
+    assert error, html[:3000]
+    assert message in error.group(1)
+    assert f'aria-describedby="{field}-error"' in html
+    assert "No runs match" not in html and 'id="compare-form"' not in html
+
+
+def test_a_refused_min_pass_keeps_its_value_in_the_field_and_the_other_filters(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    response = viewer_client.get(
+        reverse("run_list"), {"min_pass": "150", "status": "failed", "commit": "3f2a"}
+    )
+    assert response.status_code == 400
+    html = response.text
+    assert 'name="min_pass" type="text" value="150"' in html
+    assert '<option value="failed" selected>' in html
+    assert 'name="commit" value="3f2a"' in html
+    assert "1 filter value could not be used" in html
+    assert ">Bad request<" not in html
 
 
 def options(html: str, name: str) -> list[str]:
