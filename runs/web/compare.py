@@ -59,7 +59,16 @@ from runs.web.diffs import (
     tool_call_diff,
     word_diff,
 )
-from runs.web.params import choice_list_param, choice_param, int_list_param, int_param, text_param
+from runs.web.params import (
+    Query,
+    choice_list_param,
+    choice_param,
+    int_list_param,
+    int_param,
+    params_or_errors,
+    shown_value,
+    text_param,
+)
 
 if TYPE_CHECKING:
     from runs.models import MetricResult, Run, TurnResult
@@ -88,13 +97,18 @@ SORTS = ("case", "regressions", "name")
 @login_required
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
-    run_ids = int_list_param(request, "runs", most=MAX_RUNS)
-    kinds = choice_list_param(request, "kinds", KINDS)
-    show = choice_param(request, "show", SHOWS) or "all"
-    sort = choice_param(request, "sort", SORTS) or "case"
-    chosen = int_param(request, "baseline")
+    # A refused value shows the page's form again with the message at its field (a 400).
+    params, errors = params_or_errors(request, _compare_params)
+    run_ids, kinds, show, sort, chosen = params
+    status = 400 if errors else 200
     if not run_ids:
-        return render(request, "runs/compare.html", {"empty": True, "max_runs": MAX_RUNS})
+        context = {
+            "empty": True,
+            "max_runs": MAX_RUNS,
+            "errors": errors,
+            "bad_runs": shown_value(request, "runs", errors),
+        }
+        return render(request, "runs/compare.html", context, status=status)
     try:
         baseline, comparison = comparison_for(run_ids, chosen=chosen, kinds=kinds)
     except RunsMissing as exc:
@@ -132,8 +146,23 @@ def compare(request: HttpRequest) -> HttpResponse:
         "matrix_html": matrix_html(views),
         "state": state,
         "query": urlencode({k: v for k, v in state.items() if v}),
+        "errors": errors,
     }
-    return render(request, "runs/compare.html", context)
+    return render(request, "runs/compare.html", context, status=status)
+
+
+CompareParams = tuple[list[int], list[str], str, str, int | None]
+
+
+def _compare_params(request: Query) -> CompareParams:
+    """(run ids, kinds, show, sort, the baseline chosen) of the compare page."""
+    return (
+        int_list_param(request, "runs", most=MAX_RUNS),
+        choice_list_param(request, "kinds", KINDS),
+        choice_param(request, "show", SHOWS) or "all",
+        choice_param(request, "sort", SORTS) or "case",
+        int_param(request, "baseline"),
+    )
 
 
 # --- headline deltas ------------------------------------------------------------------------

@@ -3,6 +3,7 @@ per-turn side-by-side and the config diff."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -272,16 +273,39 @@ def test_the_config_diff_shows_the_agent_yaml_change_and_the_model_as_text(
     "params, message",
     [
         ({"runs": "1,x"}, "takes run ids"),
-        ({"runs": ",".join(str(n) for n in range(1, 15))}, "at most 12"),
-        ({"runs": "1", "kinds": "vibes"}, "?kinds= takes standard, rag, geval, code, tools"),
-        ({"runs": "1", "show": "everything"}, "?show= must be one of"),
+        ({"runs": ",".join(str(n) for n in range(1, 15))}, "takes at most 12 values, got 14"),
     ],
 )
-def test_bad_compare_parameters_are_a_400(
+def test_bad_run_ids_show_the_run_ids_form_with_the_error_at_the_field(
     viewer_client: Client, params: dict[str, str], message: str
 ) -> None:
     response = viewer_client.get(reverse("compare"), params)
-    assert response.status_code == 400 and message in response.text
+    assert response.status_code == 400
+    html = response.text
+    assert f'<span class="field-error" id="runs-error">{message}' in html
+    assert f'name="runs" placeholder="12,15,19" class="mono" size="20" value="{params["runs"]}"' in html
+
+
+@pytest.mark.parametrize(
+    "params, field, message",
+    [
+        ({"kinds": "vibes"}, "kinds", "takes standard, rag, geval, code, tools"),
+        ({"show": "everything"}, "show", "must be one of"),
+        ({"sort": "x"}, "sort", "must be one of"),
+        ({"baseline": "x"}, "baseline", "is not a whole number"),
+    ],
+)
+def test_a_bad_compare_setting_shows_the_comparison_with_the_error_at_its_field(
+    viewer_client: Client, project: AgentProject, params: dict[str, str], field: str, message: str
+) -> None:
+    base, run = regressed_pair(project)
+    response = viewer_client.get(reverse("compare"), {"runs": f"{base.pk},{run.pk}", **params})
+    assert response.status_code == 400
+    html = response.text
+    assert 'id="compare-form"' in html and "Cases × runs" in html  # left out, the rest shown
+    error = re.search(rf'<span class="field-error" id="{field}-error">([^<]*)</span>', html)
+    assert error and message in error.group(1)
+    assert "1 setting could not be used" in html
 
 
 def test_an_unknown_run_is_a_404(viewer_client: Client) -> None:

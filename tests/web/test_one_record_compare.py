@@ -134,7 +134,8 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
 
 def gate_numbers(markdown: str) -> Numbers:
     """The gated run's numbers in the gate's summary: the first table's run column, and the
-    metrics table (metric, kind, turns graded, passed, failed, not graded, ...) of the run."""
+    metrics tables (metric, kind, turns graded, passed, failed, not graded, ...; drops and the
+    others apart) of the run."""
     counts, *others = markdown_tables(markdown)
     column = {row[0]: row[1] for row in counts[1:]}
     labels = {
@@ -143,13 +144,14 @@ def gate_numbers(markdown: str) -> Numbers:
         "error": "errored",
         "not_graded": "not graded",
     }
-    metrics = next(table for table in others if table[0][:3] == ["metric", "kind", "turns graded"])
+    header = ["metric", "kind", "turns graded"]
+    metrics = [row for table in others if table[0][:3] == header for row in table[1:]]
     return Numbers(
         cases={name: int(column[f"cases {label}"]) for name, label in labels.items()},
         turns={name: int(column[f"turns {label}"]) for name, label in labels.items()},
         metrics={  # a metric of the baseline only has no counts ("–")
             row[0]: (int(row[2]), int(row[3]), int(row[4]), int(row[5]))
-            for row in metrics[1:]
+            for row in metrics
             if row[2].isdigit()
         },
         pass_rate=column["pass rate"],
