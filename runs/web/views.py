@@ -312,9 +312,9 @@ def _case_query(only_failures: bool, query: str) -> str:
 
 
 def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
-    """The case list: its filters and one page of rows (two queries: a count and the page)."""
-    only_failures = flag_param(request, "failures")
-    query = text_param(request, "q")
+    """The case list: its filters and one page of rows (two queries: a count and the page); a
+    refused filter is left out and said at its field (``errors``)."""
+    (only_failures, query), errors = params_or_errors(request, _case_filters)
     case_page = _case_page(request, run, only_failures, query)
     remaining = case_page.paginator.count - case_page.end_index()
     return {
@@ -327,7 +327,14 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "failures_query": _case_query(only_failures, query),
         "search_query": urlencode({"q": query}) if query else "",
         "known_cases": case_page.paginator.count,
+        "errors": errors,
+        "bad_q": shown_value(request, "q", errors),
     }
+
+
+def _case_filters(request: Query) -> tuple[bool, str]:
+    """(only failures, the name searched for) of the run page's case list."""
+    return flag_param(request, "failures"), text_param(request, "q")
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -393,9 +400,10 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         # "Load more": just the next page of case rows.
         return render(request, "runs/run_detail.html#case_rows", _case_list_context(request, run))
     context = _run_context(request, run)
+    status = 400 if context["errors"] else 200
     if request.htmx and request.htmx.target == "case-list":
-        return render(request, "runs/run_detail.html#case_list", context)
-    return render(request, "runs/run_detail.html", context)
+        return render(request, "runs/run_detail.html#case_list", context, status=status)
+    return render(request, "runs/run_detail.html", context, status=status)
 
 
 @login_required

@@ -999,3 +999,22 @@ def test_the_launch_form_warns_when_llm_metrics_cannot_be_graded(
     project = example_project(tmp_path, "support-bot")
     html = staff_client.get(reverse("project_launch", args=[project.pk])).text
     assert "⚠ LLM metrics judged by openai/gpt-4o-mini will not be graded" in html
+
+
+@pytest.mark.parametrize(
+    "params, field, message",
+    [
+        ({"q": "x" * 201}, "q", "is longer than 200 characters"),
+        ({"failures": "maybe"}, "failures", "must be 1 or 0"),
+    ],
+)
+def test_a_bad_case_filter_shows_the_run_page_with_the_error_at_its_field(
+    viewer_client: Client, project: AgentProject, params: dict[str, str], field: str, message: str
+) -> None:
+    run = build_run(project, RunSpec(cases=3, turns=1))
+    response = viewer_client.get(reverse("run_detail", args=[run.pk]), params)
+    assert response.status_code == 400
+    html = response.text
+    assert f"Run #{run.pk}" in html and 'id="case-q"' in html
+    assert f'<span class="field-error" id="{field}-error">{message}</span>' in html
+    assert ">Bad request<" not in html
