@@ -130,7 +130,9 @@ def rollup_turns(
         ground_truth=None,
         passed=all(turn.passed for turn in turns),
         execution_time_ms=sum(turn.execution_time_ms for turn in turns),
-        errors=[f"[{turn_text(turn.turn_index)}] {error}" for turn in turns for error in turn.errors],
+        errors=[
+            f"[{turn_text(turn.turn_index)}] {error}" for turn in turns for error in turn.errors
+        ],
         timestamp=timestamp,
         token_usage=sum_usage(turn.token_usage for turn in turns),
         turns=list(turns),

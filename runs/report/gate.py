@@ -22,6 +22,7 @@ from runs.report.numbers import (
 from runs.report.outcomes import Outcome
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
+
 @dataclass(frozen=True)
 class GateOptions:
     max_regressions: int = 0

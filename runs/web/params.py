@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import TypeVar
 
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, QueryDict
@@ -26,7 +25,6 @@ from runs.queryvalues import (
 )
 
 __all__ = ["MAX_INT", "MAX_TEXT"]
-T = TypeVar("T")
 # The parameters come from a request's query string, or a copy of it (``params_or_errors``).
 Query = HttpRequest | QueryDict
 TRUE_WORDS = {"1", "true", "on", "yes"}
@@ -41,11 +39,14 @@ class BadParam(BadRequest):
         self.name = name
 
 
-def params_or_errors(request: HttpRequest, parse: Callable[[Query], T]) -> tuple[T, dict[str, str]]:
+def params_or_errors[T](
+    request: HttpRequest, parse: Callable[[Query], T]
+) -> tuple[T, dict[str, str]]:
     """``parse(request.GET)``, with each parameter it refuses dropped and parsed again: the
     result and the errors (parameter -> message; empty when all were good), for a page that
     shows its filter form with the message next to the field."""
-    query, errors = request.GET, {}
+    query: QueryDict = request.GET
+    errors: dict[str, str] = {}
     while True:
         try:
             return parse(query), errors
@@ -79,9 +80,7 @@ def text_param(request: Query, name: str, *, max_length: int = MAX_TEXT) -> str:
         raise BadParam(name, f"?{name}= {error}") from None
 
 
-def int_param(
-    request: Query, name: str, *, minimum: int = 0, maximum: int = MAX_INT
-) -> int | None:
+def int_param(request: Query, name: str, *, minimum: int = 0, maximum: int = MAX_INT) -> int | None:
     raw = text_param(request, name)
     if raw == "":
         return None

@@ -66,7 +66,8 @@ def _case_row(case: CaseResult, swap: str, turns_url: str, page_url: str) -> str
     return (
         f'<details class="case case-{escape(case.outcome or case.status)}" id="case-{case.pk}"'
         f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
-        f'<summary class="case-sum">{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
+        f'<summary class="case-sum">{_mark(case.outcome)}'
+        f'<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{label}</span>{case_chips(case)}'
         f'<span class="small muted">{duration(case.execution_time_ms)}</span>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'

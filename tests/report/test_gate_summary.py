@@ -109,9 +109,7 @@ def test_a_risen_metric_is_never_listed_under_metric_drops() -> None:
     risen = MetricChange("tone", "geval", 0.5, 0.9, None)
     same = MetricChange("bleu", "standard", 0.4, 0.4, None)
     dropped = MetricChange("rouge", "standard", 0.8, 0.7, None)
-    text = gate_markdown(
-        result(metric_changes=[dropped, risen, same]), GateOptions(base_url=URL)
-    )
+    text = gate_markdown(result(metric_changes=[dropped, risen, same]), GateOptions(base_url=URL))
 
     drops, others = text.split("### Metric drops (1, counted per turn)")[1].split(
         "### Other metrics (risen, unchanged or new; counted per turn)"

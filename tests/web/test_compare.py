@@ -283,7 +283,8 @@ def test_bad_run_ids_show_the_run_ids_form_with_the_error_at_the_field(
     assert response.status_code == 400
     html = response.text
     assert f'<span class="field-error" id="runs-error">{message}' in html
-    assert f'name="runs" placeholder="12,15,19" class="mono" size="20" value="{params["runs"]}"' in html
+    field = f'name="runs" placeholder="12,15,19" class="mono" size="20" value="{params["runs"]}"'
+    assert field in html
 
 
 @pytest.mark.parametrize(
@@ -360,7 +361,7 @@ def test_the_matrix_and_the_side_by_side_number_turns_from_one(
         reverse("compare_case"), {"runs": f"{base.pk},{run.pk}", "key": "refund case 1"}
     ).text
     assert ">Turn 1 of 2</h2>" in side
-    assert ">Turn 2 of 2 <span class=\"chip worse-chip\">regression</span></h2>" in side
+    assert '>Turn 2 of 2 <span class="chip worse-chip">regression</span></h2>' in side
     assert 'id="turn-1"' in side  # the anchor keeps the stored index (the gate links to it)
 
 

@@ -104,9 +104,7 @@ def test_an_equal_run_exits_0_with_a_passing_summary(project: AgentProject) -> N
     assert "Regressed cases" not in said.out and "Failed because" not in said.out
 
 
-def test_the_links_start_with_the_public_url_setting(
-    project: AgentProject, settings: Any
-) -> None:
+def test_the_links_start_with_the_public_url_setting(project: AgentProject, settings: Any) -> None:
     settings.HOLODECK_PUBLIC_URL = "https://holodeck.example.com"
     base = passing_run(project)
     run = passing_run(project, minutes=5)

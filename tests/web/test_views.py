@@ -408,11 +408,12 @@ def test_the_case_page_and_the_run_page_number_turns_and_cases_from_one(
     case = failing_case(run)
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert '<span class="small muted case-number">case 2 of 4</span>' in page
-    assert f'#turn-0">turn 1 of 3</a>' in page
-    assert f'#turn-2">turn 3 of 3</a>' in page
+    assert '#turn-0">turn 1 of 3</a>' in page
+    assert '#turn-2">turn 3 of 3</a>' in page
     assert ">turn 0<" not in page
     turns = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
-    assert f'href="{reverse("case_detail", args=[run.pk, case.pk])}#turn-1">turn 2 of 3</a>' in turns
+    link = reverse("case_detail", args=[run.pk, case.pk])
+    assert f'href="{link}#turn-1">turn 2 of 3</a>' in turns
     rows = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert '<span class="idx">#1</span>' in rows and '<span class="idx">#4</span>' in rows
     assert '<span class="idx">#0</span>' not in rows
