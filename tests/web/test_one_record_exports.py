@@ -170,13 +170,29 @@ def test_the_not_graded_case_is_skipped_in_junit_and_not_graded_in_markdown(
     assert [child.tag for child in case if child.tag in ("failure", "error", "skipped")] == [
         "skipped"
     ]
-    assert case.findall("skipped")[0].get("message", "").startswith("not graded: turn 1")
+    assert case.findall("skipped")[0].get("message", "").startswith("not graded: turn 2 of 2")
     assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("2", "0", "1")
 
     markdown = export(client, token, mixed_run, "markdown")
     assert "### ⚠️ 3. grader_down (NOT GRADED)" in markdown
-    assert "| 1 | ⚠️ not graded | and plus 1? |" in markdown
-    assert "| 1 | 💥 errored | and plus 1? |" in markdown  # agent_breaks' second turn
+    assert "| 2 | ⚠️ not graded | and plus 1? |" in markdown
+    assert "| 2 | 💥 errored | and plus 1? |" in markdown  # agent_breaks' second turn
+
+
+def test_the_api_export_and_the_results_file_keep_0_based_turn_index_while_people_read_from_1(
+    client: Client, token: dict[str, str], mixed_run: Run, tmp_path: Path
+) -> None:
+    from runs.report.holodeck_io import write_eval_run
+    from runs.selectors import run_eval_run
+
+    results = json.loads(export(client, token, mixed_run, "json"))["report"]["results"]
+    multi = [result for result in results if len(result["turns"] or []) == 2]
+    assert multi and all([t["turn_index"] for t in r["turns"]] == [0, 1] for r in multi)
+    written = json.loads(write_eval_run(run_eval_run(run=mixed_run), tmp_path).read_text())
+    indexes = [[t["turn_index"] for t in r["turns"] or []] for r in written["report"]["results"]]
+    assert [0, 1] in indexes and all(0 in found for found in indexes if found)
+    markdown = export(client, token, mixed_run, "markdown")
+    assert "| 0 |" not in markdown.split("## Test cases")[1]  # turns read from 1
 
 
 def test_the_json_export_carries_the_stored_verdicts_and_a_results_file_does_not(
