@@ -17,6 +17,7 @@ from runs.engine.grading import grade_turn, graded_turn
 from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
 from runs.report.build import rollup_turns, single_turn_result
 from runs.report.models import TestResult, TurnResult
+from runs.report.numbers import turn_text
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -92,9 +93,10 @@ def _not_regradable(
     if case is None:
         return f"the agent.yaml has no test case {label}"
     if turn is None:
-        return f"test case {label} has no turn {old.turn_index} in the agent.yaml"
+        return f"test case {label} has no {turn_text(old.turn_index)} in the agent.yaml"
     if turn.input != old.input:
-        return f"turn {old.turn_index}'s input in the agent.yaml is not the one this run sent"
+        turn_said = turn_text(old.turn_index)
+        return f"{turn_said}'s input in the agent.yaml is not the one this run sent"
     return None
 
 

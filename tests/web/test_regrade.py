@@ -130,7 +130,7 @@ def test_a_turn_whose_input_changed_is_not_regradable(tmp_path: Path) -> None:
     agent.write_text(agent.read_text().replace("and in 2008?", "and in 2007?", 1))
     regrade = run_execute_inline(run_id=run_regrade_create(original=original, enqueue=False).pk)
     turn = TurnResult.objects.get(run=regrade, case__name="northwind_operating_cash", index=1)
-    assert turn.skipped and turn.errors[0].startswith("not re-gradable: turn 1's input")
+    assert turn.skipped and turn.errors[0].startswith("not re-gradable: turn 2's input")  # index 1
     assert not CaseResult.objects.get(pk=turn.case_id).passed
 
 
