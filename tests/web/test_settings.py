@@ -123,3 +123,18 @@ def test_without_https_the_deploy_check_names_what_is_missing(
     call_command("check", "--deploy", "--tag", "security", stdout=out, stderr=err)
 
     assert "security.W004" in out.getvalue() + err.getvalue()  # no HSTS
+
+
+def test_the_gates_public_url_comes_from_its_variable_else_the_trusted_origin_else_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOLODECK_PUBLIC_URL", raising=False)
+    monkeypatch.delenv("CSRF_TRUSTED_ORIGINS", raising=False)
+    assert load_settings(tmp_path, monkeypatch)["HOLODECK_PUBLIC_URL"] == ""
+    origin = load_settings(tmp_path, monkeypatch, CSRF_TRUSTED_ORIGINS="https://evals.example.org")
+    assert origin["HOLODECK_PUBLIC_URL"] == "https://evals.example.org"
+    own = load_settings(tmp_path, monkeypatch, HOLODECK_PUBLIC_URL="https://holodeck.example/")
+    assert own["HOLODECK_PUBLIC_URL"] == "https://holodeck.example"
+    monkeypatch.setenv("HOLODECK_PUBLIC_URL", "ftp://holodeck.example")
+    with pytest.raises(ImproperlyConfigured, match="HOLODECK_PUBLIC_URL"):
+        load_settings(tmp_path, monkeypatch)
