@@ -78,20 +78,6 @@ def _number(value: Any) -> int | None:
         return None
 
 
-def partial_texts(*, run_ids: list[int]) -> dict[int, str]:
-    """{run id: partial badge text} of the partial ones among ``run_ids``; one query."""
-    rows = (
-        Run.objects.filter(pk__in=run_ids)
-        .order_by()
-        .values_list("id", "total_cases", *PARTIAL_COLUMNS)
-    )
-    texts = {
-        pk: partial_text_of(limit, case_filter, config_cases, total)
-        for pk, total, limit, case_filter, config_cases in rows
-    }
-    return {pk: text for pk, text in texts.items() if text}
-
-
 def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
     """Every project, by name, with its latest run, or None: two queries whatever the number
     of projects and runs (each latest run is found through the index ``run_project_latest``;

@@ -138,7 +138,6 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     latest = selectors.run_list(filters=selectors.RunListFilters(project_id=project.pk)).first()
     series = project_reads.project_pass_rates(project=project, last=SERIES_RUNS)
-    partial = project_reads.partial_texts(run_ids=[run.id for run in series])
     config, problems = _config_of(project)
     context = {
         "project": project,
@@ -148,8 +147,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "page": page,
         "statuses": selectors.RUN_STATUSES,
         "selected_status": status,
-        # Newest first, each with its partial badge's text.
-        "series": [(run, partial.get(run.id, "")) for run in reversed(series)],
+        "series": list(reversed(series)),  # newest first
     }
     return render(request, "runs/project_detail.html", context)
 

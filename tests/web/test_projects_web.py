@@ -302,3 +302,15 @@ def test_a_re_run_of_another_projects_run_is_a_bad_request(
     theirs = build_run(project)
     response = staff_client.get(reverse("project_launch", args=[mine.pk]), {"rerun": theirs.pk})
     assert response.status_code == 400
+
+
+def test_a_finished_partial_run_is_badged_on_the_trends_page_and_the_project_series(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    options = {"limit": None, "case_filter": "cash", "config_cases": 8, "case_indices": [0]}
+    build_run(project, RunSpec(cases=3, turns=1), options=options)
+    badge = "partial: 3 of 8 cases, filter &#x27;cash&#x27;"
+    trends = viewer_client.get(reverse("trends"), {"project": project.pk}).text
+    assert badge in trends.split('class="grid trend-table"', 1)[1]
+    page = viewer_client.get(reverse("project_detail", args=[project.pk])).text
+    assert badge in page.split('id="trend-title"', 1)[1].split("</table>", 1)[0]
