@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
-from runs.models import AgentProject, Run, run_partial_text
+from runs.models import AgentProject, Run
+from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 
 if TYPE_CHECKING:
     from runs.report.trend_chart import TrendRun
@@ -54,28 +54,6 @@ class LastRun:
     @property
     def partial_text(self) -> str:
         return partial_text_of(self.limit, self.case_filter, self.config_cases, self.total_cases)
-
-
-# The launch options a partial badge reads, as columns (not the whole JSON of Run.options).
-PARTIAL_COLUMNS = (KT("options__limit"), KT("options__case_filter"), KT("options__config_cases"))
-
-
-def partial_text_of(limit: Any, case_filter: Any, config_cases: Any, total_cases: int) -> str:
-    """``run_partial_text`` of the three PARTIAL_COLUMNS as a query read them (text on
-    PostgreSQL, numbers on SQLite)."""
-    options = {
-        "limit": _number(limit),
-        "case_filter": case_filter or "",
-        "config_cases": _number(config_cases),
-    }
-    return run_partial_text(options, total_cases=total_cases)
-
-
-def _number(value: Any) -> int | None:
-    try:
-        return None if value in (None, "", "null") else int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:

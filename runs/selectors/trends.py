@@ -30,7 +30,7 @@ from runs.models import AgentProject, Run
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
-from runs.selectors.projects import PARTIAL_COLUMNS, partial_text_of
+from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 
