@@ -83,6 +83,7 @@ def test_a_project_registered_in_the_browser_runs_partially_then_re_runs_in_full
     assert badge.inner_text() == "partial: 1 of 3 cases, limit 1"
     assert page.locator('.launched-with [data-option="limit"]').inner_text() == "limit 1"
     first = Run.objects.get()
+    screenshot(page, "run-partial")
 
     # Its project page shows it badged, among its runs.
     page.goto(f"{live_server.url}{reverse('project_detail', args=[project.pk])}")

@@ -314,3 +314,29 @@ def test_a_finished_partial_run_is_badged_on_the_trends_page_and_the_project_ser
     assert badge in trends.split('class="grid trend-table"', 1)[1]
     page = viewer_client.get(reverse("project_detail", args=[project.pk])).text
     assert badge in page.split('id="trend-title"', 1)[1].split("</table>", 1)[0]
+
+
+def test_register_project_with_a_name_keeps_the_agents_description(
+    tmp_path: Path, db: None
+) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("register_project", str(agent_dir(tmp_path)), "--name", "mine", stdout=out)
+    project = AgentProject.objects.get()
+    assert (project.name, project.description) == ("mine", "Says hello and goodbye.")
+    assert out.getvalue().startswith("registered mine: ")
+
+
+@pytest.mark.parametrize(
+    "name", ["project_new", "project_detail", "project_edit", "project_remove"]
+)
+def test_the_project_pages_redirect_an_anonymous_visitor_to_login(
+    client: Client, name: str
+) -> None:
+    kwargs = {} if name == "project_new" else {"project_id": 1}
+    response = client.get(reverse(name, kwargs=kwargs))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
