@@ -276,7 +276,7 @@ def test_the_run_page_lists_the_launch_options_and_links_a_re_run(
     assert 'data-option="limit">limit <span>2</span>' in launched
     assert "filter <span>&#x27;e&#x27;</span>" in launched
     assert "parallel <span>3</span>" in launched
-    assert 'git ref <span class="mono">the working tree</span>' in launched
+    assert "git ref <span>the working tree</span>" in launched
     rerun = f"{reverse('project_launch', args=[project.pk])}?rerun={run.pk}"
     assert f'href="{rerun}"' in html
 
