@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from runs.models import AgentProject, Run
 from runs.spec.errors import ConfigError, ConfigProblem
@@ -115,7 +115,15 @@ def project_remove(*, project: AgentProject, delete_runs: bool) -> int:
             f"{'it' if active == 1 else 'them'} first"
         )
     deleted = runs_delete(runs=runs).runs if delete_runs else 0
-    with transaction.atomic():
-        # Runs kept: SET_NULL on their project; the agent name they carry still lists them.
-        project.delete()
+    try:
+        with transaction.atomic():
+            # Runs kept: SET_NULL on their project; the agent name they carry still lists them.
+            project.delete()
+    except IntegrityError as exc:
+        # A result file is imported once among the runs with no project: one of these runs
+        # and a run already without a project were imported from the same file.
+        raise ProjectError(
+            f"a run of {project.name} and a run with no project were imported from the same "
+            "result file: delete one of them, or delete the project's runs with it"
+        ) from exc
     return deleted

@@ -340,3 +340,13 @@ def test_the_project_pages_redirect_an_anonymous_visitor_to_login(
     response = client.get(reverse(name, kwargs=kwargs))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
+
+
+def test_keeping_runs_imported_twice_from_one_file_is_refused_with_the_reason(
+    project: AgentProject,
+) -> None:
+    build_run(project, RunSpec(cases=1, turns=1), source_hash="a" * 64)
+    build_run(None, RunSpec(cases=1, turns=1), source_hash="a" * 64)
+    with pytest.raises(ProjectError, match="imported from the same result file"):
+        project_remove(project=project, delete_runs=False)
+    assert AgentProject.objects.filter(pk=project.pk).exists()
