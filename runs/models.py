@@ -23,7 +23,8 @@ from runs.spec.test_cases import case_label
 
 
 class AgentProject(models.Model):
-    """A directory holding an agent.yaml, registered by an admin or `register_project`."""
+    """A directory holding an agent.yaml, registered from the dashboard, the admin or
+    `register_project`."""
 
     name = models.CharField(max_length=200, unique=True)
     directory = models.CharField(max_length=1000, help_text="Absolute path of the agent dir")
@@ -191,6 +192,20 @@ class Run(models.Model):
     def regrade(self) -> RegradeSources | None:
         """Where a re-grade's transcripts come from and what graded them (None: not one)."""
         return RegradeSources.stored(self.regrade_sources)
+
+    @property
+    def partial_text(self) -> str:
+        """ "partial: 3 of 8 cases, filter 'cash'" when the run ran fewer cases than its
+        agent.yaml had (a limit or a filter), else "" (``run_partial_text``)."""
+        return run_partial_text(self.options, total_cases=self.total_cases)
+
+    @property
+    def launch_options(self) -> list[tuple[str, str]]:
+        """What the run was launched with, as (label, value) rows for its page; [] for a run
+        with no launch options (an import; a re-grade says its own sources)."""
+        if self.source == Run.Source.REGRADE:
+            return []
+        return run_launch_options(self.options, git_ref=self.git_ref, commit=self.git_commit)
 
     @property
     def progress_percent(self) -> int:
@@ -428,3 +443,50 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.name}"
+
+
+# --- a run's launch options ----------------------------------------------------------------
+
+
+def run_partial_text(options: dict[str, Any] | None, *, total_cases: int) -> str:
+    """The partial badge's text of a run launched with ``options`` (``Run.options``): "partial:
+    3 of 8 cases, filter 'cash'" when it selected fewer cases than its agent.yaml had, else "".
+
+    Runs launched before ``config_cases`` was recorded are partial when a limit below their
+    case count, or a filter, was given (how many cases the agent.yaml had is then unknown).
+    """
+    options = options or {}
+    limit, case_filter = options.get("limit"), options.get("case_filter") or ""
+    config_cases = options.get("config_cases")
+    if isinstance(config_cases, int):
+        if total_cases >= config_cases:
+            return ""
+        text = f"partial: {total_cases} of {config_cases} cases"
+    elif case_filter or (isinstance(limit, int) and limit <= total_cases):
+        text = f"partial: {total_cases} case{'' if total_cases == 1 else 's'}"
+    else:
+        return ""
+    if case_filter:
+        text += f", filter '{case_filter}'"
+    if limit:
+        text += f", limit {limit}"
+    return text
+
+
+def run_launch_options(
+    options: dict[str, Any] | None, *, git_ref: str, commit: str
+) -> list[tuple[str, str]]:
+    """(label, value) of each launch option a run recorded (``runs.recorder.run_options``)."""
+    options = options or {}
+    if "case_indices" not in options:
+        return []
+    rows = [
+        ("limit", str(options["limit"]) if options.get("limit") else "none"),
+        ("filter", repr(options["case_filter"]) if options.get("case_filter") else "none"),
+    ]
+    if options.get("parallel"):
+        rows.append(("parallel", str(options["parallel"])))
+    rows.append(("git ref", git_ref or "the working tree"))
+    if commit:
+        rows.append(("commit", commit))
+    return rows

@@ -75,6 +75,8 @@ def run_options(
         "limit": limit,
         "case_filter": case_filter,
         "case_indices": list(indices),
+        # How many cases the agent.yaml had: a run of fewer is partial (Run.partial_text).
+        "config_cases": len(cases),
         # [index, name, multi-turn?, turns] of each selected case.
         "cases": [
             [i, cases[i].name or "", cases[i].is_multi_turn, len(cases[i].as_turns())]

@@ -54,6 +54,8 @@ class TrendRun:
     transcripts_run: int | None = None
     graded_with: str = ""
     grading_commit: str = ""
+    # "partial: 3 of 8 cases, filter 'cash'" when it ran a selection of its agent's cases.
+    partial: str = ""
 
     @property
     def short_commit(self) -> str:
@@ -282,6 +284,8 @@ def point_title(run: TrendRun) -> str:
     lines = [f"Run #{run.id} · {run.status} · {rate}"]
     if run.cases is not None:
         lines.append(cases_line(run.cases))
+    if run.partial:
+        lines.append(run.partial)
     if run.is_regrade:
         graded = run.grading_commit[:8] or "no commit"
         lines[0] = f"Re-grade #{run.id} of #{run.regrade_of} · {run.status} · {rate}"

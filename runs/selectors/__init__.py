@@ -5,7 +5,8 @@ the run: lists read the summary columns, turn details are fetched only for one c
 are stored when a result is written; nothing here recomputes them. Views and API routers import
 no model: they call these (import-linter checks it).
 
-- ``projects``: the projects, one project;
+- ``projects``: the projects, one project, its pass-rate series;
+- ``partial``: a run's partial badge read as columns (lists that do not load ``Run.options``);
 - ``runs``: the runs list (filters, facets), one run and its summary (stored, or live while
   it runs);
 - ``cases``: a run's case rows, one case with its turns and metrics, and its summary;

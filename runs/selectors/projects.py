@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, Run
+from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
+
+if TYPE_CHECKING:
+    from runs.report.trend_chart import TrendRun
 
 
 def project_list() -> QuerySet[AgentProject]:
@@ -40,6 +45,15 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
+    # Its launch's limit, filter and agent.yaml case count (read out of Run.options, whose
+    # case list can be long): what its partial badge says.
+    limit: Any = None
+    case_filter: Any = None
+    config_cases: Any = None
+
+    @property
+    def partial_text(self) -> str:
+        return partial_text_of(self.limit, self.case_filter, self.config_cases, self.total_cases)
 
 
 def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
@@ -53,10 +67,12 @@ def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
         )
     )
     ids = [project.last_run_id for project in projects if project.last_run_id is not None]
-    fields = [field.name for field in dataclass_fields(LastRun)]
+    fields = [field.name for field in dataclass_fields(LastRun)][: -len(PARTIAL_COLUMNS)]
     runs = {
         values[0]: LastRun(*values)
-        for values in Run.objects.filter(pk__in=ids).order_by().values_list(*fields)
+        for values in Run.objects.filter(pk__in=ids)
+        .order_by()
+        .values_list(*fields, *PARTIAL_COLUMNS)
     }
     return [(project, runs.get(project.last_run_id)) for project in projects]
 
@@ -79,3 +95,13 @@ def project_get(*, project_id: int) -> AgentProject:
 def project_choices() -> QuerySet[AgentProject]:
     """Every project's id and name, by name: what a project <select> offers."""
     return AgentProject.objects.order_by("name").only("id", "name")
+
+
+def project_pass_rates(*, project: AgentProject, last: int = 20) -> list[TrendRun]:
+    """The project's last ``last`` finished runs (re-grades left out), oldest first, as the
+    trends page reads them (``runs.selectors.trends``): the project page's small series."""
+    from runs.report.trend_chart import split_regrades
+    from runs.selectors.trends import finished_runs
+
+    runs, _ = split_regrades(finished_runs(project=project, agent=""))
+    return runs[-last:]

@@ -30,6 +30,7 @@ from runs.models import AgentProject, Run
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
+from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 
@@ -58,6 +59,8 @@ def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]
         "summary__cases",
         "regrade_of",
         "regrade_sources",
+        "total_cases",
+        *PARTIAL_COLUMNS,
     )
     return [_trend_run(row) for row in rows]
 
@@ -96,6 +99,7 @@ def _trend_run(row: tuple[Any, ...]) -> TrendRun:
         # In the time zone the page shows: the chart's labels read it as it is.
         created_at=timezone.localtime(row[10]),
         cases=cases,
+        partial=partial_text_of(row[15], row[16], row[17], row[14]),
     )
 
 

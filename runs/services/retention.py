@@ -140,14 +140,28 @@ def _next_batch(candidates: QuerySet[Run]) -> list[int]:
     return batch
 
 
-def _delete_batch(ids: list[int]) -> tuple[PruneCounts, set[int]]:
+def runs_delete(*, runs: QuerySet[Run]) -> PruneCounts:
+    """Delete the finished runs among ``runs``, kept ones too (someone asked for these, e.g.
+    removing a project with its runs), in retention's batches, and the snapshots they freed."""
+    candidates = runs.exclude(status__in=Run.ACTIVE).order_by()
+    counts = PruneCounts()
+    freed: set[int] = set()
+    while batch := _next_batch(candidates):
+        batch_counts, snapshot_ids = _delete_batch(batch, kept_too=True)
+        if not batch_counts.runs:
+            break
+        counts.add(batch_counts)
+        freed.update(snapshot_ids)
+    counts.snapshots = _snapshots_delete(freed)
+    return counts
+
+
+def _delete_batch(ids: list[int], *, kept_too: bool = False) -> tuple[PruneCounts, set[int]]:
     with transaction.atomic():
         # Read again inside the transaction: a run kept or re-queued since is left alone.
-        locked = (
-            Run.objects.select_for_update()
-            .filter(pk__in=ids, keep=False)
-            .exclude(status__in=Run.ACTIVE)
-        )
+        locked = Run.objects.select_for_update().filter(pk__in=ids).exclude(status__in=Run.ACTIVE)
+        if not kept_too:
+            locked = locked.filter(keep=False)
         rows = list(locked.values_list("pk", "snapshot_id"))
         run_ids = [pk for pk, _ in rows]
         if not run_ids:

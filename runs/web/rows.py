@@ -101,6 +101,7 @@ def project_rows_html(
         runs=reverse("run_list"),
         trends=reverse("trends"),
         run=_url_of("run_detail"),
+        project=_url_of("project_detail"),
         launch=_url_of("project_launch") if staff else None,
     )
     return mark_safe("".join(_project_row(project, run, urls) for project, run in projects))
@@ -111,6 +112,7 @@ class _ProjectUrls:
     runs: str
     trends: str
     run: Callable[[int], str]
+    project: Callable[[int], str]
     launch: Callable[[int], str] | None  # None: no launch button (not staff)
 
 
@@ -127,12 +129,23 @@ def _project_row(project: AgentProject, run: LastRun | None, urls: _ProjectUrls)
         _last_run_cells(run, urls) if run else '<td colspan="6" class="muted">no runs yet</td>'
     )
     return (
-        f"<tr>\n    <td><strong>{escape(project.name)}</strong>{description}</td>\n"
+        f'<tr>\n    <td><strong><a href="{urls.project(pk)}">{escape(project.name)}</a></strong>'
+        f"{description}</td>\n"
         f'    <td class="mono small">{escape(project.agent_path)}</td>\n'
         f"    {last_run}\n"
         f'    <td class="actions">\n      <a href="{urls.runs}?project={pk}">runs</a>\n'
         f'      <a href="{urls.trends}?project={pk}">trends</a>\n      {launch}\n    </td>\n'
         "  </tr>\n"
+    )
+
+
+def partial_badge(text: str) -> str:
+    """The partial badge (``Run.partial_text``), or "" for a run of every case."""
+    if not text:
+        return ""
+    return (
+        f' <span class="chip chip-warn partial-mark" title="run of a selection of the'
+        f" agent.yaml's cases (a limit or a filter): not the whole result\">{escape(text)}</span>"
     )
 
 
@@ -147,8 +160,9 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
     )
     status = escape(run.status)
     commit = escape(shortsha(run.git_commit)) or "–"
+    partial = partial_badge(run.partial_text)
     return (
-        f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}</td>\n'
+        f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
         f'    <td><span class="chip chip-{status}">{status}</span></td>\n'
         f"    <td>{run.passed_cases}/{run.total_cases} passed</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"

@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.web import compare, imports, regrade, snapshots, tokens, trends, views
+from runs.web import compare, imports, projects, regrade, snapshots, tokens, trends, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("projects/new/", projects.project_new, name="project_new"),
+    path("projects/<int:project_id>/", projects.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/edit/", projects.project_edit, name="project_edit"),
+    path("projects/<int:project_id>/remove/", projects.project_remove, name="project_remove"),
     path("projects/<int:project_id>/launch/", views.project_launch, name="project_launch"),
     path("runs/", views.run_list, name="run_list"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),

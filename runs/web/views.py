@@ -146,7 +146,9 @@ SUGGESTED_NAMES = 12
 @require_http_methods(["GET", "POST"])
 def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     project = selectors.project_get(project_id=project_id)
-    form = LaunchForm(request.POST or None, initial={"idempotency_key": uuid.uuid4().hex})
+    rerun = _rerun_of(request, project) if request.method == "GET" else None
+    initial = {"idempotency_key": uuid.uuid4().hex, **(rerun_initial(rerun) if rerun else {})}
+    form = LaunchForm(request.POST or None, initial=initial)
     problems: list[str] = []
     if request.method == "POST" and form.is_valid():
         outcome = _launch(request, project, form)
@@ -166,6 +168,7 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     filter_errors = form.errors.get("case_filter") if form.is_bound else None
     context = {
         "project": project,
+        "rerun": rerun,
         "form": form,
         "problems": problems,
         "preview": preview,
@@ -178,6 +181,31 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "runs/launch.html", context, status=status)
+
+
+def _rerun_of(request: HttpRequest, project: AgentProject) -> Run | None:
+    """``?rerun=RUN``: the run of ``project`` whose options fill in the form, or None."""
+    run_id = int_param(request, "rerun", minimum=1)
+    if run_id is None:
+        return None
+    run = selectors.run_row(
+        run_id=run_id, only=("id", "project_id", "options", "git_ref", "git_commit")
+    )
+    if run.project_id != project.pk:
+        raise BadRequest(f"?rerun=: run {run_id} is not a run of {project.name}")
+    return run
+
+
+def rerun_initial(run: Run) -> dict[str, Any]:
+    """The launch form's fields as ``run`` was launched (its limit, filter, parallelism and git
+    ref; empty where it had none)."""
+    options = run.options or {}
+    return {
+        "git_ref": run.git_ref,
+        "parallel": options.get("parallel"),
+        "case_filter": options.get("case_filter") or "",
+        "limit": options.get("limit"),
+    }
 
 
 def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:

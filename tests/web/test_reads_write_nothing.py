@@ -53,6 +53,11 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     urls = [
         reverse("home"),
         reverse("project_launch", args=[project.pk]),
+        reverse("project_launch", args=[project.pk]) + f"?rerun={run.pk}",
+        reverse("project_new"),
+        reverse("project_detail", args=[project.pk]),
+        reverse("project_edit", args=[project.pk]),
+        reverse("project_remove", args=[project.pk]),  # the confirm step
         reverse("run_list"),
         reverse("run_detail", args=[run.pk]),
         reverse("run_progress", args=[run.pk]),

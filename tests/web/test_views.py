@@ -226,7 +226,9 @@ def test_the_home_page_escapes_what_users_wrote_and_marks_a_regrade(
         name="<b>weather</b>", description="a & b " + "x" * 200
     )
     html = staff_client.get(reverse("home")).text
-    assert "<strong>&lt;b&gt;weather&lt;/b&gt;</strong>" in html
+    assert (
+        f'<strong><a href="/projects/{project.pk}/">&lt;b&gt;weather&lt;/b&gt;</a></strong>' in html
+    )
     assert '<div class="muted small">a &amp; b xxx' in html and "x" * 150 not in html
     assert f'<a href="{reverse("run_detail", args=[regrade.pk])}">#{regrade.pk}</a>' in html
     assert f'data-regrade-of="{original.pk}"' in html
