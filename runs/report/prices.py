@@ -225,6 +225,39 @@ def report_cost(report: TestReport, agent_model: str | None, table: PriceTable) 
     return split_total(case_cost(result, agent_model, table) for result in report.results)
 
 
+@dataclass(frozen=True)
+class ReportPrices:
+    """What a report's writer prices it with: the agent's model and the table, or the price
+    file's error (then every cost reads as that error, nothing as $0)."""
+
+    agent_model: str | None
+    table: PriceTable | None
+    error: str | None = None
+
+    def case(self, result: TestResult) -> SplitCost | None:
+        return None if self.table is None else case_cost(result, self.agent_model, self.table)
+
+    def report(self, report: TestReport) -> SplitCost | None:
+        return None if self.table is None else report_cost(report, self.agent_model, self.table)
+
+
+def report_prices(agent_config: Mapping[str, Any] | None) -> ReportPrices:
+    """The prices of a run whose config snapshot is ``agent_config`` ($HOLODECK_PRICES)."""
+    try:
+        table = price_table()
+    except PriceFileError as exc:
+        return ReportPrices(None, None, str(exc))
+    return ReportPrices(agent_model_name(agent_config), table)
+
+
+def split_text(cost: SplitCost) -> str:
+    """``$0.0300 (agent $0.0100 · judge $0.0200)``."""
+    return (
+        f"{format_cost(cost.both)} (agent {format_cost(cost.agent)} · "
+        f"judge {format_cost(cost.judge)})"
+    )
+
+
 def format_usd(usd: float) -> str:
     """``$0.0123`` below a dollar (four decimals: a turn costs fractions of a cent), else
     ``$12.34``."""

@@ -41,6 +41,7 @@ from runs.selectors.compare import (
     compare_runs,
     runs_for_compare,
 )
+from runs.selectors.costs import run_cost
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -204,6 +205,7 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
 
 
 def _gate_run(run: Run, summary: RunSummary) -> GateRun:
+    priced = run_cost(run=run)
     return GateRun(
         id=run.pk,
         agent_name=run.agent_name,
@@ -211,6 +213,8 @@ def _gate_run(run: Run, summary: RunSummary) -> GateRun:
         git_commit=run.git_commit,
         git_branch=run.git_branch,
         summary=summary,
+        cost=priced.cost,
+        cost_error=priced.error,
     )
 
 
