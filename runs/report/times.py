@@ -70,7 +70,9 @@ def case_times(total_ms: int, turns: Iterable[TurnTimes]) -> CaseTimes:
         if turn.judge_ms is not None:
             judged = True
             judge += turn.judge_ms
-    return CaseTimes(total_ms, agent, grading, judge if judged else None, total_ms - agent - grading)
+    return CaseTimes(
+        total_ms, agent, grading, judge if judged else None, total_ms - agent - grading
+    )
 
 
 def metric_times(metrics: Iterable[MetricResult]) -> list[MetricTime]:
@@ -96,4 +98,3 @@ def wire_case_times(result: TestResult) -> CaseTimes:
         agent_ms = result.execution_time_ms - graded.grading_ms
         turns = [TurnTimes(agent_ms, graded.grading_ms, graded.judge_ms)]
     return case_times(result.execution_time_ms, turns)
-

@@ -382,9 +382,7 @@ def summary_properties(summary: RunSummary) -> list[tuple[str, str]]:
     return found
 
 
-def cost_properties(
-    prices: ReportPrices | None, cost: SplitCost | None
-) -> list[tuple[str, str]]:
+def cost_properties(prices: ReportPrices | None, cost: SplitCost | None) -> list[tuple[str, str]]:
     """``cost``, ``cost.agent``, ``cost.judge`` as the pages write them (``$0.0123``, ``unknown
     price (model)``, ``—`` without tokens); ``cost`` holds the price file's error if it has one."""
     if prices is None:

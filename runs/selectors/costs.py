@@ -70,22 +70,29 @@ def prices() -> PriceTable | str:
 
 def run_cost(*, run: Run) -> Priced:
     """The run's cost, agent and judge apart (three queries)."""
+    return runs_costs(run_ids=[run.pk])[run.pk]
+
+
+def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
+    """Each run's cost, agent and judge apart (three queries for all of them)."""
     table = prices()
     if isinstance(table, str):
-        return Priced(None, table)
-    model = agent_model(run_id=run.pk)
-    usages = CaseResult.objects.filter(run=run, token_usage__isnull=False)
-    agent = total(
-        usage_cost(usage, model, table) for usage in usages.values_list("token_usage", flat=True)
-    )
-    judged = MetricResult.objects.filter(run=run).filter(
+        return {run_id: Priced(None, table) for run_id in run_ids}
+    models = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", KT(MODEL_NAME)))
+    agent: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
+    usages = CaseResult.objects.filter(run_id__in=run_ids, token_usage__isnull=False)
+    for run_id, usage in usages.values_list("run_id", "token_usage"):
+        agent[run_id].append(usage_cost(usage, models.get(run_id) or None, table))
+    judge: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
+    judged = MetricResult.objects.filter(run_id__in=run_ids).filter(
         Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False)
     )
-    judge = total(
-        judge_cost(usage, used, usd, table)
-        for usage, used, usd in judged.values_list("judge_usage", "model_used", "judge_cost_usd")
-    )
-    return Priced(SplitCost(agent, judge))
+    fields = ("run_id", "judge_usage", "model_used", "judge_cost_usd")
+    for run_id, usage, used, usd in judged.values_list(*fields):
+        judge[run_id].append(judge_cost(usage, used, usd, table))
+    return {
+        run_id: Priced(SplitCost(total(agent[run_id]), total(judge[run_id]))) for run_id in run_ids
+    }
 
 
 def turn_row_cost(turn: TurnResult, model: str | None, table: PriceTable) -> SplitCost:
@@ -109,9 +116,10 @@ __all__ = [
     "Priced",
     "Pricing",
     "agent_model",
-    "pricing_for", 
     "case_row_cost",
     "prices",
+    "pricing_for",
     "run_cost",
+    "runs_costs",
     "turn_row_cost",
 ]
