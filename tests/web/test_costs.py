@@ -11,7 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run
-from tests.web.factories import RunSpec, build_run
+from runs.services.tokens import token_create
+from tests.web.factories import RunSpec, build_run, make_user
+from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +122,40 @@ def test_compare_and_the_gate_show_cost_and_its_change(
     said = out.getvalue()
     assert "| agent cost | $0.4800 | $0.4800 | +$0.0000 |" in said
     assert "| judge cost | unknown price (mystery-judge) | $0.0400 |  |" in said
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recorded_cases_time_is_its_session_wait_turns_and_grading(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    """From the engine through the recorder to the case page, the parts add up."""
+    project = example_project(tmp_path)
+    with pytest.raises(SystemExit):
+        call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
+    run = Run.objects.filter(source=Run.Source.CLI).latest("pk")
+    for case in CaseResult.objects.filter(run=run).prefetch_related("turns__metrics"):
+        turns = list(case.turns.all())
+        agent = sum(turn.execution_time_ms for turn in turns)
+        grading = sum(m.evaluation_time_ms or 0 for turn in turns for m in turn.metrics.all())
+        assert 0 <= case.execution_time_ms - agent - grading <= (case.session_start_ms or 0)
+    case = CaseResult.objects.filter(run=run).first()
+    assert case is not None
+    html = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert " = session start " in html and " + grading " in html
+
+
+def test_the_compare_api_gives_each_runs_cost_with_unpriced_models_named(
+    client: Client, project: AgentProject
+) -> None:
+    base = priced_run(project)
+    run = priced_run(project, judge="mystery-judge")
+    _, secret = token_create(user=make_user("api"), name="costs")
+    body = client.get(
+        "/api/v1/compare",
+        {"runs": [base.pk, run.pk], "baseline": base.pk},
+        headers={"Authorization": f"Bearer {secret}"},
+    ).json()
+    first, second = (headline["cost"] for headline in body["headline"])
+    assert first["total"]["usd"] == pytest.approx(0.52)
+    assert second["agent"]["usd"] == pytest.approx(0.48)
+    assert second["judge"] == {"usd": None, "priced_usd": 0.0, "unpriced": ["mystery-judge"]}
