@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -159,3 +160,16 @@ def test_the_compare_api_gives_each_runs_cost_with_unpriced_models_named(
     assert first["total"]["usd"] == pytest.approx(0.52)
     assert second["agent"]["usd"] == pytest.approx(0.48)
     assert second["judge"] == {"usd": None, "priced_usd": 0.0, "unpriced": ["mystery-judge"]}
+
+
+def test_a_running_runs_duration_is_its_time_so_far_on_the_page_and_the_poll(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, status=Run.Status.RUNNING, done=1))
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    # build_run starts it a minute ago; its recorded duration (61.5 s) is not shown yet.
+    assert re.search(r'<span class="tile-value" data-duration="elapsed">1m 0\ds</span>', html)
+    polled = viewer_client.get(
+        reverse("run_progress", args=[run.pk]), headers={"HX-Request": "true"}
+    )
+    assert re.search(r'data-duration="elapsed">1m 0\ds<', polled.text)
