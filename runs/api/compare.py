@@ -14,6 +14,7 @@ from ninja.errors import HttpError
 
 from runs.api.schemas import Id, responses
 from runs.report.kinds import MetricKind
+from runs.report.prices import Cost, SplitCost
 from runs.report.regrades import RegradeSources
 from runs.report.summary import RunSummary
 from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing, comparison_for
@@ -41,6 +42,20 @@ class BaselineOut(Schema):
     added: bool
 
 
+class CostPartOut(Schema):
+    usd: float | None = Field(
+        description="USD; null when a model has no price (then unpriced names it)"
+    )
+    priced_usd: float = Field(description="the part that has a price")
+    unpriced: list[str] = Field(description="models whose tokens have no price")
+
+
+class CostOut(Schema):
+    total: CostPartOut
+    agent: CostPartOut
+    judge: CostPartOut
+
+
 class HeadlineOut(Schema):
     run_id: int
     git_commit: str = Field(description="a re-grade's is its transcripts' commit")
@@ -66,7 +81,12 @@ class HeadlineOut(Schema):
     tokens: int | None
     agent_ms: int
     judge_ms: int
-    cost_usd: float | None
+    cost_usd: float | None = Field(description="judge cost as deepeval recorded it (kind-filtered)")
+    cost: CostOut | None = Field(
+        default=None,
+        description="the whole run's cost by the price table (docs/cost.md), agent and judge "
+        "apart; null when the price file cannot be read",
+    )
     regressions: int
     fixes: int
 
@@ -127,6 +147,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "agent_ms": h.agent_ms,
                 "judge_ms": h.judge_ms,
                 "cost_usd": h.cost_usd,
+                "cost": _cost_out(h.cost),
                 "regressions": h.regressions,
                 "fixes": h.fixes,
             }
@@ -150,6 +171,20 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         ],
         "row_count": len(matrix.rows),
         "mixed_projects": comparison.mixed_projects,
+    }
+
+
+def _cost_out(cost: SplitCost | None) -> dict[str, object] | None:
+    if cost is None:
+        return None
+    return {"total": _part(cost.both), "agent": _part(cost.agent), "judge": _part(cost.judge)}
+
+
+def _part(cost: Cost) -> dict[str, object]:
+    return {
+        "usd": cost.usd if not cost.unpriced else None,
+        "priced_usd": cost.usd,
+        "unpriced": list(cost.unpriced),
     }
 
 

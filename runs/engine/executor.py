@@ -47,6 +47,7 @@ from runs.report.models import (
     ToolInvocation,
     TurnResult,
 )
+from runs.report.times import grading_ms
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -192,14 +193,16 @@ class Engine:
             if session is not None:
                 await close_session(session)
         result = self._case_result(case, results, files)
+        # The case's time is its turns' sends, their grading (runs.report.times) and the part
+        # of its session's start it waited for: the parts add up to it.
+        update: dict[str, Any] = {
+            "execution_time_ms": result.execution_time_ms
+            + sum(grading_ms(turn) for turn in results)
+        }
         if opened is not None:
-            # The case's time includes the part of its session's start it waited for.
-            result = result.model_copy(
-                update={
-                    "session_start_ms": opened.start_ms,
-                    "execution_time_ms": result.execution_time_ms + opened.waited_ms,
-                }
-            )
+            update["session_start_ms"] = opened.start_ms
+            update["execution_time_ms"] += opened.waited_ms
+        result = result.model_copy(update=update)
         await emit(
             self.on_event,
             CaseEvent(

@@ -308,7 +308,9 @@ def to_metric_result(metric: Metric, grade: Grade, elapsed_ms: int) -> MetricRes
         scale=getattr(metric, "scale", None),
         error=grade.error,
         retry_count=grade.retry_count,
-        evaluation_time_ms=grade.evaluation_time_ms or elapsed_ms,
+        # The time the turn waited for it (a grader's own clock leaves out, e.g., a first
+        # judge's import of deepeval), so a turn's grading adds up to what it took.
+        evaluation_time_ms=max(grade.evaluation_time_ms, elapsed_ms),
         model_used=grade.model_used,
         reasoning=grade.reason,
         judge_usage=judge_usage,

@@ -18,6 +18,7 @@ from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
 from runs.report.build import rollup_turns, single_turn_result
 from runs.report.models import TestResult, TurnResult
 from runs.report.numbers import turn_text
+from runs.report.times import grading_ms
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -64,8 +65,12 @@ async def regrade_case(
             await on_turn(result)
     timestamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     if multi_turn:
-        return rollup_turns(turns, test_name=case_name, timestamp=timestamp), turns
-    return single_turn_result(turns[0], case_name, timestamp), turns
+        rolled = rollup_turns(turns, test_name=case_name, timestamp=timestamp)
+    else:
+        rolled = single_turn_result(turns[0], case_name, timestamp)
+    # Its time: the transcripts' turns and their new grading (runs.report.times; no session).
+    spent = rolled.execution_time_ms + sum(grading_ms(turn) for turn in turns)
+    return rolled.model_copy(update={"execution_time_ms": spent}), turns
 
 
 def config_case(agent: LoadedAgent, name: str | None, index: int) -> TestCase | None:

@@ -20,6 +20,7 @@ from runs.report.numbers import (
     ordinal,
 )
 from runs.report.outcomes import Outcome
+from runs.report.prices import Cost, SplitCost, format_cost, format_usd
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 
 
@@ -71,6 +72,10 @@ class GateRun:
     git_commit: str
     git_branch: str
     summary: RunSummary
+    # What it cost (runs.report.prices), agent and judge apart; None with cost_error when the
+    # price file cannot be read, None alone when not priced.
+    cost: SplitCost | None = None
+    cost_error: str | None = None
 
 
 @dataclass
@@ -166,11 +171,39 @@ def _md_table(result: GateResult) -> str:
             _count_row(f"{scope} {label}", getattr(now, name), getattr(then, name))
             for label, name in _COUNT_ROWS
         ]
+    lines += _md_cost_rows(run, base)
     lines += [
         f"| regressed turns | {result.regressions} | | |",
         f"| fixed turns | {result.fixes} | | |",
     ]
     return "\n".join(lines)
+
+
+def _md_cost_rows(run: GateRun, base: GateRun) -> list[str]:
+    """Cost, agent cost and judge cost of both runs; the change only where both are known."""
+    error = run.cost_error or base.cost_error
+    if error:
+        return [f"| cost | {_md(error)} | | |"]
+    if run.cost is None or base.cost is None:
+        return []
+    rows = []
+    for label, now, then in (
+        ("cost", run.cost.both, base.cost.both),
+        ("agent cost", run.cost.agent, base.cost.agent),
+        ("judge cost", run.cost.judge, base.cost.judge),
+    ):
+        rows.append(
+            f"| {label} | {_md(format_cost(now))} | {_md(format_cost(then))} "
+            f"| {_cost_change(now, then)} |"
+        )
+    return rows
+
+
+def _cost_change(now: Cost, then: Cost) -> str:
+    if not (now.known and then.known):
+        return ""
+    change = now.usd - then.usd
+    return f"{'+' if change >= 0 else '-'}{format_usd(abs(change))}"
 
 
 def _count_row(label: str, now: int, then: int) -> str:

@@ -19,6 +19,7 @@ from runs.report.holodeck_io import dump_eval_run, slugify
 from runs.report.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
 from runs.report.numbers import format_rate, format_score, ordinal, turn_text
 from runs.report.outcomes import GRADED, Outcome
+from runs.report.prices import ReportPrices, SplitCost, format_cost, report_prices, split_text
 from runs.report.summary import OutcomeCounts, RunSummary
 
 PASS_MARK = "✅"
@@ -70,18 +71,43 @@ def verdict(outcome: str | None) -> str:
 # ---------------------------------------------------------------------------- Markdown
 
 
-def to_markdown(report: TestReport, *, max_text: int = 500) -> str:
+def to_markdown(
+    report: TestReport, *, max_text: int = 500, prices: ReportPrices | None = None
+) -> str:
     """A readable report: header, metric table, one section per test case (with its turns).
 
     Long inputs and responses (a ConvFinQA turn 0 carries a whole filing) are cut to
-    ``max_text`` characters; the JSON file keeps the full text.
+    ``max_text`` characters; the JSON file keeps the full text. With ``prices`` the header and
+    each case say what they cost, agent and judge apart.
     """
     summary = report_summary(report)
-    lines = _markdown_header(report, summary) + _markdown_metric_table(summary)
+    lines = _markdown_header(report, summary) + _cost_lines(prices, report)
+    lines += _markdown_metric_table(summary)
     lines += ["## Test cases", ""]
     for number, result in enumerate(report.results, start=1):
         lines += _markdown_case(number, result, max_text)
+        lines += _case_cost_lines(prices, result)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _cost_lines(prices: ReportPrices | None, report: TestReport) -> list[str]:
+    if prices is None:
+        return []
+    if prices.error is not None:
+        return [f"- **Cost**: {_inline(prices.error)}", ""]
+    cost = prices.report(report)
+    source = prices.table.source if prices.table is not None else ""
+    return [f"- **Cost**: {_cost_text(cost)} (prices: {_inline(source)})", ""]
+
+
+def _case_cost_lines(prices: ReportPrices | None, result: TestResult) -> list[str]:
+    if prices is None or prices.error is not None:
+        return []
+    return [f"**Cost**: {_cost_text(prices.case(result))}", ""]
+
+
+def _cost_text(cost: SplitCost | None) -> str:
+    return "—" if cost is None else _inline(split_text(cost))
 
 
 def _markdown_header(report: TestReport, summary: RunSummary) -> list[str]:
@@ -290,7 +316,7 @@ def _seconds(ms: int) -> str:
 # ---------------------------------------------------------------------------- JUnit XML
 
 
-def to_junit_xml(report: TestReport) -> str:
+def to_junit_xml(report: TestReport, *, prices: ReportPrices | None = None) -> str:
     """One ``<testsuite>`` for the agent, one ``<testcase>`` per test case.
 
     A case's stored outcome decides its element: failed, a ``<failure>``; errored, an
@@ -325,9 +351,11 @@ def to_junit_xml(report: TestReport) -> str:
     _add_property(properties, "holodeck_version", report.holodeck_version)
     for name, value in summary_properties(report_summary(report)):
         _add_property(properties, name, value)
+    for name, value in cost_properties(prices, prices.report(report) if prices else None):
+        _add_property(properties, name, value)
     classname = _classname(report.agent_name)
     for number, result in enumerate(report.results, start=1):
-        _junit_case(suite, result, number, classname)
+        _junit_case(suite, result, number, classname, prices)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -354,6 +382,22 @@ def summary_properties(summary: RunSummary) -> list[tuple[str, str]]:
     return found
 
 
+def cost_properties(prices: ReportPrices | None, cost: SplitCost | None) -> list[tuple[str, str]]:
+    """``cost``, ``cost.agent``, ``cost.judge`` as the pages write them (``$0.0123``, ``unknown
+    price (model)``, ``—`` without tokens); ``cost`` holds the price file's error if it has one."""
+    if prices is None:
+        return []
+    if prices.error is not None:
+        return [("cost", prices.error)]
+    if cost is None:
+        return []
+    return [
+        ("cost", format_cost(cost.both)),
+        ("cost.agent", format_cost(cost.agent)),
+        ("cost.judge", format_cost(cost.judge)),
+    ]
+
+
 # A case's outcome -> its JUnit element and that element's type (none for a passed case).
 _JUNIT_ELEMENTS: dict[Outcome, tuple[str, str]] = {
     Outcome.FAILED: ("failure", "TestCaseFailed"),
@@ -361,7 +405,13 @@ _JUNIT_ELEMENTS: dict[Outcome, tuple[str, str]] = {
 }
 
 
-def _junit_case(suite: ET.Element, result: TestResult, number: int, classname: str) -> None:
+def _junit_case(
+    suite: ET.Element,
+    result: TestResult,
+    number: int,
+    classname: str,
+    prices: ReportPrices | None = None,
+) -> None:
     case = ET.SubElement(
         suite,
         "testcase",
@@ -371,10 +421,13 @@ def _junit_case(suite: ET.Element, result: TestResult, number: int, classname: s
             time=_xml_seconds(result.execution_time_ms),
         ),
     )
-    if result.metric_results:
+    costs = cost_properties(prices, prices.case(result) if prices else None)
+    if result.metric_results or costs:
         properties = ET.SubElement(case, "properties")
         for metric in result.metric_results:
             _add_property(properties, f"metric.{metric.metric_name}", _metric_text(metric))
+        for name, value in costs:
+            _add_property(properties, name, value)
     outcome = Outcome.of(result.outcome)
     if outcome is not Outcome.PASSED:
         reasons = failure_reasons(result)
@@ -454,6 +507,7 @@ def export_text(run: EvalRun, fmt: ExportFormat) -> str:
     ``run_agent --output`` writes, the run page's downloads and the API's export."""
     if fmt == "json":
         return to_json(run)
+    prices = report_prices(run.metadata.agent_config)
     if fmt == "markdown":
-        return to_markdown(run.report)
-    return to_junit_xml(run.report)
+        return to_markdown(run.report, prices=prices)
+    return to_junit_xml(run.report, prices=prices)

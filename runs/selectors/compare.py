@@ -27,8 +27,10 @@ from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.report.numbers import pass_rate_of
 from runs.report.outcomes import RUN_FINISHED_STATES, Outcome
+from runs.report.prices import SplitCost
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
+from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
 
 MAX_RUNS = 12
@@ -61,6 +63,10 @@ class Headline:
     judge_ms: int
     cost_usd: float | None
     kind_pass_rate: float | None = None  # only with a kind filter
+    # The whole run's cost by the price table (runs.report.prices), agent and judge apart;
+    # None with cost_error when the price file cannot be read.
+    cost: SplitCost | None = None
+    cost_error: str | None = None
     regressions: int = 0
     fixes: int = 0
     # The summary's metrics of the selected kinds (every metric without a filter).
@@ -260,6 +266,7 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
     matrix = build_matrix({run.pk: cases.get(run.pk, []) for run in runs}, baseline.pk, kinds)
     summaries = run_summaries(runs)
     judge = _judge_sums(ids, kinds)
+    costs = runs_costs(run_ids=ids)
     headlines = [
         _headline(
             run,
@@ -268,6 +275,7 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
             kinds=kinds,
             judge=judge.get(run.pk, (0, None)),
             totals=totals.get(run.pk, RunTotals()),
+            priced=costs[run.pk],
         )
         for run in runs
     ]
@@ -407,6 +415,7 @@ def _headline(
     kinds: list[str],
     judge: tuple[int, float | None],
     totals: RunTotals,
+    priced: Priced | None = None,
 ) -> Headline:
     regressions, fixes = (0, 0) if run.pk == matrix.baseline_id else matrix.totals(run.pk)
     kind_pass_rate = None
@@ -423,6 +432,8 @@ def _headline(
         agent_ms=totals.agent_ms,
         judge_ms=judge[0],
         cost_usd=judge[1],
+        cost=priced.cost if priced else None,
+        cost_error=priced.error if priced else None,
         metrics=[metric for metric in summary.metrics if not kinds or metric.kind in kinds],
         regressions=regressions,
         fixes=fixes,

@@ -39,6 +39,7 @@ from runs.selectors.compare import (
     compare_runs,
     runs_for_compare,
 )
+from runs.selectors.costs import run_cost
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -200,6 +201,7 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
 
 
 def _gate_run(run: Run, summary: RunSummary) -> GateRun:
+    priced = run_cost(run=run)
     return GateRun(
         id=run.pk,
         agent_name=run.agent_name,
@@ -207,6 +209,8 @@ def _gate_run(run: Run, summary: RunSummary) -> GateRun:
         git_commit=run.git_commit,
         git_branch=run.git_branch,
         summary=summary,
+        cost=priced.cost,
+        cost_error=priced.error,
     )
 
 

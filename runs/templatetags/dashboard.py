@@ -23,10 +23,14 @@ from django import template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from runs.report import times
 from runs.report.kinds import KIND_LABELS, kind_order
 from runs.report.numbers import case_text, format_rate, format_score, ordinal, turn_text
 from runs.report.outcomes import Outcome, OutcomeLook, look
+from runs.report.prices import Cost, SplitCost, format_cost
 from runs.report.summary import MetricSummary, OutcomeCounts
+from runs.report.times import CaseTimes, TurnTimes
+from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
 
 register = template.Library()
 
@@ -416,3 +420,43 @@ def first_line(text: Any) -> str:
 @register.filter
 def shortsha(commit: str | None) -> str:
     return (commit or "")[:8]
+
+
+# --- times and cost ----------------------------------------------------------------------------
+
+
+@register.filter
+def turn_times(turn: Any) -> TurnTimes:
+    """A stored turn's agent / grading / judge times (its metrics prefetched)."""
+    return times.turn_times(
+        turn.execution_time_ms,
+        [times.MetricTime(m.kind, m.evaluation_time_ms) for m in turn.metrics.all()],
+    )
+
+
+@register.filter
+def case_times(case: Any) -> CaseTimes:
+    """A stored case's breakdown: session start + agent + grading = its time."""
+    return times.case_times(case.execution_time_ms, [turn_times(t) for t in case.turns.all()])
+
+
+@register.filter
+def cost_text(cost: Cost | None) -> str:
+    """``$0.0123``, ``unknown price (model)`` or ``—`` (no tokens recorded); never ``$0`` for
+    an unknown price."""
+    return "—" if cost is None else format_cost(cost)
+
+
+@register.filter
+def turn_cost(turn: Any, pricing: Pricing | None) -> SplitCost | None:
+    """A stored turn's cost, agent and judge apart (None: the price file is broken)."""
+    if pricing is None or pricing.table is None:
+        return None
+    return turn_row_cost(turn, pricing.model, pricing.table)
+
+
+@register.filter
+def case_cost(case: Any, pricing: Pricing | None) -> SplitCost | None:
+    if pricing is None or pricing.table is None:
+        return None
+    return case_row_cost(case.turns.all(), pricing.model, pricing.table)

@@ -32,6 +32,7 @@ from runs.report.numbers import (
     turn_text,
 )
 from runs.report.outcomes import Outcome
+from runs.report.prices import Cost, format_cost, format_usd
 from runs.report.summary import MetricSummary
 from runs.selectors.compare import (
     MAX_RUNS,
@@ -242,9 +243,40 @@ def headline_lines(headlines: Sequence[Headline], kinds: Sequence[str] = ()) -> 
         _line("tokens", ids, [h.tokens for h in headlines], thousands, "lower"),
         _line("agent time", ids, [h.agent_ms for h in headlines], duration, "lower"),
         _line("judge time", ids, [h.judge_ms or None for h in headlines], duration, "lower"),
-        _line("judge cost", ids, [h.cost_usd for h in headlines], _usd, "lower"),
     ]
+    lines += _cost_lines(headlines)
     return lines
+
+
+def _cost_lines(headlines: Sequence[Headline]) -> list[Line]:
+    """The whole run's cost, then the agent's and the judges' (runs.report.prices): "unknown
+    price" where a model has none, and a change only between two known costs."""
+    error = next((h.cost_error for h in headlines if h.cost_error), None)
+    if error is not None:
+        return [Line("cost", [Cell(h.run.pk, error) for h in headlines])]
+    lines = []
+    for label, part in (
+        ("cost", lambda c: c.both),
+        ("agent cost", lambda c: c.agent),
+        ("judge cost", lambda c: c.judge),
+    ):
+        costs = [part(h.cost) if h.cost is not None else Cost() for h in headlines]
+        lines.append(
+            Line(
+                label,
+                [_cost_cell(h.run.pk, c, costs[0]) for h, c in zip(headlines, costs, strict=True)],
+            )
+        )
+    return lines
+
+
+def _cost_cell(run_id: int, cost: Cost, base: Cost) -> Cell:
+    text = format_cost(cost)
+    if cost is base or not (cost.known and base.known) or cost.usd == base.usd:
+        return Cell(run_id, text)
+    change = cost.usd - base.usd
+    delta = ("+" if change > 0 else "−") + format_usd(abs(change))
+    return Cell(run_id, text, delta, "worse" if change > 0 else "better")
 
 
 def _line(
@@ -304,10 +336,6 @@ def _metric_lines(headlines: Sequence[Headline]) -> list[Line]:
 def _metric_order(key: tuple[str, str]) -> tuple[int, str]:
     kind, name = key
     return kind_order(kind), name
-
-
-def _usd(value: float) -> str:
-    return f"${value:.4f}"
 
 
 def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int]]]]:

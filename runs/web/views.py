@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import (
@@ -400,6 +401,27 @@ def _polled_summary(run: Run) -> RunSummary:
     return summary
 
 
+_live_costs: dict[uuid.UUID, tuple[float, Priced]] = {}
+
+
+def _polled_cost(run: Run) -> Priced:
+    """The run's cost for the poll: recounted (over all its cases and judge metrics) at most
+    every LIVE_SUMMARY_SECONDS while it runs, as the live summary is."""
+    if not run.is_active:
+        return run_cost(run=run)
+    now = time.monotonic()
+    with _live_summaries_lock:
+        cached = _live_costs.get(run.uid)
+    if cached is not None and now - cached[0] < LIVE_SUMMARY_SECONDS:
+        return cached[1]
+    cost = run_cost(run=run)
+    with _live_summaries_lock:
+        if len(_live_costs) > 100:  # runs that ended while nobody polled them
+            _live_costs.clear()
+        _live_costs[run.uid] = (now, cost)
+    return cost
+
+
 def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
     """What the header, the tiles and the progress box show of the run."""
     return {
@@ -409,8 +431,17 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         "summary": _polled_summary(run) if polled else selectors.run_summary(run=run),
         # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
         "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
+        "cost": _polled_cost(run) if polled else run_cost(run=run),
+        # While it runs: the time since it started, as of this render (each poll renders anew).
+        "elapsed_ms": _elapsed_ms(run),
         "version": run_version(run),
     }
+
+
+def _elapsed_ms(run: Run) -> int | None:
+    if not run.is_active or run.started_at is None:
+        return None
+    return max(0, int((timezone.now() - run.started_at).total_seconds() * 1000))
 
 
 def run_version(run: Run) -> str:
@@ -533,7 +564,12 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     """The turns of one case: the fragment an expanded case row loads."""
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     # Several cases can be expanded on one page: their turn anchors must not collide.
-    context = {"case": case, "run": case.run, "anchor_prefix": f"case-{case.pk}-"}
+    context = {
+        "case": case,
+        "run": case.run,
+        "anchor_prefix": f"case-{case.pk}-",
+        "pricing": pricing_for(run_id=run_id),
+    }
     return render(request, "runs/case_detail.html#case_turns", context)
 
 
@@ -548,6 +584,7 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
         "summary": selectors.case_summary(case=case),
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),
+        "pricing": pricing_for(run_id=run_id),
     }
     return render(request, "runs/case_detail.html", context)
 

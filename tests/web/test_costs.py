@@ -1,0 +1,175 @@
+"""Cost on the run page, the case page, the exports, compare's headline and the gate."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+
+from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.services.tokens import token_create
+from tests.web.factories import RunSpec, build_run, make_user
+from tests.web.services_helpers import example_project
+
+pytestmark = pytest.mark.django_db
+
+# USD per million tokens: a factory turn's 100 + 20 agent tokens cost $0.12, a judge's 1,000
+# prompt tokens $0.01.
+PRICES = """
+models:
+  agent-model: {input: 1000, output: 1000}
+  judge-model: {input: 10, output: 10}
+"""
+JUDGE_USAGE = {"prompt_tokens": 1000, "completion_tokens": 0, "total_tokens": 1000}
+
+
+@pytest.fixture(autouse=True)
+def price_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "prices.yaml"
+    path.write_text(PRICES)
+    monkeypatch.setenv("HOLODECK_PRICES", str(path))
+    return path
+
+
+def priced_run(project: AgentProject, judge: str = "judge-model", **fields: object) -> Run:
+    """Two cases of two turns, all passing: agent $0.48, judges $0.04 (per case: $0.24 and
+    $0.02, per turn $0.12 and $0.01)."""
+    run = build_run(
+        project,
+        RunSpec(cases=2, turns=2, failing=(), status=Run.Status.PASSED),
+        config_snapshot={"model": {"provider": "openai", "name": "agent-model"}},
+        **fields,
+    )
+    MetricResult.objects.filter(run=run, metric_name="politeness").update(
+        judge_usage=JUDGE_USAGE, model_used=judge
+    )
+    # A case's usage is its turns' sum, as the recorder writes it.
+    CaseResult.objects.filter(run=run).update(
+        token_usage={"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+    )
+    return run
+
+
+def test_the_run_page_shows_the_runs_cost_agent_and_judge_apart(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert '<span class="tile-value" data-cost="total">$0.5200</span>' in html
+    assert "agent $0.4800 · judge $0.0400" in html
+
+
+def test_a_judge_model_without_a_price_reads_unknown_price_never_zero(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project, judge="mystery-judge")
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert "$0.4800 + unknown price (mystery-judge)" in html
+    assert "judge unknown price (mystery-judge)" in html
+
+
+def test_the_case_page_shows_each_turns_cost_and_the_cases_time_breakdown(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project)
+    case = CaseResult.objects.get(run=run, index=0)
+    html = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "cost $0.2600 (agent $0.2400 · judge $0.0200)" in html
+    assert 'class="turn-cost"' in html and "cost $0.1300</span>" in html
+    assert "(judge 850 ms)" in html  # the judge's time, where a judge ran
+
+
+def test_a_bad_price_file_is_named_on_the_page_not_a_traceback(
+    viewer_client: Client, project: AgentProject, price_file: Path
+) -> None:
+    run = priced_run(project)
+    price_file.write_text("models:\n  agent-model: {input: lots, output: 1}\n")
+    response = viewer_client.get(reverse("run_detail", args=[run.pk]))
+    assert response.status_code == 200
+    assert f"price file {price_file}: models.agent-model.input" in response.text
+
+
+def test_markdown_and_junit_exports_carry_the_cost(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project)
+    url = reverse("run_export", args=[run.pk])
+    markdown = viewer_client.get(url, {"format": "markdown"}).content.decode()
+    assert "- **Cost**: $0.5200 (agent $0.4800 · judge $0.0400)" in markdown
+    assert "**Cost**: $0.2600 (agent $0.2400 · judge $0.0200)" in markdown
+    junit = viewer_client.get(url, {"format": "junit"}).content.decode()
+    assert '<property name="cost" value="$0.5200" />' in junit
+    assert '<property name="cost.judge" value="$0.0200" />' in junit
+    result_file = viewer_client.get(url, {"format": "json"}).content.decode()
+    assert '"cost"' not in result_file  # the HoloDeck file keeps HoloDeck's shape
+
+
+def test_compare_and_the_gate_show_cost_and_its_change(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base = priced_run(project)
+    run = priced_run(project, judge="mystery-judge")
+    html = viewer_client.get(reverse("compare"), {"runs": f"{base.pk},{run.pk}"}).text
+    assert "agent cost" in html and "$0.5200" in html
+    assert "unknown price (mystery-judge)" in html
+    out = StringIO()
+    with pytest.raises(SystemExit):
+        call_command("gate", "--run", run.pk, "--baseline", base.pk, stdout=out)
+    said = out.getvalue()
+    assert "| agent cost | $0.4800 | $0.4800 | +$0.0000 |" in said
+    assert "| judge cost | unknown price (mystery-judge) | $0.0400 |  |" in said
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recorded_cases_time_is_its_session_wait_turns_and_grading(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    """From the engine through the recorder to the case page, the parts add up."""
+    project = example_project(tmp_path)
+    with pytest.raises(SystemExit):
+        call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
+    run = Run.objects.filter(source=Run.Source.CLI).latest("pk")
+    for case in CaseResult.objects.filter(run=run).prefetch_related("turns__metrics"):
+        turns = list(case.turns.all())
+        agent = sum(turn.execution_time_ms for turn in turns)
+        grading = sum(m.evaluation_time_ms or 0 for turn in turns for m in turn.metrics.all())
+        assert 0 <= case.execution_time_ms - agent - grading <= (case.session_start_ms or 0)
+    case = CaseResult.objects.filter(run=run).first()
+    assert case is not None
+    html = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert " = session start " in html and " + grading " in html
+
+
+def test_the_compare_api_gives_each_runs_cost_with_unpriced_models_named(
+    client: Client, project: AgentProject
+) -> None:
+    base = priced_run(project)
+    run = priced_run(project, judge="mystery-judge")
+    _, secret = token_create(user=make_user("api"), name="costs")
+    body = client.get(
+        "/api/v1/compare",
+        {"runs": [base.pk, run.pk], "baseline": base.pk},
+        headers={"Authorization": f"Bearer {secret}"},
+    ).json()
+    first, second = (headline["cost"] for headline in body["headline"])
+    assert first["total"]["usd"] == pytest.approx(0.52)
+    assert second["agent"]["usd"] == pytest.approx(0.48)
+    assert second["judge"] == {"usd": None, "priced_usd": 0.0, "unpriced": ["mystery-judge"]}
+
+
+def test_a_running_runs_duration_is_its_time_so_far_on_the_page_and_the_poll(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, status=Run.Status.RUNNING, done=1))
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    # build_run starts it a minute ago; its recorded duration (61.5 s) is not shown yet.
+    assert re.search(r'<span class="tile-value" data-duration="elapsed">1m 0\ds</span>', html)
+    polled = viewer_client.get(
+        reverse("run_progress", args=[run.pk]), headers={"HX-Request": "true"}
+    )
+    assert re.search(r'data-duration="elapsed">1m 0\ds<', polled.text)
