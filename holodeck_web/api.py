@@ -12,8 +12,10 @@ from typing import Any
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.datastructures import MultiValueDict
 from ninja import NinjaAPI, Swagger
 from ninja.openapi.docs import _csrf_needed
+from ninja.parser import Parser
 
 from runs.api import compare, gate, imports, projects, runs, snapshots
 from runs.api.auth import API_AUTH
@@ -35,6 +37,20 @@ class LocalSwagger(Swagger):
         return render(request, self.template, context)
 
 
+class SingleValueParser(Parser):
+    """Query strings and forms as the schema documents them: a parameter that takes one value
+    and is given several (``?branch=a&branch=b``) fails validation (422) instead of quietly
+    keeping the last one."""
+
+    def parse_querydict(
+        self, data: MultiValueDict[str, Any], list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, values in data.lists():
+            result[key] = values if key in list_fields or len(values) > 1 else values[0]
+        return result
+
+
 api = NinjaAPI(
     title="HoloDeck Web API",
     version="1",
@@ -46,6 +62,7 @@ api = NinjaAPI(
     auth=API_AUTH,
     urls_namespace="api",
     docs=LocalSwagger(),
+    parser=SingleValueParser(),
 )
 api.add_router("/", projects.router)
 api.add_router("/", runs.router)

@@ -132,6 +132,16 @@ def test_runs_are_listed_with_filters_and_paginated(
     assert get(client, "/runs", viewer_token, project=str(2**64)).status_code == 422
 
 
+def test_a_single_value_parameter_given_twice_is_a_422_not_the_last_value(
+    client: Client, viewer_token: dict[str, str], project: AgentProject
+) -> None:
+    build_run(project, RunSpec(cases=1, turns=1))
+    twice = client.get(f"{API}/runs?branch=main&branch=other", headers=viewer_token)
+    assert twice.status_code == 422
+    assert "branch" in twice.content.decode()
+    assert get(client, "/runs", viewer_token, branch="main").status_code == 200
+
+
 def test_a_run_shows_its_summary_progress_cases_and_turns(
     client: Client, viewer_token: dict[str, str], project: AgentProject
 ) -> None:
