@@ -141,6 +141,11 @@ def cmd_test(argv):
     return subprocess.call(args, cwd=ROOT, env=env)
 
 
+def cmd_setup(argv):
+    ensure_venv()
+    ensure_axe()
+
+
 def cmd_check(argv):
     ensure_venv()
     bin_dir = os.path.join(VENV, "bin")
@@ -164,7 +169,7 @@ COMMANDS = {
     "run": cmd_run,
     "test": cmd_test,
     "check": cmd_check,
-    "setup": lambda argv: (ensure_venv(), ensure_axe()) and None,
+    "setup": cmd_setup,
 }
 
 
