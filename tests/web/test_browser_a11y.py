@@ -215,7 +215,7 @@ def check_every_page(
     page = context.new_page()
 
     def check(name: str) -> None:
-        page.wait_for_load_state("networkidle")
+        page.wait_for_load_state()  # "load"; the visits wait for what they open or fetch
         found = axe_problems(page, name)
         scroll = sideways_scroll(page)
         if scroll:
