@@ -11,6 +11,7 @@ for the virtualenv itself.
 
 import glob
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(ROOT, ".venv")
 VENV_PY = os.path.join(VENV, "bin", "python")
 STAMP = os.path.join(VENV, ".holodeck-installed")
+AXE_DIR = os.path.join(ROOT, "tests", "web", "axe")  # axe-core, for tests/web/test_browser_a11y.py
 MIN_VERSION = (3, 12)
 
 
@@ -81,6 +83,30 @@ def ensure_venv():
         fh.write(fingerprint)
 
 
+def installed_axe_version():
+    try:
+        with open(os.path.join(AXE_DIR, "node_modules", "axe-core", "package.json")) as fh:
+            return json.load(fh).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_axe():
+    """axe-core from npm (tests/web/axe/package-lock.json) for the accessibility test, which
+    skips without it (and fails in CI, where HOLODECK_REQUIRE_SERVICES is set)."""
+    with open(os.path.join(AXE_DIR, "package-lock.json")) as fh:
+        wanted = json.load(fh)["packages"]["node_modules/axe-core"]["version"]
+    if installed_axe_version() == wanted:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        say("npm is absent, so the accessibility test will skip (apt-get install npm)")
+        return
+    say("installing axe-core %s with npm ci (tests/web/axe)" % wanted)
+    if subprocess.call([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=AXE_DIR):
+        say("npm ci failed in tests/web/axe, so the accessibility test will skip")
+
+
 def manage(*args):
     subprocess.check_call([VENV_PY, "manage.py", *args], cwd=ROOT)
 
@@ -109,9 +135,15 @@ def parallel_args(argv):
 
 def cmd_test(argv):
     ensure_venv()
+    ensure_axe()
     env = dict(os.environ, DEEPEVAL_TELEMETRY_OPT_OUT="YES", DEEPEVAL_DISABLE_DOTENV="1")
     args = [VENV_PY, "-m", "pytest"] + parallel_args(argv) + list(argv)
     return subprocess.call(args, cwd=ROOT, env=env)
+
+
+def cmd_setup(argv):
+    ensure_venv()
+    ensure_axe()
 
 
 def cmd_check(argv):
@@ -137,7 +169,7 @@ COMMANDS = {
     "run": cmd_run,
     "test": cmd_test,
     "check": cmd_check,
-    "setup": lambda argv: ensure_venv(),
+    "setup": cmd_setup,
 }
 
 

@@ -69,9 +69,9 @@ def _case_row(case: CaseResult, swap: str, turns_url: str, page_url: str) -> str
         f'<summary class="case-sum">{_mark(case.outcome)}'
         f'<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{label}</span>{case_chips(case)}'
-        f'<span class="small muted">{duration(case.execution_time_ms)}</span>'
+        f'<span class="small muted">{duration(case.execution_time_ms)}</span></summary>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'
-        f' aria-label="link to case {label}">¶</a></summary>'
+        f' aria-label="link to case {label}">¶</a>'
         '<div class="turns"><p class="muted small">loading turns…</p></div></details>\n'
     )
 

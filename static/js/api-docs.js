@@ -10,7 +10,9 @@
     url: root.dataset.openapiUrl,
     dom_id: "#swagger-ui",
     layout: "BaseLayout",
-    deepLinking: true,
+    // No deep links: Swagger UI draws each as a link inside the operation's toggle button (a
+    // control inside a control, which screen readers cannot reach).
+    deepLinking: false,
     presets: [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset],
     // No badge from the public validator: the page asks no other host for anything.
     validatorUrl: null,
