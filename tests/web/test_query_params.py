@@ -61,6 +61,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
         "project", "agent", "margin", "last", "regrades", "show", "branch", "kinds",
     ],
     "/runs/{run}/snapshot/agent.yaml": ["download"],
+    "/projects/{project}/launch/": ["rerun"],
 }  # fmt: skip
 
 READS = re.compile(r"""_param\(\s*request,\s*"(\w+)"|GET\.(?:get|getlist)\("(\w+)"\)""")
