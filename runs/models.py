@@ -189,6 +189,25 @@ class Run(models.Model):
         return self.status in self.ACTIVE
 
     @property
+    def is_stopping(self) -> bool:
+        """Cancelled while some of its cases were running: those stop after their current turn
+        (a worker that died meanwhile has its case settled by the sweeper). Read from the
+        counters, no query: a cancelled run's pending cases are counted done at once, so a case
+        not counted yet is one still running."""
+        return self.status == Run.Status.CANCELLED and self.cases_done < self.total_cases
+
+    @property
+    def cases_stopping(self) -> int:
+        """How many cases a stopping run still waits for (0 unless ``is_stopping``)."""
+        return self.total_cases - self.cases_done if self.is_stopping else 0
+
+    @property
+    def is_live(self) -> bool:
+        """Still changing: active, or stopping. Its page polls, its summary is live, and it
+        cannot be downloaded or re-graded yet."""
+        return self.is_active or self.is_stopping
+
+    @property
     def regrade(self) -> RegradeSources | None:
         """Where a re-grade's transcripts come from and what graded them (None: not one)."""
         return RegradeSources.stored(self.regrade_sources)

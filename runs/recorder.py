@@ -488,6 +488,34 @@ def case_cancel(case: CaseResult) -> None:
         Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
 
 
+def case_not_graded(case: CaseResult, attempt: int, reason: str) -> None:
+    """The attempt has nothing to grade (a re-grade of a case that never ran): not graded,
+    with the reason, not an error."""
+    with transaction.atomic():
+        if case_owned(case, attempt).update(
+            status=CaseResult.Status.DONE,
+            passed=None,
+            outcome=Outcome.NOT_GRADED.value,
+            errors=[reason],
+            finished_at=timezone.now(),
+        ):
+            Run.objects.filter(pk=case.run_id).update(**_counted(Outcome.NOT_GRADED))
+
+
+def case_stop(case: CaseResult) -> bool:
+    """A running case of a cancelled run whose attempt died (it will never stop by itself):
+    cancelled, with the turns it wrote kept. False when it had settled meanwhile."""
+    with transaction.atomic():
+        stopped = CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.RUNNING).update(
+            status=CaseResult.Status.CANCELLED,
+            outcome=Outcome.CANCELLED.value,
+            finished_at=timezone.now(),
+        )
+        if stopped:
+            Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
+    return bool(stopped)
+
+
 def cases_cancel_pending(run: Run) -> int:
     pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
     count = pending.update(

@@ -40,6 +40,8 @@ async def regrade_case(
 ) -> tuple[TestResult, list[TurnResult]]:
     """Grade the stored turns of one case with ``agent``'s config (its case of the same name,
     else of the same index when unnamed); returns the case result and its turns."""
+    if not stored:
+        raise ValueError(f"case #{case_index} has no stored turn to re-grade")
     case = config_case(agent, case_name, case_index)
     runner = runner or MetricRunner(agent)
     retrieval_tools = [t.name for t in agent.config.tools if getattr(t, "is_retrieval", False)]

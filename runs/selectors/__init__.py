@@ -24,8 +24,10 @@ from runs.selectors.cases import (
     CASE_ROW_FIELDS,
     case_get,
     case_rows,
-    case_rows_finished_since,
+    case_rows_changed_since,
     case_summary,
+    case_version,
+    case_version_get,
     next_failed_case,
 )
 from runs.selectors.export import run_eval_run
@@ -69,8 +71,10 @@ __all__ = [
     "agent_names",
     "case_get",
     "case_rows",
-    "case_rows_finished_since",
+    "case_rows_changed_since",
     "case_summary",
+    "case_version",
+    "case_version_get",
     "next_failed_case",
     "project_choices",
     "project_find",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
@@ -29,6 +30,7 @@ CASE_ROW_FIELDS = (
     "turns_passed",
     "passed",
     "execution_time_ms",
+    "started_at",
     "finished_at",
     "outcome",
 )
@@ -63,7 +65,7 @@ def case_rows(
     return cases
 
 
-def case_rows_finished_since(
+def case_rows_changed_since(
     *,
     run: Run,
     since: datetime,
@@ -71,10 +73,31 @@ def case_rows_finished_since(
     query: str = "",
     most: int | None = None,
 ) -> list[CaseResult]:
-    """Case rows that finished after ``since`` (the progress poll swaps just these), the first
-    ``most`` of them (by index) when given."""
+    """Case rows that started or finished after ``since`` (the progress poll swaps just these),
+    the first ``most`` of them (by index) when given."""
     rows = case_rows(run=run, only_failures=only_failures, query=query)
-    return list(rows.filter(finished_at__gt=since)[:most])
+    changed = Q(finished_at__gt=since) | Q(started_at__gt=since)
+    return list(rows.filter(changed)[:most])
+
+
+def case_version(*, status: str, turns: int) -> str:
+    """What an expanded case shows of itself changes when this does: its status and how many
+    of its turns are written (its turns fragment polls with it while the case runs)."""
+    return f"{status}.{turns}"
+
+
+def case_version_get(*, run_id: int, case_id: int) -> tuple[str, str]:
+    """(status, ``case_version``) of one case, or 404: one small query."""
+    row = (
+        CaseResult.objects.filter(pk=case_id, run_id=run_id)
+        .annotate(written=Count("turns"))
+        .values_list("status", "written")
+        .first()
+    )
+    if row is None:
+        raise Http404("no such case")
+    status, written = row
+    return status, case_version(status=status, turns=written)
 
 
 def next_failed_case(*, case: CaseResult) -> CaseResult | None:

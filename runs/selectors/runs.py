@@ -220,7 +220,7 @@ def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
     summaries = {
         run.pk: stored
         for run in runs
-        if not run.is_active and (stored := RunSummary.stored(run.summary)) is not None
+        if not run.is_live and (stored := RunSummary.stored(run.summary)) is not None
     }
     live = [run.pk for run in runs if run.pk not in summaries]
     return summaries | (summaries_of_rows(live) if live else {})

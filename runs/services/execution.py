@@ -50,6 +50,7 @@ from runs.recorder import (
     case_fail,
     case_finish,
     case_heartbeat,
+    case_not_graded,
     close_thread_connection,
     run_settle,
 )
@@ -384,9 +385,12 @@ def _turn_bound(listener: EventCallback) -> EventCallback:
 def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
     is never called. The graded turns are written with the case's result (one transaction)."""
-    from runs.engine.regrade import regrade_case
+    from runs.engine.regrade import NOT_REGRADABLE, regrade_case
 
     stored = _stored_turns(original_id, case)
+    if not stored:  # a case that never ran (re-grades made before they left those out)
+        case_not_graded(case, attempt, f"{NOT_REGRADABLE}: run {original_id} never ran it")
+        return
     result, turns = asyncio.run(
         regrade_case(
             agent,

@@ -11,6 +11,8 @@ so several workers may sweep at once.
 - a case queued that long ago but never started (its message was lost) is queued again;
 - a run queued that long ago but never started is started again;
 - a CLI run whose command's process is gone is ended as an error;
+- a cancelled run waiting for a case whose attempt is dead (it would never stop after its
+  current turn) has that case cancelled, with the turns it wrote, and is finished;
 - free slots are filled and a run with nothing left to run is finished.
 """
 
@@ -20,12 +22,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from runs.models import CaseResult, Run
 from runs.owner import owner_alive
-from runs.recorder import cases_fail_open, run_abort, run_settle
+from runs.recorder import case_stop, cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
 
@@ -43,6 +45,9 @@ def runs_recover() -> int:
             acted += cli_run_recover(run=run)
         else:
             acted += run_recover(run=run)
+    # Cancelled, still counting a case as not done: Run.is_stopping.
+    for run in Run.objects.filter(status=Run.Status.CANCELLED, cases_done__lt=F("total_cases")):
+        acted += stopping_run_recover(run=run)
     return acted
 
 
@@ -69,6 +74,18 @@ def run_recover(*, run: Run) -> bool:
         pumped = case_pump(run=run)
     settled = run_settle(run)
     return bool(requeued or pumped or settled)
+
+
+def stopping_run_recover(*, run: Run) -> bool:
+    """A cancelled run's running case whose attempt is dead is cancelled (``case_stop``); the
+    run is finished once no case is running."""
+    running = CaseResult.objects.filter(run=run, status=CaseResult.Status.RUNNING)
+    stopped = 0
+    for case in running.only("id", "run_id", "status", "claimed_by", "heartbeat_at"):
+        if case_attempt_dead(case):
+            stopped += case_stop(case)
+    settled = run_settle(run)
+    return bool(stopped or settled)
 
 
 def _requeued_lately(case: CaseResult, cutoff: datetime) -> bool:

@@ -17,8 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.db.models import Exists, OuterRef, QuerySet
+
 from runs import gitutil
-from runs.models import CaseResult, Run
+from runs.models import CaseResult, Run, TurnResult
 from runs.recorder import run_open
 from runs.services.launch import LaunchError, agent_seal, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
@@ -53,7 +55,7 @@ def run_regrade_create(
 def _run_regrade_create(
     *, original: Run, user: Any, git_ref: str, agent_path: Path | None, enqueue: bool
 ) -> Run:
-    if original.status not in GRADED:
+    if original.status not in GRADED or original.is_stopping:
         raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
     project = original.project
     if agent_path is not None:
@@ -69,14 +71,19 @@ def _run_regrade_create(
     agent, commit = sealed.agent, sealed.commit
     cases = [
         [index, name, multi, turns]
-        for index, name, multi, turns in CaseResult.objects.filter(
-            run=original, status__in=[CaseResult.Status.DONE, CaseResult.Status.CANCELLED]
+        for index, name, multi, turns in _cases_that_ran(original).values_list(
+            "index", "name", "is_multi_turn", "turn_count"
         )
-        .order_by("index")
-        .values_list("index", "name", "is_multi_turn", "turn_count")
     ]
     if not cases:
-        raise LaunchError(f"run {original.pk} has no recorded case to re-grade")
+        raise LaunchError(
+            f"run {original.pk} has no case that ran to re-grade"
+            + (
+                " (it was cancelled before any did)"
+                if original.status == Run.Status.CANCELLED
+                else ""
+            )
+        )
     options = {
         # No agent is called: only judges bound a re-grade, so more cases may be in flight.
         "parallel": max(agent.parallel_test_cases, REGRADE_PARALLEL),
@@ -104,3 +111,17 @@ def _run_regrade_create(
     if enqueue:
         task_enqueue(START_RUN, run.pk)
     return run
+
+
+def _cases_that_ran(original: Run) -> QuerySet[CaseResult]:
+    """The cases of ``original`` a re-grade grades: those with a transcript — done, or
+    cancelled after some of their turns were written; a case cancelled before it started (or
+    one that errored before any turn) has nothing to grade and is left out of the re-grade."""
+    ran = TurnResult.objects.filter(case=OuterRef("pk"))
+    return (
+        CaseResult.objects.filter(
+            run=original, status__in=[CaseResult.Status.DONE, CaseResult.Status.CANCELLED]
+        )
+        .filter(Exists(ran))
+        .order_by("index")
+    )

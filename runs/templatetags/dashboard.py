@@ -250,13 +250,24 @@ def outcome_label(outcome: str | None) -> str:
 
 
 @register.simple_tag
-def case_chips(case: Any) -> SafeString:
+def case_chips(case: Any, stopping: bool = False) -> SafeString:
     """The chips that sum up a case ("3 turns · 1/3 passed", "not graded", "errored",
-    "cancelled · not run"): the case row of the run page and the case page header. Reads the
-    stored outcome as it is ("" while it has none: its status is shown)."""
+    "cancelled · not run", "cancelled · stopped"): the case row of the run page and the case
+    page header. Reads the stored outcome as it is ("" while it has none: its status is
+    shown); ``stopping``: its run was cancelled, so a running case says "stopping"."""
     outcome = case.outcome or ""
-    if outcome == Outcome.CANCELLED:
+    if outcome == Outcome.CANCELLED and case.started_at is None:
         return mark_safe('<span class="chip chip-cancelled">cancelled · not run</span>')
+    if outcome == Outcome.CANCELLED:
+        return mark_safe(
+            '<span class="chip chip-cancelled" title="the run was cancelled while this case ran:'
+            ' the turns it finished are kept, the rest were skipped">cancelled · stopped</span>'
+        )
+    if stopping and case.status == "running":
+        return mark_safe(
+            '<span class="chip chip-cancelled case-stopping" title="the run was cancelled: this'
+            ' case stops after its current turn">cancelled · stopping</span>'
+        )
     count = case.turn_count
     chips = format_html(
         '<span class="chip chip-{}">{} turn{} · {}/{} passed</span>',

@@ -36,15 +36,18 @@ DESCRIPTION_CHARS = 120
 # them in (``oob``: with ``hx-swap-oob``).
 
 
-def case_rows_html(cases: Iterable[CaseResult], *, run_id: int, oob: bool = False) -> SafeString:
-    """The rows of ``cases`` (of run ``run_id``), one line each."""
+def case_rows_html(
+    cases: Iterable[CaseResult], *, run_id: int, oob: bool = False, stopping: bool = False
+) -> SafeString:
+    """The rows of ``cases`` (of run ``run_id``), one line each; ``stopping``: the run was
+    cancelled while they ran (``Run.is_stopping``)."""
     turns_url = _url_of("case_turns", run_id)
     page_url = _url_of("case_detail", run_id)
     swap = SWAP_OOB if oob else ""
     rows = [
         _pending_row(case, swap)
         if case.status == PENDING
-        else _case_row(case, swap, turns_url(case.pk), page_url(case.pk))
+        else _case_row(case, swap, turns_url(case.pk), page_url(case.pk), stopping)
         for case in cases
     ]
     return mark_safe("".join(rows))
@@ -61,18 +64,23 @@ def _pending_row(case: CaseResult, swap: str) -> str:
     )
 
 
-def _case_row(case: CaseResult, swap: str, turns_url: str, page_url: str) -> str:
+def _case_row(
+    case: CaseResult, swap: str, turns_url: str, page_url: str, stopping: bool = False
+) -> str:
     label = escape(case.label)
     return (
         f'<details class="case case-{escape(case.outcome or case.status)}" id="case-{case.pk}"'
         f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
         f'<summary class="case-sum">{_mark(case.outcome)}'
         f'<span class="idx">#{ordinal(case.index)}</span>'
-        f'<span class="name">{label}</span>{case_chips(case)}'
+        f'<span class="name">{label}</span>{case_chips(case, stopping)}'
         f'<span class="small muted">{duration(case.execution_time_ms)}</span></summary>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'
         f' aria-label="link to case {label}">¶</a>'
-        '<div class="turns"><p class="muted small">loading turns…</p></div></details>\n'
+        # Kept (hx-preserve) when the poll swaps the row in again: an open case keeps its
+        # turns, which poll themselves while it runs.
+        f'<div class="turns" id="case-{case.pk}-turns" hx-preserve="true">'
+        '<p class="muted small">loading turns…</p></div></details>\n'
     )
 
 

@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.models import CaseResult
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
@@ -50,7 +51,7 @@ from runs.web.rows import case_rows_html, project_rows_html
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from runs.models import AgentProject, CaseResult, Run
+    from runs.models import AgentProject, Run
     from runs.report.summary import RunSummary
     from runs.report.writers import ExportFormat
 
@@ -349,7 +350,7 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     return {
         "run": run,
         "case_page": case_page,
-        "case_rows_html": case_rows_html(case_page, run_id=run.pk),
+        "case_rows_html": case_rows_html(case_page, run_id=run.pk, stopping=run.is_stopping),
         "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": only_failures,
         "query": query,
@@ -370,7 +371,7 @@ def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     return {
         **_case_list_context(request, run),
         **_run_state(run),
-        # The poll's ``since``: rows finished after this render are swapped in by the poll.
+        # The poll's ``since``: rows started or finished after this render are swapped in.
         "poll_since": timezone.now().isoformat(),
         # The re-grade form's: a double submit answers with the first re-grade.
         "regrade_key": uuid.uuid4().hex,
@@ -386,7 +387,7 @@ _live_summaries_lock = threading.Lock()
 
 
 def _polled_summary(run: Run) -> RunSummary:
-    if not run.is_active:
+    if not run.is_live:
         return selectors.run_summary(run=run)
     now = time.monotonic()
     with _live_summaries_lock:
@@ -407,7 +408,7 @@ _live_costs: dict[uuid.UUID, tuple[float, Priced]] = {}
 def _polled_cost(run: Run) -> Priced:
     """The run's cost for the poll: recounted (over all its cases and judge metrics) at most
     every LIVE_SUMMARY_SECONDS while it runs, as the live summary is."""
-    if not run.is_active:
+    if not run.is_live:
         return run_cost(run=run)
     now = time.monotonic()
     with _live_summaries_lock:
@@ -439,7 +440,7 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
 
 
 def _elapsed_ms(run: Run) -> int | None:
-    if not run.is_active or run.started_at is None:
+    if not run.is_live or run.started_at is None:
         return None
     return max(0, int((timezone.now() - run.started_at).total_seconds() * 1000))
 
@@ -494,13 +495,13 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     known = int_param(request, "known")
     shown = text_param(request, "v", max_length=100)
     progress = selectors.run_progress_get(run_id=run_id)
-    if shown and shown == run_version(progress) and progress.is_active:
+    if shown and shown == run_version(progress) and progress.is_live:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
     count = selectors.case_rows(run=run, only_failures=only_failures, query=query).count()
     changed = None
-    if since is not None and known == count and run.is_active:
-        changed = selectors.case_rows_finished_since(
+    if since is not None and known == count and run.is_live:
+        changed = selectors.case_rows_changed_since(
             run=run,
             since=since,
             only_failures=only_failures,
@@ -511,7 +512,9 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         cases = _case_list_context(request, run) | {"full_list": True}
     else:
         cases = {
-            "changed_rows_html": case_rows_html(changed, run_id=run.pk, oob=True),
+            "changed_rows_html": case_rows_html(
+                changed, run_id=run.pk, oob=True, stopping=run.is_stopping
+            ),
             "failures_query": _case_query(only_failures, query),
             "known_cases": count,
         }
@@ -523,7 +526,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         # The status the page shows is the first part of its version (none: show the header).
         "header_changed": shown.split(".", 1)[0] != run.status,
     }
-    status = 200 if run.is_active else HTMX_STOP_POLLING
+    status = 200 if run.is_live else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
 
 
@@ -561,16 +564,43 @@ def run_keep(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
-    """The turns of one case: the fragment an expanded case row loads."""
+    """The turns of one case: the fragment an expanded case row loads.
+
+    While the case runs, the fragment polls itself with ``v`` (the ``case_version`` it shows):
+    204 while that is the same, else the fragment again with the turns written since — and
+    without the poll once the case has settled. ``whole=1`` is the case page's poll: once the
+    case has settled the page reloads (``HX-Refresh``), since its header and tiles change too.
+    """
+    shown = text_param(request, "v", max_length=100)
+    whole = flag_param(request, "whole")
+    if shown:
+        status, version = selectors.case_version_get(run_id=run_id, case_id=case_id)
+        if version == shown:
+            return HttpResponse(status=204)
+        if whole and status != CaseResult.Status.RUNNING:
+            return HttpResponse(headers={"HX-Refresh": "true"})
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     # Several cases can be expanded on one page: their turn anchors must not collide.
     context = {
-        "case": case,
-        "run": case.run,
+        **_case_turns_context(case),
         "anchor_prefix": f"case-{case.pk}-",
         "pricing": pricing_for(run_id=run_id),
     }
     return render(request, "runs/case_detail.html#case_turns", context)
+
+
+def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, Any]:
+    """What the turns fragment needs besides its anchors and prices: while the case runs, the
+    version it polls with and the turn it waits for."""
+    written = len(case.turns.all())
+    return {
+        "case": case,
+        "run": case.run,
+        "case_live": case.status == CaseResult.Status.RUNNING,
+        "case_version": selectors.case_version(status=case.status, turns=written),
+        "turn_running": written,  # the index of the turn being answered while it runs
+        "whole": whole,
+    }
 
 
 @login_required
@@ -579,8 +609,7 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
     """A stable page for one case, rendered expanded (anchors ``#turn-N`` point into it)."""
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     context = {
-        "case": case,
-        "run": case.run,
+        **_case_turns_context(case, whole=True),
         "summary": selectors.case_summary(case=case),
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),

@@ -1,4 +1,5 @@
-// Live updates of the run page: when the progress poll fails, say so and back off.
+// Live updates of the run page: open case rows stay open when the poll swaps them in again;
+// when the progress poll fails, say so and back off.
 //
 // htmx keeps firing the "every 1s" trigger of #run-progress after a failed request (nothing was
 // swapped), so failures would otherwise be silent and hammer a broken server. Each failure shows
@@ -44,6 +45,21 @@
         MAX_FAILURES + "); reload the page if it persists");
     }
   }
+
+  // The poll swaps in again the rows of cases that started or finished (and the whole list
+  // once the run ends): a row the reader had open stays open. Its turns are kept as they are
+  // (hx-preserve) and, while the case runs, poll themselves for the turns written since.
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var target = evt.detail && evt.detail.target;
+    var fragment = evt.detail && evt.detail.fragment;
+    if (!target || !fragment || !fragment.querySelectorAll) return;
+    var open = Array.prototype.slice.call(target.querySelectorAll("details.case[open][id]"));
+    if (target.matches && target.matches("details.case[open][id]")) open.push(target);
+    open.forEach(function (row) {
+      var twin = fragment.querySelector("#" + CSS.escape(row.id));
+      if (twin) twin.setAttribute("open", "");
+    });
+  });
 
   document.addEventListener("htmx:responseError", function (evt) {
     var xhr = evt.detail && evt.detail.xhr;

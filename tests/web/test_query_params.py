@@ -62,6 +62,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     ],
     "/runs/{run}/snapshot/agent.yaml": ["download"],
     "/projects/{project}/launch/": ["rerun"],
+    "/runs/{run}/cases/{case}/turns/": ["v", "whole"],
 }  # fmt: skip
 
 READS = re.compile(r"""_param\(\s*request,\s*"(\w+)"|GET\.(?:get|getlist)\("(\w+)"\)""")
