@@ -523,8 +523,9 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         **_run_state(run, polled=True),
         "poll_since": timezone.now().isoformat(),
         "oob": True,
-        # The status the page shows is the first part of its version (none: show the header).
-        "header_changed": shown.split(".", 1)[0] != run.status,
+        # The status the page shows is the first part of its version (none: show the header);
+        # the last poll draws it anew too (a stopped run's downloads and re-grade appear).
+        "header_changed": shown.split(".", 1)[0] != run.status or not run.is_live,
     }
     status = 200 if run.is_live else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)

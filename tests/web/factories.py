@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db.models import F
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
@@ -321,3 +322,29 @@ def make_legacy_turn(run: Run, index: int = 0) -> CaseResult:
         tools_matched=False,
     )
     return case
+
+
+def running_case(run: Run, index: int, *, written: int) -> CaseResult:
+    """Case ``index`` of ``run`` made running, with its first ``written`` turns written (copies
+    of case 0's, which is done)."""
+    case = run.cases.get(index=index)
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING, started_at=timezone.now(), claimed_by="h:1:1"
+    )
+    for turn in TurnResult.objects.filter(case__run=run, case__index=0).order_by("index")[:written]:
+        turn.pk = None
+        turn.case = case
+        turn.save()
+    Run.objects.filter(pk=run.pk).update(turns_done=F("turns_done") + written)
+    case.refresh_from_db()
+    return case
+
+
+def write_turn(case: CaseResult, index: int) -> None:
+    """Turn ``index`` of the running ``case`` written (a copy of case 0's), counted as the
+    recorder counts it."""
+    turn = TurnResult.objects.filter(case__run=case.run, case__index=0, index=index).get()
+    turn.pk = None
+    turn.case = case
+    turn.save()
+    Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + 1)

@@ -6,6 +6,8 @@ so an end-to-end test (launch → live progress → 100 %) can reuse them.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from tests.web.chromium import CHROMIUM
 from tests.web.factories import PASSWORD, RunSpec, build_run, failing_case, make_project, make_user
 
 SHOTS = Path("/tmp/holodeck-shots")
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 pytestmark = [
     pytest.mark.browser,
@@ -60,10 +63,14 @@ def expand_case(page: Any, case_pk: int) -> Any:
     return row
 
 
-def screenshot(page: Any, name: str) -> Path:
+def screenshot(page: Any, name: str, *, docs: bool = False) -> Path:
+    """The page's screenshot in /tmp/holodeck-shots; ``docs``: one of docs/dashboard.md's,
+    saved into docs/images/ too when ``HOLODECK_SCREENSHOTS=1``."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
+    if docs and os.environ.get("HOLODECK_SCREENSHOTS") == "1":
+        shutil.copyfile(path, DOCS_IMAGES / path.name)
     return path
 
 

@@ -88,7 +88,7 @@ def test_a_project_registered_in_the_browser_runs_partially_then_re_runs_in_full
     # Its project page shows it badged, among its runs.
     page.goto(f"{live_server.url}{reverse('project_detail', args=[project.pk])}")
     assert "partial: 1 of 3 cases" in page.locator(".project-latest").inner_text()
-    screenshot(page, "project-page")
+    screenshot(page, "project-page", docs=True)
 
     # Re-run from the run's page: the form comes filled in; without the limit every case runs.
     page.goto(f"{live_server.url}{reverse('run_detail', args=[first.pk])}")

@@ -70,3 +70,52 @@ def test_a_run_regraded_from_its_page_compares_with_its_original(
     screenshot(page, "regrade-compare")
     page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
     assert page.locator("a.regraded-as").inner_text() == f"#{regrade.pk}"
+
+
+def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(
+    tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
+) -> None:
+    from django.core.management import call_command
+
+    from runs.models import CaseResult, TurnResult
+
+    page = browser_page
+    project = example_project(tmp_path)
+
+    def cli() -> None:
+        with pytest.raises(SystemExit):
+            call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
+
+    thread = threading.Thread(target=cli)
+    thread.start()
+    thread.join(timeout=120)
+    original = Run.objects.get()
+    # As a run cancelled after its first two cases: the last never started.
+    last = original.cases.order_by("-index").first()
+    assert last is not None
+    TurnResult.objects.filter(case=last).delete()
+    CaseResult.objects.filter(pk=last.pk).update(
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", started_at=None
+    )
+    Run.objects.filter(pk=original.pk).update(status=Run.Status.CANCELLED)
+
+    login(page, live_server, make_user("lead", staff=True))
+    page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
+    assert "cancelled · not run" in page.locator(f"#case-{last.pk}").inner_text()
+    page.click(".regrade-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    page.wait_for_selector("#run-progress:not([hx-trigger])", timeout=60_000)
+    regrade = Run.objects.exclude(pk=original.pk).get()
+    # Only the cases that ran are graded; nothing errored for the one that did not.
+    assert regrade.total_cases == original.total_cases - 1
+    assert not regrade.cases.filter(outcome="error").exists()
+    assert page.locator("#case-rows .case").count() == regrade.total_cases
+    assert "0 errored" not in page.locator("#run-tiles").inner_text()
+    assert page.locator("#run-tiles .count-error").count() == 0
+
+    # A run cancelled before any case ran offers no re-grade.
+    TurnResult.objects.filter(run=original).delete()
+    Run.objects.filter(pk=original.pk).update(turns_done=0)
+    page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
+    assert page.locator(".regrade-form").count() == 0
+    assert "Nothing to re-grade" in page.locator(".no-regrade").inner_text()

@@ -338,3 +338,75 @@ def test_cancelling_a_run_with_nothing_running_stores_its_roll_up(tmp_path: Path
     assert run.status == Run.Status.CANCELLED
     assert run.duration_ms is not None and run.report_timestamp
     assert (run.cases_done, run.passed_cases, run.failed_cases) == (3, 0, 0)
+
+
+def test_a_cancelled_run_waits_for_its_running_case_then_the_sweeper_stops_a_dead_one(
+    tmp_path: Path, settings: Any
+) -> None:
+    run = launch_run(example_project(tmp_path))
+    execution.run_start(run_id=run.pk)
+    case = Run.objects.get(pk=run.pk).cases.order_by("index").first()
+    assert case is not None and recorder.case_claim(case) == 1  # this process runs it
+    assert launch.run_cancel(run=Run.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    # Cancelled, but its running case stops only after its current turn: the run is stopping.
+    assert run.status == Run.Status.CANCELLED and run.is_stopping and run.is_live
+    assert run.cases_stopping == 1 and not run.summary
+    recovery.runs_recover()  # its worker is alive: it is left to stop by itself
+    assert CaseResult.objects.get(pk=case.pk).status == CaseResult.Status.RUNNING
+
+    # Its worker dies: the sweeper cancels the case, with what it wrote, and ends the run.
+    long_ago = stale(settings)
+    CaseResult.objects.filter(pk=case.pk).update(heartbeat_at=long_ago, claimed_by="gone:1:1")
+    assert recovery.runs_recover() == 1
+    run.refresh_from_db()
+    case.refresh_from_db()
+    assert case.status == CaseResult.Status.CANCELLED and case.outcome == "cancelled"
+    assert not run.is_stopping and not run.is_live and run.cases_done == run.total_cases
+    assert run.summary and run.report_timestamp
+    assert recovery.runs_recover() == 0  # nothing left to do
+
+
+def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(tmp_path: Path) -> None:
+    from runs.services.regrade import run_regrade_create
+
+    project = example_project(tmp_path)
+    run = launch_run(project, limit=2)
+    execution.run_execute_inline(run_id=run.pk)
+    # As if cancelled after its first case: the second never started.
+    second = run.cases.get(index=1)
+    TurnResult.objects.filter(case=second).delete()
+    CaseResult.objects.filter(pk=second.pk).update(
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", started_at=None
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED)
+    regrade = execution.run_execute_inline(
+        run_id=run_regrade_create(original=Run.objects.get(pk=run.pk), enqueue=False).pk
+    )
+    assert list(regrade.cases.values_list("index", "outcome")) == [
+        (0, run.cases.get(index=0).outcome)
+    ]
+    assert regrade.status in (Run.Status.PASSED, Run.Status.FAILED)
+
+    # Cancelled before any case ran: nothing to re-grade, said so.
+    TurnResult.objects.filter(run=run).delete()
+    with pytest.raises(launch.LaunchError, match="no case that ran"):
+        run_regrade_create(original=Run.objects.get(pk=run.pk), enqueue=False)
+
+
+def test_a_regrade_case_whose_original_never_ran_is_not_graded_not_an_error(
+    tmp_path: Path,
+) -> None:
+    from runs.services.regrade import run_regrade_create
+
+    project = example_project(tmp_path)
+    run = launch_run(project, limit=2)
+    run = execution.run_execute_inline(run_id=run.pk)
+    created = run_regrade_create(original=run, enqueue=False)
+    # The original's turns of case 1 vanish before the re-grade grades it.
+    TurnResult.objects.filter(run=run, case__index=1).delete()
+    regrade = execution.run_execute_inline(run_id=created.pk)
+    case = regrade.cases.get(index=1)
+    assert case.outcome == "not_graded" and case.status == CaseResult.Status.DONE
+    assert case.errors == [f"not re-gradable: run {run.pk} never ran it"]
+    assert regrade.status != Run.Status.ERROR

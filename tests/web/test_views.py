@@ -24,6 +24,8 @@ from tests.web.factories import (
     make_legacy_turn,
     make_not_graded,
     make_project,
+    running_case,
+    write_turn,
 )
 from tests.web.one_record import Numbers, html_numbers
 
@@ -1021,3 +1023,102 @@ def test_a_bad_case_filter_shows_the_run_page_with_the_error_at_its_field(
     assert f"Run #{run.pk}" in html and 'id="case-q"' in html
     assert f'<span class="field-error" id="{field}-error">{message}</span>' in html
     assert ">Bad request<" not in html
+
+
+# --- live states: a running case, a cancelled run still stopping ------------------------------
+
+
+def test_an_open_running_case_polls_for_its_turns_and_stops_once_it_settles(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=3, status=Run.Status.RUNNING, done=1))
+    case = running_case(run, 1, written=1)
+    url = reverse("case_turns", args=[run.pk, case.pk])
+    first = viewer_client.get(url)
+    assert turn_sections(first.text) == 1
+    assert 'hx-trigger="every 1s"' in first.text and "v=running.1" in first.text
+    assert "Turn 2 of 3 running…" in first.text
+    assert viewer_client.get(url, {"v": "running.1"}).status_code == 204  # nothing new
+
+    write_turn(case, 1)
+    second = viewer_client.get(url, {"v": "running.1"})
+    assert second.status_code == 200 and turn_sections(second.text) == 2
+    assert "v=running.2" in second.text and "Turn 3 of 3 running…" in second.text
+
+    write_turn(case, 2)
+    CaseResult.objects.filter(pk=case.pk).update(status="done", outcome="passed", passed=True)
+    settled = viewer_client.get(url, {"v": "running.2"})
+    assert turn_sections(settled.text) == 3
+    assert "hx-trigger" not in settled.text and "running…" not in settled.text
+    # The case page's own poll reloads the page instead (its header and tiles change too).
+    reload = viewer_client.get(url, {"v": "running.2", "whole": "1"})
+    assert reload.headers["HX-Refresh"] == "true"
+
+
+def test_the_case_page_of_a_running_case_polls_its_turns_with_whole(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=3, status=Run.Status.RUNNING, done=1))
+    case = running_case(run, 1, written=2)
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "v=running.2&amp;whole=1" in page
+    assert turn_sections(page) == 2
+
+
+def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
+    staff_client: Client, project: AgentProject
+) -> None:
+    from runs.recorder import case_stop, run_settle
+    from runs.services.launch import run_cancel
+
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
+    case = running_case(run, 2, written=1)
+    assert run_cancel(run=Run.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    assert (run.status, run.cases_done, run.cases_stopping) == ("cancelled", 3, 1)
+
+    page = staff_client.get(reverse("run_detail", args=[run.pk])).text
+    assert 'hx-trigger="every 1s"' in page  # still polling
+    assert "stopping 1 case after its current turn" in page
+    row = re.search(rf'<details class="case [\w-]+" id="case-{case.pk}".*?</details>', page, re.S)
+    assert row is not None and "cancelled · stopping" in row.group(0)
+    # Not downloadable nor re-gradable until it has stopped; no Cancel button any more.
+    assert "Re-grade" not in page and "result file (JSON)" not in page
+    assert reverse("run_cancel", args=[run.pk]) not in page
+    # Its poll goes on: nothing new (204), not the end (286).
+    assert staff_client.get(poll_url_of(page), headers=HTMX).status_code == 204
+    poll = staff_client.get(reverse("run_progress", args=[run.pk]), headers=HTMX)
+    assert poll.status_code == 200 and "every 1s" in poll.text
+
+    # The case stops: the next poll renders the run as it ended, and stops polling.
+    assert case_stop(CaseResult.objects.get(pk=case.pk)) and run_settle(run)
+    final = staff_client.get(poll_url_of(page), headers=HTMX)
+    assert final.status_code == 286 and "every 1s" not in final.text
+    assert "cancelled · stopped" in final.text and "stopping" not in final.text.replace(
+        "cancelled · stopped", ""
+    )
+    assert "4/4 cases" in final.text
+
+
+def poll_url_of(page: str) -> str:
+    found = re.search(r'id="run-progress"[^>]*?hx-get="([^"]+)"', page, re.S)
+    assert found, "the page does not poll"
+    return html.unescape(found.group(1))
+
+
+def test_a_run_where_no_case_ran_offers_no_regrade(
+    staff_client: Client, project: AgentProject
+) -> None:
+    run = make_cancelled(RunSpec(cases=3, turns=1, failing=(), done=0), project=project)
+    page = staff_client.get(reverse("run_detail", args=[run.pk])).text
+    assert "regrade-form" not in page and "Nothing to re-grade: no case of this run ran." in page
+    ran = make_cancelled(project=project)
+    assert "regrade-form" in staff_client.get(reverse("run_detail", args=[ran.pk])).text
+
+
+def test_the_run_header_links_to_its_project_page(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project)
+    page = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert f'class="project-link" href="{reverse("project_detail", args=[project.pk])}"' in page
