@@ -86,8 +86,8 @@ def case_version(*, status: str, turns: int) -> str:
     return f"{status}.{turns}"
 
 
-def case_version_get(*, run_id: int, case_id: int) -> tuple[str, str]:
-    """(status, ``case_version``) of one case, or 404: one small query."""
+def case_version_get(*, run_id: int, case_id: int) -> tuple[bool, str]:
+    """(whether it is running, its ``case_version``) of one case, or 404: one small query."""
     row = (
         CaseResult.objects.filter(pk=case_id, run_id=run_id)
         .annotate(written=Count("turns"))
@@ -97,7 +97,7 @@ def case_version_get(*, run_id: int, case_id: int) -> tuple[str, str]:
     if row is None:
         raise Http404("no such case")
     status, written = row
-    return status, case_version(status=status, turns=written)
+    return status == CaseResult.Status.RUNNING, case_version(status=status, turns=written)
 
 
 def next_failed_case(*, case: CaseResult) -> CaseResult | None:

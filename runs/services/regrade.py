@@ -89,6 +89,11 @@ def _run_regrade_create(
         "parallel": max(agent.parallel_test_cases, REGRADE_PARALLEL),
         "case_indices": [case[0] for case in cases],
         "cases": cases,
+        # Partial as its original was (a limit, a filter), or because some of its cases never
+        # ran (a cancel): Run.partial_text counts against the original's agent.yaml.
+        "limit": original.options.get("limit"),
+        "case_filter": original.options.get("case_filter") or "",
+        "config_cases": original.options.get("config_cases", original.total_cases),
         "checkout_commit": commit,
         "agent_file": sealed.agent_file,
     }

@@ -269,6 +269,14 @@ def case_chips(case: Any, stopping: bool = False) -> SafeString:
             ' case stops after its current turn">cancelled · stopping</span>'
         )
     count = case.turn_count
+    if not outcome:  # pending or running: nothing passed or failed yet
+        return format_html(
+            '<span class="chip chip-muted">{} turn{}</span><span class="chip chip-{}">{}</span>',
+            count,
+            "" if count == 1 else "s",
+            case.status,
+            case.status,
+        )
     chips = format_html(
         '<span class="chip chip-{}">{} turn{} · {}/{} passed</span>',
         outcome or case.status,
@@ -280,10 +288,6 @@ def case_chips(case: Any, stopping: bool = False) -> SafeString:
     if outcome in (Outcome.NOT_GRADED, Outcome.ERROR):
         return format_html(
             '{}<span class="chip chip-{}">{}</span>', chips, outcome, outcome_label(outcome)
-        )
-    if not outcome:
-        return format_html(
-            '{}<span class="chip chip-{}">{}</span>', chips, case.status, case.status
         )
     return chips
 

@@ -153,7 +153,8 @@ def partial_badge(text: str) -> str:
         return ""
     return (
         f' <span class="chip chip-warn partial-mark" title="run of a selection of the'
-        f" agent.yaml's cases (a limit or a filter): not the whole result\">{escape(text)}</span>"
+        " agent.yaml's cases (a limit, a filter, or a re-grade of the cases that ran): not the"
+        f' whole result">{escape(text)}</span>'
     )
 
 

@@ -30,7 +30,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
-from runs.models import CaseResult
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
@@ -51,11 +50,12 @@ from runs.web.rows import case_rows_html, project_rows_html
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from runs.models import AgentProject, Run
+    from runs.models import AgentProject, CaseResult, Run
     from runs.report.summary import RunSummary
     from runs.report.writers import ExportFormat
 
 RUNS_PER_PAGE = 50
+RUNNING = "running"  # CaseResult.Status.RUNNING (views read no model)
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
 # page small and quick to draw whatever the number of cases.
 CASES_PER_PAGE = 100
@@ -575,10 +575,10 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     shown = text_param(request, "v", max_length=100)
     whole = flag_param(request, "whole")
     if shown:
-        status, version = selectors.case_version_get(run_id=run_id, case_id=case_id)
+        running, version = selectors.case_version_get(run_id=run_id, case_id=case_id)
         if version == shown:
             return HttpResponse(status=204)
-        if whole and status != CaseResult.Status.RUNNING:
+        if whole and not running:
             return HttpResponse(headers={"HX-Refresh": "true"})
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     # Several cases can be expanded on one page: their turn anchors must not collide.
@@ -597,7 +597,7 @@ def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, A
     return {
         "case": case,
         "run": case.run,
-        "case_live": case.status == CaseResult.Status.RUNNING,
+        "case_live": case.status == RUNNING,
         "case_version": selectors.case_version(status=case.status, turns=written),
         "turn_running": written,  # the index of the turn being answered while it runs
         "whole": whole,

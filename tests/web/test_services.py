@@ -387,6 +387,8 @@ def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(tmp_path: P
         (0, run.cases.get(index=0).outcome)
     ]
     assert regrade.status in (Run.Status.PASSED, Run.Status.FAILED)
+    # Badged partial as its original: 1 of the agent.yaml's 3 cases, limit 2.
+    assert regrade.partial_text == "partial: 1 of 3 cases, limit 2"
 
     # Cancelled before any case ran: nothing to re-grade, said so.
     TurnResult.objects.filter(run=run).delete()
