@@ -26,11 +26,12 @@ import pytest
 from django.urls import Resolver404, resolve, reverse
 
 from runs.models import AgentProject, CaseResult, Run
+from runs.services.launch import run_cancel
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create
 from runs.snapshots import snapshot_working_tree
 from tests.web.chromium import CHROMIUM
-from tests.web.factories import RunSpec, build_run, failing_case, make_user
+from tests.web.factories import RunSpec, build_run, failing_case, make_user, running_case
 from tests.web.services_helpers import example_project
 from tests.web.test_browser import expand_case, login
 
@@ -106,6 +107,7 @@ class Dataset:
     project: AgentProject
     before: Run
     after: Run
+    stopping: Run  # cancelled while case 2 ran: that case still running, one turn written
 
 
 @pytest.fixture
@@ -128,7 +130,10 @@ def dataset(transactional_db: None, tmp_path: Path) -> Dataset:
         CaseResult.objects.filter(run__in=[before, after], index=index).update(
             name=f"refund case {index}"
         )
-    return Dataset(project, before, after)
+    stopping = build_run(project, RunSpec(cases=4, turns=3, status=Run.Status.RUNNING, done=2))
+    running_case(stopping, 2, written=1)
+    run_cancel(run=Run.objects.get(pk=stopping.pk))
+    return Dataset(project, before, after, stopping)
 
 
 def axe_problems(page: Any, name: str) -> list[str]:
@@ -172,6 +177,10 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
     def expand(page: Any) -> None:
         expand_case(page, case.pk)
 
+    def stopping(page: Any) -> None:
+        page.goto(urljoin(page.url, reverse("run_detail", args=[data.stopping.pk])))
+        expand_case(page, data.stopping.cases.get(index=2).pk)
+
     def side_by_side(page: Any) -> None:
         page.locator("tr.has-regression").first.locator("td.cell a.cv-failed").click()
         page.wait_for_url(re.compile(r".*/compare/case/.*"))
@@ -190,6 +199,7 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("run", reverse("run_detail", args=[after.pk])),
         ("run with a case expanded", expand),
         ("case", reverse("case_detail", args=[after.pk, case.pk])),
+        ("a stopping run with its running case open", stopping),
         ("compare", f"{reverse('compare')}?runs={before.pk},{after.pk}"),
         ("side by side", side_by_side),
         ("config diff", config_diff),
