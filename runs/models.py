@@ -197,6 +197,12 @@ class Run(models.Model):
         return self.status == Run.Status.CANCELLED and self.cases_done < self.total_cases
 
     @property
+    def repeats(self) -> int:
+        """How many times each case runs in this run (``execution.repeats``; 1: once)."""
+        value = (self.options or {}).get("repeats")
+        return value if isinstance(value, int) and value > 1 else 1
+
+    @property
     def cases_stopping(self) -> int:
         """How many cases a stopping run still waits for (0 unless ``is_stopping``)."""
         return self.total_cases - self.cases_done if self.is_stopping else 0
@@ -275,6 +281,9 @@ class CaseResult(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
     index = models.IntegerField()
+    # Which run of the case this is, from 0, when the run repeats its cases
+    # (``execution.repeats``: each repetition an independent session); 0 without repeats.
+    repetition = models.IntegerField(default=0)
     name = models.CharField(max_length=500, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.IntegerField(default=0)
@@ -313,13 +322,19 @@ class CaseResult(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["run", "index"]
-        constraints = [models.UniqueConstraint(fields=["run", "index"], name="case_unique_index")]
+        ordering = ["run", "index", "repetition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "index", "repetition"], name="case_unique_index_repetition"
+            )
+        ]
         indexes = [
             models.Index(fields=["run", "passed"]),
             models.Index(fields=["run", "status"]),
             models.Index(fields=["run", "outcome"]),
-            models.Index(fields=["run", "finished_at"]),  # the live poll's "finished since"
+            # The live poll's "started or finished since".
+            models.Index(fields=["run", "finished_at"]),
+            models.Index(fields=["run", "started_at"], name="case_run_started"),
         ]
 
     def __str__(self) -> str:
@@ -477,6 +492,9 @@ def run_partial_text(options: dict[str, Any] | None, *, total_cases: int) -> str
     options = options or {}
     limit, case_filter = options.get("limit"), options.get("case_filter") or ""
     config_cases = options.get("config_cases")
+    repeats = options.get("repeats")
+    if isinstance(repeats, int) and repeats > 1:  # its rows are its cases' repetitions
+        total_cases //= repeats
     if isinstance(config_cases, int):
         if total_cases >= config_cases:
             return ""
@@ -505,6 +523,9 @@ def run_launch_options(
     ]
     if options.get("parallel"):
         rows.append(("parallel", str(options["parallel"])))
+    repeats = options.get("repeats")
+    if isinstance(repeats, int) and repeats > 1:
+        rows.append(("repeats", str(repeats)))
     rows.append(("git ref", git_ref or "the working tree"))
     if commit:
         rows.append(("commit", commit))

@@ -67,11 +67,14 @@ def run_options(
     limit: int | None = None,
     case_filter: str = "",
     checkout_commit: str = "",
+    repeats: int | None = None,
 ) -> dict[str, Any]:
-    """What a run was asked to do; ``cases`` lets it start without reading the agent again."""
+    """What a run was asked to do; ``cases`` lets it start without reading the agent again;
+    ``repeats``: how many times each case runs (None: the agent.yaml's ``execution.repeats``)."""
     cases = agent.config.test_cases
     return {
         "parallel": agent.parallel_test_cases,
+        "repeats": repeats or agent.config.execution.repeats,
         "limit": limit,
         "case_filter": case_filter,
         "case_indices": list(indices),
@@ -118,6 +121,7 @@ def run_open(
     own git identity is its transcripts' (``runs.report.regrades``).
     """
     cases = options["cases"]
+    repeats = max(1, int(options.get("repeats") or 1))
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     status = Run.Status.QUEUED if queued else Run.Status.RUNNING
     options = {**options, "warnings": list(warnings)}
@@ -154,14 +158,22 @@ def run_open(
             options=options,
             cli_args=list(cli_args),
             created_by=user if getattr(user, "is_authenticated", False) else None,
-            total_cases=len(cases),
-            total_turns=sum(turns for *_, turns in cases),
+            # With repeats, a row per repetition of each case: they run, and count, apart.
+            total_cases=len(cases) * repeats,
+            total_turns=sum(turns for *_, turns in cases) * repeats,
         )
         rows_insert(  # not bulk_create: 4 s of CPU for 17,747 cases (runs/rows.py)
             CaseResult,
             [
-                {"index": index, "name": name, "is_multi_turn": multi, "turn_count": turns}
+                {
+                    "index": index,
+                    "repetition": repetition,
+                    "name": name,
+                    "is_multi_turn": multi,
+                    "turn_count": turns,
+                }
                 for index, name, multi, turns in cases
+                for repetition in range(repeats)
             ],
             common={"run": run},
         )
@@ -581,6 +593,9 @@ def _me() -> str:
 # --- engine events -> writes ------------------------------------------------------------------
 
 
+CaseKey = tuple[int, int]  # (case index, repetition)
+
+
 class CaseRecorder:
     """The engine's event callback for cases this process runs.
 
@@ -607,22 +622,23 @@ class CaseRecorder:
         self.watch_cancel = watch_cancel
         self.write_within = write_within
         self.cancelled = False
-        self.attempts: dict[int, tuple[CaseResult, int]] = {}  # case index -> (row, attempt)
-        self.finished: dict[int, bool] = {}  # case index -> settled by this attempt
-        # Per case index: its finished turns not written yet, the timer that will write them,
-        # the write under way, and what a write in the background raised (for the case).
-        self.unwritten: dict[int, list[wire.TurnResult]] = {}
-        self.timers: dict[int, asyncio.TimerHandle] = {}
-        self.writes: dict[int, asyncio.Task[None]] = {}
-        self.failures: dict[int, Exception] = {}
+        # Keyed by (case index, repetition): a case's repetitions are rows of their own.
+        self.attempts: dict[CaseKey, tuple[CaseResult, int]] = {}  # -> (row, attempt)
+        self.finished: dict[CaseKey, bool] = {}  # -> settled by this attempt
+        # Per case: its finished turns not written yet, the timer that will write them, the
+        # write under way, and what a write in the background raised (for the case).
+        self.unwritten: dict[CaseKey, list[wire.TurnResult]] = {}
+        self.timers: dict[CaseKey, asyncio.TimerHandle] = {}
+        self.writes: dict[CaseKey, asyncio.Task[None]] = {}
+        self.failures: dict[CaseKey, Exception] = {}
 
     def track(self, case: CaseResult, attempt: int) -> None:
-        self.attempts[case.index] = (case, attempt)
+        self.attempts[(case.index, case.repetition)] = (case, attempt)
 
     async def __call__(self, event: Any) -> None:
+        index = (event.case_index, event.repetition)
         if event.kind == "case_started" and self.claim_in is not None:
-            await _async(self._claim)(event.case_index)
-        index = event.case_index
+            await _async(self._claim)(index)
         owned = self.attempts.get(index)
         if owned is None:
             return
@@ -661,14 +677,14 @@ class CaseRecorder:
         """Cases claimed here that the engine never finished (it crashed on them)."""
         return [owned for index, owned in self.attempts.items() if index not in self.finished]
 
-    def _claim(self, case_index: int) -> None:
+    def _claim(self, key: CaseKey) -> None:
         assert self.claim_in is not None
-        case = CaseResult.objects.get(run=self.claim_in, index=case_index)
+        case = CaseResult.objects.get(run=self.claim_in, index=key[0], repetition=key[1])
         attempt = case_claim(case)
         if attempt is not None:
             self.track(case, attempt)
 
-    async def _write(self, index: int) -> None:
+    async def _write(self, index: CaseKey) -> None:
         """Write the case's finished turns not written yet."""
         turns = self.unwritten.pop(index, [])
         if not turns:
@@ -678,7 +694,7 @@ class CaseRecorder:
         if self.watch_cancel:
             self.cancelled = self.cancelled or cancelled
 
-    def _write_later(self, index: int) -> None:
+    def _write_later(self, index: CaseKey) -> None:
         """Have the case's unwritten turns written ``write_within`` seconds from now, unless a
         write is due or under way (a write under way arranges the next one when it ends)."""
         if index in self.timers or index in self.writes:
@@ -686,11 +702,11 @@ class CaseRecorder:
         loop = asyncio.get_running_loop()
         self.timers[index] = loop.call_later(self.write_within, self._write_start, index)
 
-    def _write_start(self, index: int) -> None:
+    def _write_start(self, index: CaseKey) -> None:
         del self.timers[index]
         self.writes[index] = asyncio.ensure_future(self._write_in_background(index))
 
-    async def _write_in_background(self, index: int) -> None:
+    async def _write_in_background(self, index: CaseKey) -> None:
         try:
             await self._write(index)
         except Exception as exc:  # the case's next event raises it (CaseSuperseded, ...)
@@ -700,7 +716,7 @@ class CaseRecorder:
         if index not in self.failures and self.unwritten.get(index):
             self._write_later(index)  # turns that finished during the write
 
-    async def _writes_stop(self, index: int) -> None:
+    async def _writes_stop(self, index: CaseKey) -> None:
         """No write of the case's turns due or under way once this returns: a due one is
         called off (the caller writes its turns), one under way is waited for."""
         while True:
@@ -713,7 +729,7 @@ class CaseRecorder:
             await asyncio.wait([write])
         self._raise_failure(index)
 
-    def _raise_failure(self, index: int) -> None:
+    def _raise_failure(self, index: CaseKey) -> None:
         failure = self.failures.pop(index, None)
         if failure is not None:
             raise failure

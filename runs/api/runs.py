@@ -78,11 +78,16 @@ class RunDetailOut(RunOut):
     parallel: int | None
     limit: int | None
     case_filter: str
+    repeats: int = Field(description="how many times each case ran (execution.repeats; 1: once)")
     summary: RunSummary
 
     @staticmethod
     def resolve_parallel(run: "Run") -> int | None:
         return run.options.get("parallel")
+
+    @staticmethod
+    def resolve_repeats(run: "Run") -> int:
+        return run.repeats
 
     @staticmethod
     def resolve_limit(run: "Run") -> int | None:
@@ -105,6 +110,13 @@ class RunLaunchIn(Schema):
     parallel: int | None = Field(default=None, ge=1, le=64)
     limit: int | None = Field(default=None, ge=1, le=1_000_000)
     case_filter: SafeText = ""
+    repeats: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="each case runs this many times as independent sessions (default: the "
+        "agent.yaml's execution.repeats)",
+    )
 
 
 class ProgressOut(Schema):
@@ -172,6 +184,7 @@ def run_launch(
             limit=payload.limit,
             case_filter=payload.case_filter,
             idempotency_key=key,
+            repeats=payload.repeats,
         )
     except ConfigError as exc:
         problems = [

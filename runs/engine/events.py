@@ -22,6 +22,8 @@ class CaseEvent:
     # case_finished only: the rolled-up result and every turn (single-turn cases too).
     result: TestResult | None = None
     turns: tuple[TurnResult, ...] = ()
+    # Which run of the case this is, from 0 (``execution.repeats``); 0 without repeats.
+    repetition: int = 0
 
 
 EventCallback = Callable[[CaseEvent], Awaitable[None] | None]

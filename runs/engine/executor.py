@@ -47,6 +47,7 @@ from runs.report.models import (
     ToolInvocation,
     TurnResult,
 )
+from runs.report.numbers import repetition_name
 from runs.report.times import grading_ms
 
 if TYPE_CHECKING:
@@ -104,37 +105,54 @@ class Engine:
     # --- a whole run -------------------------------------------------------------------------
 
     async def run(
-        self, *, parallel: int | None = None, case_indices: Sequence[int] | None = None
+        self,
+        *,
+        parallel: int | None = None,
+        case_indices: Sequence[int] | None = None,
+        repeats: int = 1,
     ) -> TestReport:
+        """Run the cases (``case_indices``, else all), each ``repeats`` times as independent
+        sessions; the results in case order, a case's repetitions together."""
         cases = self.agent.config.test_cases
         indices = list(range(len(cases))) if case_indices is None else list(case_indices)
+        # What runs: (case index, repetition), each on a session of its own.
+        units = [(index, repetition) for index in indices for repetition in range(repeats)]
         width = max(1, parallel or self.agent.parallel_test_cases)
         limit = asyncio.Semaphore(width)
-        starts = self._session_starts(indices, width) if costly_start(self.backend) else None
+        starts = self._session_starts(units, width) if costly_start(self.backend) else None
         started = time.perf_counter()
 
-        async def bounded(index: int) -> TestResult:
+        async def bounded(unit: int) -> TestResult:
+            index, repetition = units[unit]
             async with limit:
                 try:
-                    return await self.run_case(index, starts=starts)
+                    return await self.run_case(
+                        index, starts=starts, repetition=repetition, slot=unit
+                    )
                 except Exception as exc:  # one broken case never sinks the others
                     return self._crashed_case(index, exc)
                 finally:
                     if starts is not None:  # a session opened for a case that crashed
-                        await starts.discard(index)
+                        await starts.discard(unit)
 
         try:
-            results = await asyncio.gather(*(bounded(index) for index in indices))
+            results = await asyncio.gather(*(bounded(unit) for unit in range(len(units))))
         finally:
             if starts is not None:
                 await starts.close()
+        if repeats > 1:
+            results = [
+                repetition_named(result, index, repetition, repeats)
+                for result, (index, repetition) in zip(results, units, strict=True)
+            ]
         return self.report(list(results), elapsed_ms(started))
 
-    def _session_starts(self, indices: Sequence[int], parallel: int) -> SessionStarts:
-        """Sessions opened ahead of their cases, for a backend whose sessions start slowly."""
+    def _session_starts(self, units: Sequence[tuple[int, int]], parallel: int) -> SessionStarts:
+        """Sessions opened ahead of their cases, for a backend whose sessions start slowly
+        (keyed by the position of each case's repetition in ``units``)."""
         return SessionStarts(
-            self._create_session,
-            indices,
+            lambda unit: self._create_session(units[unit][0]),
+            range(len(units)),
             ahead=sessions_ahead(parallel),
             timeout=self.agent.config.execution.llm_timeout,
             is_cancelled=self.is_cancelled,
@@ -154,12 +172,22 @@ class Engine:
 
     # --- one test case -----------------------------------------------------------------------
 
-    async def run_case(self, index: int, *, starts: SessionStarts | None = None) -> TestResult:
-        """Run one case on its own session: taken from ``starts`` (opened ahead) when given,
-        else opened here."""
+    async def run_case(
+        self,
+        index: int,
+        *,
+        starts: SessionStarts | None = None,
+        repetition: int = 0,
+        slot: int | None = None,
+    ) -> TestResult:
+        """Run one case (its ``repetition``) on its own session: taken from ``starts`` (opened
+        ahead, under the key ``slot``, else ``index``) when given, else opened here."""
         case = self.agent.config.test_cases[index]
         turns = case.as_turns()
-        await emit(self.on_event, CaseEvent("case_started", index, case.name, len(turns)))
+        await emit(
+            self.on_event,
+            CaseEvent("case_started", index, case.name, len(turns), repetition=repetition),
+        )
         state = CaseState()
         results: list[TurnResult] = []
         files: list[ProcessedFileInput] = []
@@ -168,7 +196,7 @@ class Engine:
         opened: OpenedSession | None = None
         try:
             if not self.is_cancelled():  # a cancelled run's cases start no session
-                opened = await self._open(index, starts)
+                opened = await self._open(index if slot is None else slot, starts, index)
                 session, open_error = opened.session, opened.error
             for turn_index, turn in enumerate(turns):
                 if self.is_cancelled() and state.stop_reason is None:
@@ -187,7 +215,14 @@ class Engine:
                 results.append(turn_result)
                 await emit(
                     self.on_event,
-                    CaseEvent("turn_finished", index, case.name, len(turns), turn=turn_result),
+                    CaseEvent(
+                        "turn_finished",
+                        index,
+                        case.name,
+                        len(turns),
+                        turn=turn_result,
+                        repetition=repetition,
+                    ),
                 )
         finally:
             if session is not None:
@@ -206,14 +241,20 @@ class Engine:
         await emit(
             self.on_event,
             CaseEvent(
-                "case_finished", index, case.name, len(turns), result=result, turns=tuple(results)
+                "case_finished",
+                index,
+                case.name,
+                len(turns),
+                result=result,
+                turns=tuple(results),
+                repetition=repetition,
             ),
         )
         return result
 
-    async def _open(self, index: int, starts: SessionStarts | None) -> OpenedSession:
+    async def _open(self, key: int, starts: SessionStarts | None, index: int) -> OpenedSession:
         if starts is not None:
-            return await starts.take(index)
+            return await starts.take(key)
         timeout = self.agent.config.execution.llm_timeout
         return await open_session(self._create_session, index, timeout)
 
@@ -339,6 +380,12 @@ class Engine:
 
     def _skipped_turn(self, turn: Turn, turn_index: int, reason: str) -> TurnResult:
         return _unsent_turn(turn, turn_index, f"skipped: {reason}", skipped=True)
+
+
+def repetition_named(result: TestResult, index: int, repetition: int, repeats: int) -> TestResult:
+    """The result of one repetition, named for result files (``repetition_name``)."""
+    name = repetition_name(result.test_name, index=index, repetition=repetition, repeats=repeats)
+    return result.model_copy(update={"test_name": name})
 
 
 def _unsent_turn(turn: Turn, turn_index: int, error: str, *, skipped: bool) -> TurnResult:

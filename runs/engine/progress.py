@@ -7,16 +7,24 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
-from runs.report.numbers import case_text, turn_text
+from runs.report.numbers import case_text, repetition_text, turn_text
 from runs.report.outcomes import BAD, Outcome
 
 
 class TerminalProgress:
-    def __init__(self, total_turns: int, total_cases: int, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        total_turns: int,
+        total_cases: int,
+        stream: TextIO | None = None,
+        *,
+        repeats: int = 1,
+    ) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.total_turns = max(1, total_turns)
         self.total_cases = total_cases
+        self.repeats = repeats  # each case's repetitions (counted in the totals)
         self.turns_done = 0
         self.cases_done = 0
         self.failed_cases = 0
@@ -24,7 +32,9 @@ class TerminalProgress:
 
     def __call__(self, event: CaseEvent) -> None:
         # For people: the case's name, else "case 3 of 8"; turns "turn 1 of 4" (from 1).
-        label = event.case_name or case_text(event.case_index, self.total_cases)
+        label = event.case_name or case_text(event.case_index, self.total_cases // self.repeats)
+        if self.repeats > 1:
+            label = f"{label} ({repetition_text(event.repetition, self.repeats)})"
         if event.kind == "turn_finished" and event.turn is not None:
             self.turns_done += 1
             turn = event.turn

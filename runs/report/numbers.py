@@ -68,6 +68,18 @@ def case_text(index: int, total: int | None = None) -> str:
     return _numbered("case", index, total)
 
 
+def repetition_text(repetition: int, repeats: int) -> str:
+    """``"repetition 2 of 3"`` for the stored ``repetition`` 1 of 3."""
+    return _numbered("repetition", repetition, repeats)
+
+
+def repetition_name(name: str | None, *, index: int, repetition: int, repeats: int) -> str:
+    """A repetition's test name in result files and exports ("refund (repetition 2 of 3)",
+    "case 4 (repetition 1 of 3)" unnamed): HoloDeck readers load each repetition as a test
+    result of its own, and the names tell them apart."""
+    return f"{name or case_text(index)} ({repetition_text(repetition, repeats)})"
+
+
 def _numbered(noun: str, index: int, total: int | None) -> str:
     text = f"{noun} {ordinal(index)}"
     return f"{text} of {total}" if total else text

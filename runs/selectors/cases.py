@@ -23,6 +23,7 @@ CASE_ROW_FIELDS = (
     "id",
     "run_id",
     "index",
+    "repetition",
     "name",
     "status",
     "is_multi_turn",
@@ -57,7 +58,7 @@ def case_rows(
 ) -> QuerySet[CaseResult]:
     """The case rows of a run (reading ``fields``); ``query`` keeps names containing it
     (case-insensitive)."""
-    cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index")
+    cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index", "repetition")
     if only_failures:
         cases = cases.filter(outcome__in=FAILURES)
     if query:

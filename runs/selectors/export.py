@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404
 from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report import models as wire
+from runs.report.numbers import repetition_name
 from runs.selectors.runs import run_summary
 
 
@@ -62,11 +63,12 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
 
 
 def _run_results(run: Run) -> list[wire.TestResult]:
-    """Every settled case of the run (done, or errored) as a wire TestResult, in order."""
+    """Every settled case of the run (done, or errored) as a wire TestResult, in order; with
+    repeats, each repetition, named as such (``repetition_name``)."""
     cases = list(
         CaseResult.objects.filter(
             run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
-        ).order_by("index")
+        ).order_by("index", "repetition")
     )
     turns_by_case: dict[int, list[TurnResult]] = {}
     metrics_by_turn: dict[int, list[MetricResult]] = {}
@@ -74,4 +76,23 @@ def _run_results(run: Run) -> list[wire.TestResult]:
         metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
     for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
         turns_by_case.setdefault(turn.case_id, []).append(turn)
-    return [case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases]
+    results = [
+        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases
+    ]
+    repeats = run.repeats
+    if repeats == 1:
+        return results
+    # One TestResult per repetition, its repetition in its name: HoloDeck readers load them.
+    return [
+        result.model_copy(
+            update={
+                "test_name": repetition_name(
+                    result.test_name,
+                    index=case.index,
+                    repetition=case.repetition,
+                    repeats=repeats,
+                )
+            }
+        )
+        for result, case in zip(results, cases, strict=True)
+    ]

@@ -10,16 +10,24 @@ from django.db.models.fields.json import KT
 from runs.models import run_partial_text
 
 # The launch options a partial badge reads, as columns (not the whole JSON of Run.options).
-PARTIAL_COLUMNS = (KT("options__limit"), KT("options__case_filter"), KT("options__config_cases"))
+PARTIAL_COLUMNS = (
+    KT("options__limit"),
+    KT("options__case_filter"),
+    KT("options__config_cases"),
+    KT("options__repeats"),
+)
 
 
-def partial_text_of(limit: Any, case_filter: Any, config_cases: Any, total_cases: int) -> str:
-    """``run_partial_text`` of the three PARTIAL_COLUMNS as a query read them (text on
-    PostgreSQL, numbers on SQLite)."""
+def partial_text_of(
+    limit: Any, case_filter: Any, config_cases: Any, total_cases: int, repeats: Any = None
+) -> str:
+    """``run_partial_text`` of the PARTIAL_COLUMNS as a query read them (text on PostgreSQL,
+    numbers on SQLite)."""
     options = {
         "limit": _number(limit),
         "case_filter": case_filter or "",
         "config_cases": _number(config_cases),
+        "repeats": _number(repeats),
     }
     return run_partial_text(options, total_cases=total_cases)
 

@@ -45,15 +45,18 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
-    # Its launch's limit, filter and agent.yaml case count (read out of Run.options, whose
-    # case list can be long): what its partial badge says.
+    # Its launch's limit, filter, agent.yaml case count and repeats (read out of Run.options,
+    # whose case list can be long): what its partial badge says.
     limit: Any = None
     case_filter: Any = None
     config_cases: Any = None
+    repeats: Any = None
 
     @property
     def partial_text(self) -> str:
-        return partial_text_of(self.limit, self.case_filter, self.config_cases, self.total_cases)
+        return partial_text_of(
+            self.limit, self.case_filter, self.config_cases, self.total_cases, self.repeats
+        )
 
 
 def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:

@@ -99,7 +99,7 @@ def _trend_run(row: tuple[Any, ...]) -> TrendRun:
         # In the time zone the page shows: the chart's labels read it as it is.
         created_at=timezone.localtime(row[10]),
         cases=cases,
-        partial=partial_text_of(row[15], row[16], row[17], row[14]),
+        partial=partial_text_of(row[15], row[16], row[17], row[14], row[18]),
     )
 
 

@@ -88,7 +88,9 @@ def cli_run_execute(
     stored_id = run_store.run.pk if run_store is not None and run_store.run else None
     try:
         with log_context(run_id=stored_id):  # the stored run's id on the lines logged meanwhile
-            report = asyncio.run(Engine(agent, on_event=on_event).run(case_indices=list(indices)))
+            engine = Engine(agent, on_event=on_event)
+            repeats = agent.config.execution.repeats
+            report = asyncio.run(engine.run(case_indices=list(indices), repeats=repeats))
     except Exception as exc:
         if run_store is not None:
             run_store.fail(f"execution error: {error_text(exc)}")

@@ -103,7 +103,7 @@ def run_execute_inline(*, run_id: int) -> Run:
         for case in (
             _cases_with_run()
             .filter(run_id=run_id, status=CaseResult.Status.PENDING)
-            .order_by("index")
+            .order_by("index", "repetition")
         ):
             if case.run.status != Run.Status.RUNNING:
                 break
@@ -190,7 +190,7 @@ def _case_next_unqueued(run: Run) -> CaseResult | None:
             enqueued=False,
             status=CaseResult.Status.PENDING,
         )
-        .order_by("index")
+        .order_by("index", "repetition")
         .first()
     )
     if case is not None:
@@ -225,7 +225,7 @@ def _case_mark_next_queued(run: Run) -> int | None:
     when no case is left."""
     case_id = (
         CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
-        .order_by("index")
+        .order_by("index", "repetition")
         .values_list("pk", flat=True)
         .first()
     )
@@ -360,7 +360,7 @@ async def _execute(
         agent, backend=backend, on_event=_turn_bound(recorder), is_cancelled=recorder.is_cancelled
     )
     try:
-        await engine.run_case(case.index)
+        await engine.run_case(case.index, repetition=case.repetition)
     finally:
         await recorder.flush()  # the turns before a crash are kept, as they would have been
 
@@ -404,10 +404,13 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
-    """The original run's turns of the case with this index (the re-grade keeps the indices)."""
+    """The original run's turns of the case with this index and repetition (the re-grade keeps
+    both)."""
     from runs.mapping import turn_to_wire
 
-    rows = TurnResult.objects.filter(run_id=original_id, case__index=case.index).order_by("index")
+    rows = TurnResult.objects.filter(
+        run_id=original_id, case__index=case.index, case__repetition=case.repetition
+    ).order_by("index")
     return [turn_to_wire(row, ()) for row in rows]
 
 

@@ -25,6 +25,7 @@ from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_cache_dir, snapshot_limits, snapshot_store
 from runs.snapshots import SnapshotError, snapshot_agent, unpack
 from runs.spec.errors import ConfigError, ConfigProblem
+from runs.spec.limits import MAX_REPEATS
 from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
@@ -115,8 +116,10 @@ def run_create(
     limit: int | None = None,
     case_filter: str = "",
     idempotency_key: str = "",
+    repeats: int | None = None,
 ) -> Run:
-    """Validate the agent (at ``git_ref`` if given), create a queued Run, enqueue on commit.
+    """Validate the agent (at ``git_ref`` if given), create a queued Run, enqueue on commit;
+    ``repeats``: how many times each case runs (None: the agent.yaml's ``execution.repeats``).
 
     With an ``idempotency_key``, the run ``user`` already launched with it is returned instead
     (``run_open_once``). Raises ConfigError (every problem of the agent.yaml) or LaunchError;
@@ -133,6 +136,7 @@ def run_create(
                 parallel=parallel,
                 limit=limit,
                 case_filter=case_filter,
+                repeats=repeats,
             )
 
     return run_open_once(user=user, key=idempotency_key, open_run=open_run)
@@ -146,7 +150,12 @@ def _run_create(
     parallel: int | None,
     limit: int | None,
     case_filter: str,
+    repeats: int | None = None,
 ) -> Run:
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+        raise LaunchError(
+            f"repeats must be from 1 to {MAX_REPEATS}, got {repeats}", field="repeats"
+        )
     sealed = agent_seal(project=project, git_ref=git_ref, parallel=parallel)
     agent, commit = sealed.agent, sealed.commit
     ref = git_ref.strip()
@@ -155,7 +164,12 @@ def _run_create(
     if not indices:
         raise LaunchError(f"no test case matches the filter {case_filter!r}", field="case_filter")
     options = run_options(
-        agent=agent, indices=indices, limit=limit, case_filter=case_filter, checkout_commit=commit
+        agent=agent,
+        indices=indices,
+        limit=limit,
+        case_filter=case_filter,
+        checkout_commit=commit,
+        repeats=repeats,
     )
     options["agent_file"] = sealed.agent_file  # what a worker loads from the snapshot
     run = run_open(

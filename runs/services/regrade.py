@@ -69,12 +69,15 @@ def _run_regrade_create(
         )
     sealed = agent_seal(project=project, git_ref=git_ref)
     agent, commit = sealed.agent, sealed.commit
-    cases = [
-        [index, name, multi, turns]
-        for index, name, multi, turns in _cases_that_ran(original).values_list(
-            "index", "name", "is_multi_turn", "turn_count"
-        )
-    ]
+    # One entry per case (its repetitions, if it was repeated, are re-graded each).
+    cases = list(
+        {
+            index: [index, name, multi, turns]
+            for index, name, multi, turns in _cases_that_ran(original).values_list(
+                "index", "name", "is_multi_turn", "turn_count"
+            )
+        }.values()
+    )
     if not cases:
         raise LaunchError(
             f"run {original.pk} has no case that ran to re-grade"
@@ -89,6 +92,7 @@ def _run_regrade_create(
         "parallel": max(agent.parallel_test_cases, REGRADE_PARALLEL),
         "case_indices": [case[0] for case in cases],
         "cases": cases,
+        "repeats": original.repeats,
         # Partial as its original was (a limit, a filter), or because some of its cases never
         # ran (a cancel): Run.partial_text counts against the original's agent.yaml.
         "limit": original.options.get("limit"),
@@ -128,5 +132,5 @@ def _cases_that_ran(original: Run) -> QuerySet[CaseResult]:
             run=original, status__in=[CaseResult.Status.DONE, CaseResult.Status.CANCELLED]
         )
         .filter(Exists(ran))
-        .order_by("index")
+        .order_by("index", "repetition")
     )

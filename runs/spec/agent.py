@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from runs.spec.common import StrictModel, non_empty, spec_error
 from runs.spec.holodeck import DeploymentConfig, ObservabilityConfig, OpenAIConfig
-from runs.spec.limits import ParallelTestCases, TimeoutSeconds
+from runs.spec.limits import ParallelTestCases, Repeats, TimeoutSeconds
 from runs.spec.metrics import EvaluationConfig
 from runs.spec.model import ClaudeConfig, Instructions, ModelConfig
 from runs.spec.test_cases import TestCase
@@ -16,7 +16,7 @@ from runs.spec.tool_config import Tool, duplicate_tool_names
 
 
 class ExecutionConfig(StrictModel):
-    """Timeouts (seconds), the file cache and test-case concurrency."""
+    """Timeouts (seconds), the file cache, test-case concurrency and repetitions."""
 
     holodeck_ignored: ClassVar[dict[str, str]] = {
         "quiet": "set the output on the command line",
@@ -29,6 +29,8 @@ class ExecutionConfig(StrictModel):
     cache_enabled: bool = True
     cache_dir: str = ".holodeck/cache"
     parallel_test_cases: ParallelTestCases | None = None
+    # Each case runs this many times, as independent sessions, inside one run (not HoloDeck's).
+    repeats: Repeats = 1
     # HoloDeck 0.7.1
     quiet: bool | None = None
     verbose: bool | None = None

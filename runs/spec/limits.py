@@ -20,6 +20,8 @@ MAX_TIMEOUT_MS = MAX_TIMEOUT_S * 1000
 # Simulated latency of the scripted provider: at most ten minutes per model call.
 MAX_LATENCY_MS = 10 * 60 * 1000
 MAX_PARALLEL_TEST_CASES = 1024
+# Repetitions of every case in one run (execution.repeats).
+MAX_REPEATS = 1000
 MAX_TOKENS = 1_000_000
 MAX_TEMPERATURE = 2
 MAX_TOOL_COUNT = 1000
@@ -96,6 +98,7 @@ LatencyMs = Annotated[float, _field(0, MAX_LATENCY_MS), _check(0, MAX_LATENCY_MS
 ParallelTestCases = Annotated[
     int, _field(1, MAX_PARALLEL_TEST_CASES), _check(1, MAX_PARALLEL_TEST_CASES)
 ]
+Repeats = Annotated[int, _field(1, MAX_REPEATS), _check(1, MAX_REPEATS)]
 Temperature = Annotated[float, _field(0, MAX_TEMPERATURE), _check(0, MAX_TEMPERATURE)]
 TopP = Annotated[float, _field(0, 1), _check(0, 1)]
 TokenCount = Annotated[int, _field(1, MAX_TOKENS), _check(1, MAX_TOKENS)]

@@ -122,6 +122,14 @@ class LaunchForm(forms.Form):
     limit = forms.IntegerField(
         required=False, min_value=1, label="Limit", help_text="Run only the first N cases."
     )
+    repeats = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=1000,
+        label="Repeats",
+        help_text="Run each case this many times, as independent sessions. Empty: the agent's"
+        " execution.repeats.",
+    )
     # Generated when the form is rendered: a double submit, or a retry of a launch that outlived
     # the browser's patience, answers with the run the first one created (docs/api.md).
     idempotency_key = forms.CharField(required=False, max_length=100, widget=forms.HiddenInput)
@@ -134,6 +142,7 @@ class AgentPreview:
     case_count: int
     turn_count: int
     parallel: int
+    repeats: int
     case_names: list[str]
     warnings: list[str]
 
@@ -166,6 +175,11 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
             f"Empty: the agent's default, {preview.parallel} (execution.parallel_test_cases)."
         )
         form.fields["parallel"].widget.attrs["placeholder"] = str(preview.parallel)
+        form.fields["repeats"].help_text = (
+            "Run each case this many times, as independent sessions. Empty: the agent's"
+            f" default, {preview.repeats} (execution.repeats)."
+        )
+        form.fields["repeats"].widget.attrs["placeholder"] = str(preview.repeats)
         form.fields["case_filter"].widget.attrs["list"] = "case-names"
     filter_errors = form.errors.get("case_filter") if form.is_bound else None
     context = {
@@ -207,6 +221,7 @@ def rerun_initial(run: Run) -> dict[str, Any]:
         "parallel": options.get("parallel"),
         "case_filter": options.get("case_filter") or "",
         "limit": options.get("limit"),
+        "repeats": options.get("repeats") if (options.get("repeats") or 1) > 1 else None,
     }
 
 
@@ -226,6 +241,7 @@ def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str
         case_count=len(cases),
         turn_count=sum(len(case.as_turns()) for case in cases),
         parallel=agent.parallel_test_cases,
+        repeats=agent.config.execution.repeats,
         case_names=[case_label(case.name, index) for index, case in enumerate(cases)],
         # Judge problems, then the HoloDeck fields that have no effect here.
         warnings=[*judge_warnings(agent), *agent.warnings],
@@ -252,6 +268,7 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
             limit=data["limit"],
             case_filter=data["case_filter"].strip(),
             idempotency_key=data["idempotency_key"].strip(),
+            repeats=data["repeats"],
         )
     except ConfigError as exc:
         return [str(problem) for problem in exc.problems] or [str(exc)]

@@ -36,6 +36,12 @@ class Command(BaseCommand):
             help="cases run concurrently (CLI > YAML > env > 1)",
         )
         parser.add_argument("--limit", type=int, default=None, help="run only the first N cases")
+        parser.add_argument(
+            "--repeats",
+            type=int,
+            default=None,
+            help="run each case N times as independent sessions (overrides execution.repeats)",
+        )
         parser.add_argument("--filter", default="", help="run only cases whose name contains this")
         parser.add_argument(
             "--timeout",
@@ -77,6 +83,7 @@ class Command(BaseCommand):
 
     def execute_run(self, options: dict[str, Any]) -> int:
         from runs.spec.errors import ConfigError
+        from runs.spec.limits import MAX_REPEATS
         from runs.spec.loader import load_agent
 
         for output in options["output"]:
@@ -92,6 +99,12 @@ class Command(BaseCommand):
         if options["limit"] is not None and options["limit"] < 1:
             self.stderr.write(f"--limit {options['limit']}: must be at least 1")
             return EXIT_CONFIG
+        repeats = options.get("repeats")
+        if repeats is not None:
+            if not 1 <= repeats <= MAX_REPEATS:
+                self.stderr.write(f"--repeats {repeats}: must be from 1 to {MAX_REPEATS}")
+                return EXIT_CONFIG
+            agent.config.execution.repeats = repeats
         if options["timeout"] is not None:
             if options["timeout"] <= 0:
                 self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
@@ -131,8 +144,12 @@ class Command(BaseCommand):
         progress = None
         if not options["quiet"]:
             cases = agent.config.test_cases
+            repeats = agent.config.execution.repeats
             progress = TerminalProgress(
-                sum(len(cases[i].as_turns()) for i in indices), len(indices), stream=sys.stderr
+                sum(len(cases[i].as_turns()) for i in indices) * repeats,
+                len(indices) * repeats,
+                stream=sys.stderr,
+                repeats=repeats,
             )
         try:
             outcome = cli_run_execute(

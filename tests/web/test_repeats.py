@@ -1,0 +1,102 @@
+"""Repeats: each case of a run runs N times as independent sessions, every repetition stored
+as a case row of its own, counted apart, exported as a TestResult of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from runs.models import CaseResult, Run
+from runs.selectors.export import run_eval_run
+from runs.services import execution, launch
+from tests.web.services_helpers import example_project
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_launch_with_repeats_runs_every_case_that_many_times(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    run = launch.run_create(project=project, repeats=3)
+    assert (run.total_cases, run.repeats) == (9, 3)
+    assert run.total_turns == 30
+    run = execution.run_execute_inline(run_id=run.pk)
+    rows = list(run.cases.order_by("index", "repetition").values_list("index", "repetition"))
+    assert rows == [(i, r) for i in range(3) for r in range(3)]
+    assert not run.cases.exclude(status=CaseResult.Status.DONE).exists()
+    assert run.turns_done == 30 and run.cases_done == 9
+    # Each repetition has its own turns; the example's scripted agent answers the same.
+    for case in run.cases.all():
+        assert case.turns.count() == case.turn_count
+    assert run.partial_text == ""  # every case ran (three times)
+    assert ("repeats", "3") in run.launch_options
+
+    names = [result.test_name for result in run_eval_run(run=run).report.results]
+    assert len(names) == 9 and len(set(names)) == 9
+    assert names[1].endswith("(repetition 2 of 3)")
+
+
+def test_a_limited_repeated_run_is_partial_by_its_cases_not_its_rows(tmp_path: Path) -> None:
+    run = launch.run_create(project=example_project(tmp_path), repeats=4, limit=2)
+    assert run.total_cases == 8
+    assert run.partial_text == "partial: 2 of 3 cases, limit 2"
+
+
+def test_repeats_out_of_bounds_are_refused_at_their_field(tmp_path: Path) -> None:
+    with pytest.raises(launch.LaunchError) as refused:
+        launch.run_create(project=example_project(tmp_path), repeats=0)
+    assert refused.value.field == "repeats"
+    assert not Run.objects.exists()
+
+
+def test_the_agent_yamls_execution_repeats_is_the_default(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    agent = project.agent_path
+    agent.write_text(agent.read_text().replace("execution:\n", "execution:\n  repeats: 2\n", 1))
+    run = launch.run_create(project=project)
+    assert run.repeats == 2 and run.total_cases == 6
+
+
+def test_run_agent_repeats_each_case_and_names_each_repetition_in_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = example_project(tmp_path)
+    out = tmp_path / "report.json"
+    with pytest.raises(SystemExit):
+        call_command("run_agent", str(project.agent_path), "--repeats", "2", "--output", str(out))
+    run = Run.objects.get()
+    assert run.repeats == 2 and run.cases.count() == 6 and run.cases_done == 6
+    assert set(run.cases.values_list("repetition", flat=True)) == {0, 1}
+    names = [result["test_name"] for result in json.loads(out.read_text())["report"]["results"]]
+    assert len(names) == 6 and sum("(repetition 2 of 2)" in name for name in names) == 3
+    err = capsys.readouterr().err
+    assert "(repetition 2 of 2)" in err  # the progress says which repetition
+
+
+def test_run_agent_refuses_repeats_out_of_bounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = example_project(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        call_command("run_agent", str(project.agent_path), "--repeats", "0")
+    assert exited.value.code == 2
+    assert "--repeats 0: must be from 1 to 1000" in capsys.readouterr().err
+
+
+def test_a_regrade_of_a_repeated_run_grades_every_repetition(tmp_path: Path) -> None:
+    from runs.services.regrade import run_regrade_create
+
+    run = execution.run_execute_inline(
+        run_id=launch.run_create(project=example_project(tmp_path), repeats=2).pk
+    )
+    regrade = execution.run_execute_inline(
+        run_id=run_regrade_create(original=run, enqueue=False).pk
+    )
+    assert regrade.repeats == 2 and regrade.cases.count() == 6
+    assert not regrade.cases.filter(outcome="error").exists()
+    graded = regrade.cases.order_by("index", "repetition").values_list("outcome", flat=True)
+    assert list(graded) == list(
+        run.cases.order_by("index", "repetition").values_list("outcome", flat=True)
+    )
