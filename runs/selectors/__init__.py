@@ -23,12 +23,17 @@ from runs.selectors.cases import (
     CASE_PAGE_UNUSED_RUN_FIELDS,
     CASE_ROW_FIELDS,
     case_get,
+    case_repeat_stats,
+    case_repetitions,
     case_rows,
     case_rows_changed_since,
+    case_run_repeats,
+    case_score_spreads,
     case_summary,
     case_version,
     case_version_get,
     next_failed_case,
+    turn_repeat_stats,
 )
 from runs.selectors.export import run_eval_run
 from runs.selectors.projects import (
@@ -70,8 +75,12 @@ __all__ = [
     "RunListFilters",
     "agent_names",
     "case_get",
+    "case_repeat_stats",
+    "case_repetitions",
     "case_rows",
     "case_rows_changed_since",
+    "case_run_repeats",
+    "case_score_spreads",
     "case_summary",
     "case_version",
     "case_version_get",
@@ -89,4 +98,5 @@ __all__ = [
     "run_progress_get",
     "run_row",
     "run_summary",
+    "turn_repeat_stats",
 ]

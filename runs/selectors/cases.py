@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.outcomes import BAD
+from runs.report.outcomes import BAD, Outcome
+from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.report.summary import RunSummary
 
 # "Only failures": cases that failed or errored (not those that could not be graded).
@@ -54,16 +56,73 @@ def case_rows(
     run: Run,
     only_failures: bool = False,
     query: str = "",
+    only_flaky: bool = False,
     fields: Sequence[str] = CASE_ROW_FIELDS,
 ) -> QuerySet[CaseResult]:
     """The case rows of a run (reading ``fields``); ``query`` keeps names containing it
-    (case-insensitive)."""
+    (case-insensitive); ``only_flaky`` the repetitions of cases that passed in some of them and
+    failed in others."""
     cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index", "repetition")
     if only_failures:
         cases = cases.filter(outcome__in=FAILURES)
     if query:
         cases = cases.filter(name__icontains=query)
+    if only_flaky:
+        cases = cases.filter(index__in=Subquery(_flaky_indices(run)))
     return cases
+
+
+def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
+    """The indices of the run's flaky cases (``runs.report.repeats``), as a subquery."""
+    return (
+        CaseResult.objects.filter(run=run)
+        .order_by()
+        .values("index")
+        .annotate(
+            passed=Count("pk", filter=Q(outcome=Outcome.PASSED)),
+            failed=Count("pk", filter=Q(outcome__in=FAILURES)),
+        )
+        .filter(passed__gt=0, failed__gt=0)
+        .values("index")
+    )
+
+
+def case_repeat_stats(*, run: Run) -> dict[int, RepeatStats]:
+    """Each case's repetitions together (by case index), for a repeated run; {} for a run that
+    ran each case once. One query."""
+    if run.repeats == 1:
+        return {}
+    rows = CaseResult.objects.filter(run=run).order_by().values_list("index", "outcome")
+    return stats_by_unit(rows)
+
+
+def case_repetitions(*, case: CaseResult) -> list[CaseResult]:
+    """Every repetition of ``case``'s case in its run (itself included), in order."""
+    return list(
+        CaseResult.objects.filter(run_id=case.run_id, index=case.index)
+        .only("id", "run_id", "index", "repetition", "outcome", "status")
+        .order_by("repetition")
+    )
+
+
+def turn_repeat_stats(*, case: CaseResult) -> dict[int, RepeatStats]:
+    """Each turn of ``case``'s case over its repetitions (by turn index). One query."""
+    rows = (
+        TurnResult.objects.filter(case__run_id=case.run_id, case__index=case.index)
+        .order_by()
+        .values_list("index", "outcome")
+    )
+    return stats_by_unit(rows)
+
+
+def case_score_spreads(*, case: CaseResult) -> list[ScoreSpread]:
+    """Each metric's scores over the repetitions of ``case``'s case. One query."""
+    rows = (
+        MetricResult.objects.filter(turn__case__run_id=case.run_id, turn__case__index=case.index)
+        .order_by("position", "id")
+        .values_list("metric_name", "score")
+    )
+    return score_spreads(rows)
 
 
 def case_rows_changed_since(
@@ -72,11 +131,12 @@ def case_rows_changed_since(
     since: datetime,
     only_failures: bool = False,
     query: str = "",
+    only_flaky: bool = False,
     most: int | None = None,
 ) -> list[CaseResult]:
     """Case rows that started or finished after ``since`` (the progress poll swaps just these),
     the first ``most`` of them (by index) when given."""
-    rows = case_rows(run=run, only_failures=only_failures, query=query)
+    rows = case_rows(run=run, only_failures=only_failures, query=query, only_flaky=only_flaky)
     changed = Q(finished_at__gt=since) | Q(started_at__gt=since)
     return list(rows.filter(changed)[:most])
 
@@ -123,10 +183,20 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
     return get_object_or_404(
         CaseResult.objects.select_related("run")
         .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
+        # The run's repeats, out of its (deferred) options: ``case_run_repeats``.
+        .annotate(run_repeats=F("run__options__repeats"))
         .prefetch_related(Prefetch("turns", queryset=turns)),
         pk=case_id,
         run_id=run_id,
     )
+
+
+def case_run_repeats(case: CaseResult) -> int:
+    """How many times the run of ``case`` (read by ``case_get``) ran each case."""
+    try:
+        return max(1, int(getattr(case, "run_repeats", None) or 1))
+    except (TypeError, ValueError):
+        return 1
 
 
 def case_summary(*, case: CaseResult) -> RunSummary:

@@ -148,6 +148,20 @@ def json_tree(value: Any) -> SafeString:
 # none (never "0 %" for a run with nothing graded).
 score = register.filter("score", format_score)
 percent = register.filter("percent", format_rate)
+
+
+@register.filter
+def pass_at(stats: Any, k: int) -> float | None:
+    """``{{ stats|pass_at:3 }}``: pass@k in % of a unit's repetitions (``RepeatStats``)."""
+    return stats.pass_at(k)  # type: ignore[no-any-return]
+
+
+@register.filter
+def pass_all(stats: Any, k: int) -> float | None:
+    """``{{ stats|pass_all:3 }}``: pass^k in % of a unit's repetitions (``RepeatStats``)."""
+    return stats.pass_all(k)  # type: ignore[no-any-return]
+
+
 # Turns and cases for people, from 1 (runs.report.numbers): ``{{ turn.index|turn_of:4 }}`` reads
 # "turn 1 of 4", ``{{ case.index|number }}`` "1"; anchors and URLs keep the 0-based index.
 number = register.filter("number", ordinal)

@@ -8,7 +8,7 @@ the markup its template would draw; every value a user, a run or an agent wrote 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ from runs.templatetags.dashboard import case_chips, duration, mark, percent, sho
 
 if TYPE_CHECKING:
     from runs.models import AgentProject, CaseResult
+    from runs.report.repeats import RepeatStats
     from runs.selectors.projects import LastRun
 
 PENDING = "pending"
@@ -37,35 +38,80 @@ DESCRIPTION_CHARS = 120
 
 
 def case_rows_html(
-    cases: Iterable[CaseResult], *, run_id: int, oob: bool = False, stopping: bool = False
+    cases: Iterable[CaseResult],
+    *,
+    run_id: int,
+    oob: bool = False,
+    stopping: bool = False,
+    repeats: int = 1,
+    repeated: Mapping[int, RepeatStats] | None = None,
 ) -> SafeString:
     """The rows of ``cases`` (of run ``run_id``), one line each; ``stopping``: the run was
-    cancelled while they ran (``Run.is_stopping``)."""
+    cancelled while they ran (``Run.is_stopping``); ``repeats``/``repeated``: a repeated run's
+    repetitions per case and each case's stats over them (``selectors.case_repeat_stats``)."""
     turns_url = _url_of("case_turns", run_id)
     page_url = _url_of("case_detail", run_id)
     swap = SWAP_OOB if oob else ""
+    repeated = repeated or {}
     rows = [
-        _pending_row(case, swap)
+        _pending_row(case, swap, _repetition_chips(case, repeats, repeated))
         if case.status == PENDING
-        else _case_row(case, swap, turns_url(case.pk), page_url(case.pk), stopping)
+        else _case_row(
+            case,
+            swap,
+            turns_url(case.pk),
+            page_url(case.pk),
+            stopping,
+            _repetition_chips(case, repeats, repeated),
+        )
         for case in cases
     ]
     return mark_safe("".join(rows))
 
 
-def _pending_row(case: CaseResult, swap: str) -> str:
+def _repetition_chips(case: CaseResult, repeats: int, repeated: Mapping[int, RepeatStats]) -> str:
+    """A repeated case's row: which repetition it is, and its case's stats over them (passed
+    of graded repetitions, flaky when it both passed and failed)."""
+    if repeats == 1:
+        return ""
+    chips = (
+        f'<span class="chip chip-muted repetition" title="repetition {case.repetition + 1} of'
+        f' {repeats}: an independent session of this case">'
+        f"rep {case.repetition + 1}/{repeats}</span>"
+    )
+    stats = repeated.get(case.index)
+    if stats is None or not stats.graded:
+        return chips
+    chips += (
+        f'<span class="chip chip-muted repeat-rate" title="passed in {stats.passed} of its'
+        f' {stats.graded} graded repetitions">{stats.passed}/{stats.graded} reps passed</span>'
+    )
+    if stats.flaky:
+        chips += (
+            '<span class="chip chip-warn flaky-mark" title="passed in some repetitions and'
+            ' failed in others">flaky</span>'
+        )
+    return chips
+
+
+def _pending_row(case: CaseResult, swap: str, repetition: str = "") -> str:
     count = case.turn_count
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
         f'{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
-        f'<span class="name">{escape(case.label)}</span>'
+        f'<span class="name">{escape(case.label)}</span>{repetition}'
         f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
         f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
     )
 
 
 def _case_row(
-    case: CaseResult, swap: str, turns_url: str, page_url: str, stopping: bool = False
+    case: CaseResult,
+    swap: str,
+    turns_url: str,
+    page_url: str,
+    stopping: bool = False,
+    repetition: str = "",
 ) -> str:
     label = escape(case.label)
     return (
@@ -73,7 +119,7 @@ def _case_row(
         f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
         f'<summary class="case-sum">{_mark(case.outcome)}'
         f'<span class="idx">#{ordinal(case.index)}</span>'
-        f'<span class="name">{label}</span>{case_chips(case, stopping)}'
+        f'<span class="name">{label}</span>{repetition}{case_chips(case, stopping)}'
         f'<span class="small muted">{duration(case.execution_time_ms)}</span></summary>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'
         f' aria-label="link to case {label}">¶</a>'

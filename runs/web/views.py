@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.report.repeats import RunRepeatStats, run_repeat_stats
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
@@ -342,17 +343,19 @@ def _until_param(request: Query) -> datetime | None:
 
 
 def _case_page(
-    request: HtmxHttpRequest, run: Run, only_failures: bool, query: str
+    request: HtmxHttpRequest, run: Run, only_failures: bool, query: str, only_flaky: bool
 ) -> Page[CaseResult]:
     cases: QuerySet[CaseResult] = selectors.case_rows(
-        run=run, only_failures=only_failures, query=query
+        run=run, only_failures=only_failures, query=query, only_flaky=only_flaky
     )
     return Paginator(cases, CASES_PER_PAGE).get_page(request.GET.get("page"))
 
 
-def _case_query(only_failures: bool, query: str) -> str:
+def _case_query(only_failures: bool, query: str, only_flaky: bool = False) -> str:
     """The case-list filters as a query-string prefix ("failures=1&q=abc&", or "")."""
     params = {"failures": "1"} if only_failures else {}
+    if only_flaky:
+        params["flaky"] = "1"
     if query:
         params["q"] = query
     return f"{urlencode(params)}&" if params else ""
@@ -361,17 +364,25 @@ def _case_query(only_failures: bool, query: str) -> str:
 def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     """The case list: its filters and one page of rows (two queries: a count and the page); a
     refused filter is left out and said at its field (``errors``)."""
-    (only_failures, query), errors = params_or_errors(request, _case_filters)
-    case_page = _case_page(request, run, only_failures, query)
+    (only_failures, query, only_flaky), errors = params_or_errors(request, _case_filters)
+    case_page = _case_page(request, run, only_failures, query, only_flaky)
     remaining = case_page.paginator.count - case_page.end_index()
+    repeated = selectors.case_repeat_stats(run=run)
     return {
         "run": run,
         "case_page": case_page,
-        "case_rows_html": case_rows_html(case_page, run_id=run.pk, stopping=run.is_stopping),
+        "case_rows_html": case_rows_html(
+            case_page,
+            run_id=run.pk,
+            stopping=run.is_stopping,
+            repeats=run.repeats,
+            repeated=repeated,
+        ),
+        "only_flaky": only_flaky,
         "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": only_failures,
         "query": query,
-        "failures_query": _case_query(only_failures, query),
+        "failures_query": _case_query(only_failures, query, only_flaky),
         "search_query": urlencode({"q": query}) if query else "",
         "known_cases": case_page.paginator.count,
         "errors": errors,
@@ -379,9 +390,9 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     }
 
 
-def _case_filters(request: Query) -> tuple[bool, str]:
-    """(only failures, the name searched for) of the run page's case list."""
-    return flag_param(request, "failures"), text_param(request, "q")
+def _case_filters(request: Query) -> tuple[bool, str, bool]:
+    """(only failures, the name searched for, only flaky cases) of the run page's case list."""
+    return flag_param(request, "failures"), text_param(request, "q"), flag_param(request, "flaky")
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -453,7 +464,15 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         # While it runs: the time since it started, as of this render (each poll renders anew).
         "elapsed_ms": _elapsed_ms(run),
         "version": run_version(run),
+        "repeat_stats": _repeat_stats(run),
     }
+
+
+def _repeat_stats(run: Run) -> RunRepeatStats | None:
+    """A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once)."""
+    if run.repeats == 1:
+        return None
+    return run_repeat_stats(selectors.case_repeat_stats(run=run), run.repeats)
 
 
 def _elapsed_ms(run: Run) -> int | None:
@@ -505,8 +524,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     page) when rows appeared or disappeared, when more rows changed than a page holds, or once
     the run is no longer active — then status 286 stops the polling.
     """
-    only_failures = flag_param(request, "failures")
-    query = text_param(request, "q")
+    only_failures, query, only_flaky = _case_filters(request)
     # A small overlap: a case finishing during the previous render is swapped twice, not never.
     since = datetime_param(request, "since", margin=timedelta(seconds=2))
     known = int_param(request, "known")
@@ -515,7 +533,9 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if shown and shown == run_version(progress) and progress.is_live:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
-    count = selectors.case_rows(run=run, only_failures=only_failures, query=query).count()
+    count = selectors.case_rows(
+        run=run, only_failures=only_failures, query=query, only_flaky=only_flaky
+    ).count()
     changed = None
     if since is not None and known == count and run.is_live:
         changed = selectors.case_rows_changed_since(
@@ -523,6 +543,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             since=since,
             only_failures=only_failures,
             query=query,
+            only_flaky=only_flaky,
             most=CASES_PER_PAGE + 1,
         )
     if changed is None or len(changed) > CASES_PER_PAGE:
@@ -530,9 +551,14 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     else:
         cases = {
             "changed_rows_html": case_rows_html(
-                changed, run_id=run.pk, oob=True, stopping=run.is_stopping
+                changed,
+                run_id=run.pk,
+                oob=True,
+                stopping=run.is_stopping,
+                repeats=run.repeats,
+                repeated=selectors.case_repeat_stats(run=run),
             ),
-            "failures_query": _case_query(only_failures, query),
+            "failures_query": _case_query(only_failures, query, only_flaky),
             "known_cases": count,
         }
     context = {
@@ -611,6 +637,7 @@ def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, A
     """What the turns fragment needs besides its anchors and prices: while the case runs, the
     version it polls with and the turn it waits for."""
     written = len(case.turns.all())
+    repeats = selectors.case_run_repeats(case)
     return {
         "case": case,
         "run": case.run,
@@ -618,6 +645,19 @@ def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, A
         "case_version": selectors.case_version(status=case.status, turns=written),
         "turn_running": written,  # the index of the turn being answered while it runs
         "whole": whole,
+        **(_repetitions_context(case, repeats) if repeats > 1 else {}),
+    }
+
+
+def _repetitions_context(case: CaseResult, repeats: int) -> dict[str, Any]:
+    """A repeated case's switcher (its repetitions) and its stats over them: per turn, and
+    per metric its scores' mean and spread (three queries)."""
+    turn_stats = selectors.turn_repeat_stats(case=case)
+    return {
+        "repeats": repeats,
+        "repetitions": selectors.case_repetitions(case=case),
+        "turn_stats": [(index, turn_stats[index]) for index in sorted(turn_stats)],
+        "score_spreads": selectors.case_score_spreads(case=case),
     }
 
 

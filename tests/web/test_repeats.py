@@ -4,14 +4,18 @@ as a case row of its own, counted apart, exported as a TestResult of its own."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseResult, Run, TurnResult
 from runs.selectors.export import run_eval_run
 from runs.services import execution, launch
+from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,3 +104,65 @@ def test_a_regrade_of_a_repeated_run_grades_every_repetition(tmp_path: Path) -> 
     assert list(graded) == list(
         run.cases.order_by("index", "repetition").values_list("outcome", flat=True)
     )
+
+
+# --- the run page of a repeated run ----------------------------------------------------------
+
+
+def repeated_run(tmp_path: Path, repeats: int = 3) -> Run:
+    """The example run with each case repeated; case 0 then made flaky (its second repetition
+    failed), as a stochastic agent would."""
+    run = execution.run_execute_inline(
+        run_id=launch.run_create(project=example_project(tmp_path), repeats=repeats).pk
+    )
+    CaseResult.objects.filter(run=run, index=0, repetition=1).update(outcome="failed", passed=False)
+    TurnResult.objects.filter(run=run, case__index=0, case__repetition=1, index=0).update(
+        outcome="failed", passed=False
+    )
+    return run
+
+
+def test_the_run_page_marks_each_repetition_and_the_flaky_case(
+    tmp_path: Path, client: Client
+) -> None:
+    run = repeated_run(tmp_path)
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    assert page.count('class="chip chip-muted repetition"') == 9
+    assert "rep 2/3" in page
+    assert page.count("flaky-mark") == 3  # the three rows of case 0
+    assert '<span data-repeat="flaky">1</span> of 3 cases flaky' in page
+    assert "flaky only" in page
+
+    flaky = client.get(reverse("run_detail", args=[run.pk]), {"flaky": "1"}).text
+    assert re.findall(r'class="idx">#(\d+)<', flaky) == ["1", "1", "1"]
+    assert "3 cases" in flaky  # the count of rows shown
+
+
+def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
+    tmp_path: Path, client: Client
+) -> None:
+    run = repeated_run(tmp_path)
+    client.force_login(make_user("viewer"))
+    case = run.cases.get(index=0, repetition=0)
+    turns = client.get(reverse("case_turns", args=[run.pk, case.pk])).text
+    siblings = run.cases.filter(index=0).order_by("repetition")
+    for sibling in siblings:
+        assert reverse("case_turns", args=[run.pk, sibling.pk]) in turns  # the switcher
+    assert 'aria-current="true"' in turns
+    assert "Over its 3 repetitions" in turns
+    first = re.search(r"<tr class=\"row-flaky\">(.*?)</tr>", turns, re.S)
+    assert first is not None and "turn 1 of" in first.group(1) and "2/3" in first.group(1)
+    # The case page has the switcher too, as plain links (no row to load into).
+    page = client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert reverse("case_detail", args=[run.pk, siblings[2].pk]) in page
+    assert 'hx-target="closest .turns"' not in page
+
+
+def test_a_run_without_repeats_shows_no_repetition_marks(tmp_path: Path, client: Client) -> None:
+    run = execution.run_execute_inline(
+        run_id=launch.run_create(project=example_project(tmp_path)).pk
+    )
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    assert "rep 1/" not in page and "flaky only" not in page and "Repetitions" not in page

@@ -1,0 +1,118 @@
+"""What a case's (or a turn's) repetitions say together, read from their stored outcomes: how
+often it passed, pass@k and pass^k, and whether it is flaky — it passed in some repetitions and
+failed in others of the same run (the only thing called "flaky"). Django-free: the run page,
+the exports and the API count repetitions with these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import fmean, pstdev
+
+from runs.report.outcomes import BAD, Outcome
+from runs.report.significance import pass_at_k, pass_hat_k
+
+
+@dataclass(frozen=True)
+class RepeatStats:
+    """The repetitions of one case or turn: ``graded`` of them passed or failed (errored counts
+    as failed, as in pass rates); the others were not graded, skipped, cancelled or pending."""
+
+    repetitions: int
+    passed: int
+    failed: int
+
+    @property
+    def graded(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def rate(self) -> float | None:
+        """Passed over graded repetitions, in %; None when none was graded."""
+        return self.passed * 100 / self.graded if self.graded else None
+
+    @property
+    def flaky(self) -> bool:
+        return self.passed > 0 and self.failed > 0
+
+    def pass_at(self, k: int) -> float | None:
+        """pass@k in %: the chance that at least one of k repetitions drawn passes."""
+        value = pass_at_k(self.graded, self.passed, k) if self.graded else None
+        return None if value is None else value * 100
+
+    def pass_all(self, k: int) -> float | None:
+        """pass^k in %: the chance that all of k repetitions drawn pass."""
+        value = pass_hat_k(self.graded, self.passed, k) if self.graded else None
+        return None if value is None else value * 100
+
+    @property
+    def ks(self) -> list[int]:
+        """The k shown for pass@k and pass^k: 1 up to the graded repetitions (at most 5)."""
+        return list(range(1, min(self.graded, 5) + 1))
+
+
+def repeat_stats(outcomes: Iterable[str]) -> RepeatStats:
+    """The stats of one unit's repetitions from their stored outcomes."""
+    values = list(outcomes)
+    return RepeatStats(
+        repetitions=len(values),
+        passed=sum(1 for value in values if value == Outcome.PASSED),
+        failed=sum(1 for value in values if value in BAD),
+    )
+
+
+def stats_by_unit(rows: Iterable[tuple[int, str]]) -> dict[int, RepeatStats]:
+    """``repeat_stats`` of each unit (a case's index, a turn's index) of (unit, outcome) rows."""
+    grouped: dict[int, list[str]] = {}
+    for unit, outcome in rows:
+        grouped.setdefault(unit, []).append(outcome)
+    return {unit: repeat_stats(values) for unit, values in grouped.items()}
+
+
+@dataclass(frozen=True)
+class RunRepeatStats:
+    """A repeated run's cases together: how many are flaky, and pass@k / pass^k at k = the
+    run's repeats, averaged over its graded cases (as τ-bench reports pass^k)."""
+
+    repeats: int
+    cases: int
+    flaky: int
+    pass_at_k: float | None
+    pass_hat_k: float | None
+
+
+def run_repeat_stats(by_case: Mapping[int, RepeatStats], repeats: int) -> RunRepeatStats:
+    graded = [stats for stats in by_case.values() if stats.graded]
+    at = [v for stats in graded if (v := stats.pass_at(min(repeats, stats.graded))) is not None]
+    all_ = [v for stats in graded if (v := stats.pass_all(min(repeats, stats.graded))) is not None]
+    return RunRepeatStats(
+        repeats=repeats,
+        cases=len(by_case),
+        flaky=sum(1 for stats in by_case.values() if stats.flaky),
+        pass_at_k=fmean(at) if at else None,
+        pass_hat_k=fmean(all_) if all_ else None,
+    )
+
+
+@dataclass(frozen=True)
+class ScoreSpread:
+    """One metric's scores over a case's repetitions: their mean and (population) spread."""
+
+    name: str
+    count: int
+    mean: float
+    spread: float
+
+
+def score_spreads(rows: Iterable[tuple[str, float | None]]) -> list[ScoreSpread]:
+    """Per metric name (in the order first seen), the mean and spread of its stored scores."""
+    scores: dict[str, list[float]] = {}
+    for name, score in rows:
+        if score is not None:
+            scores.setdefault(name, []).append(float(score))
+    return [_spread(name, values) for name, values in scores.items()]
+
+
+def _spread(name: str, values: Sequence[float]) -> ScoreSpread:
+    return ScoreSpread(name=name, count=len(values), mean=fmean(values), spread=pstdev(values))
