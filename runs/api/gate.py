@@ -31,6 +31,25 @@ class GateIn(Schema):
     max_metric_drop: dict[SafeText, Drop] = Field(
         default_factory=dict, description="metric name -> the drop of its average allowed"
     )
+    significant_only: bool = Field(
+        default=False,
+        description="count only significant regressions, over the runs' repetitions and the "
+        "other finished runs of both commits (docs/significance.md)",
+    )
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="the false discovery rate")
+
+
+class SignificanceOut(Schema):
+    worse: int = Field(description="turns significantly worse")
+    better: int = Field(description="turns significantly better")
+    noise: int = Field(description="turns whose verdict changed within noise")
+    text: str
+    difference: float | None = Field(description="pass-rate change, in points")
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    before_runs: list[int]
+    after_runs: list[int]
 
 
 class RegressedCaseOut(Schema):
@@ -65,6 +84,9 @@ class GateOut(Schema):
     metrics: list[MetricChangeOut]
     compare_url: str
     markdown: str
+    significance: SignificanceOut | None = Field(
+        default=None, description="with significant_only: what the samples say"
+    )
 
 
 # 400: a body that is not JSON; 401: no or a bad token.
@@ -84,6 +106,8 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
                 min_pass_rate=payload.min_pass_rate,
                 kinds=tuple(dict.fromkeys(payload.kinds)),
                 max_metric_drop=dict(payload.max_metric_drop),
+                significant_only=payload.significant_only,
+                alpha=payload.alpha,
                 # HOLODECK_PUBLIC_URL, else the address the caller reached us at
                 base_url=public_url(request.build_absolute_uri("/")),
             ),
@@ -108,4 +132,5 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
         ],
         "compare_url": result.compare_url,
         "markdown": result.markdown,
+        "significance": vars(result.significance) if result.significance else None,
     }

@@ -31,6 +31,27 @@ class GateOptions:
     kinds: tuple[str, ...] = ()  # empty: every kind
     max_metric_drop: dict[str, float] = field(default_factory=dict)  # metric name -> limit
     base_url: str = ""  # the dashboard's address for links; "": paths (/runs/2/)
+    # Fail on significant regressions only (runs.report.significance), at this alpha.
+    significant_only: bool = False
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class GateSignificance:
+    """What the samples say (``runs.selectors.significance``): the turns that changed
+    significantly and those whose change is within noise, and the pass-rate difference with its
+    confidence interval (in points; None when it cannot be computed)."""
+
+    worse: int
+    better: int
+    noise: int
+    text: str
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    before_runs: tuple[int, ...]
+    after_runs: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -91,6 +112,7 @@ class GateResult:
     metric_changes: list[MetricChange]
     compare_url: str
     markdown: str = ""
+    significance: GateSignificance | None = None
 
     @property
     def pass_rate(self) -> float | None:
@@ -110,12 +132,33 @@ def gate_markdown(result: GateResult, options: GateOptions) -> str:
         _md_title(result),
         _md_runs(result, options),
         _md_table(result),
+        _md_significance(result),
         _md_reasons(result),
         _md_regressed(result),
         _md_metrics(result),
         f"[Full comparison]({result.compare_url})",
     ]
     return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _md_significance(result: GateResult) -> str:
+    found = result.significance
+    if found is None:
+        return ""
+    sides = (
+        f"runs {', '.join(f'#{i}' for i in found.after_runs)} against "
+        f"{', '.join(f'#{i}' for i in found.before_runs)}"
+    )
+    line = f"**Significance** ({sides}, over their repetitions): {_md(found.text)}."
+    if found.difference is not None:
+        interval = ""
+        if found.ci_low is not None and found.ci_high is not None:
+            interval = (
+                f" ({found.confidence * 100:g} % confidence interval "
+                f"{format_points(found.ci_low)} to {format_points(found.ci_high)})"
+            )
+        line += f" Pass-rate change {format_points(found.difference)}{interval}."
+    return line
 
 
 def _md_title(result: GateResult) -> str:

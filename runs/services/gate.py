@@ -22,6 +22,7 @@ from runs.report.gate import (
     GateOptions,
     GateResult,
     GateRun,
+    GateSignificance,
     MetricChange,
     RegressedCase,
     gate_markdown,
@@ -40,6 +41,7 @@ from runs.selectors.compare import (
     runs_for_compare,
 )
 from runs.selectors.costs import run_cost
+from runs.selectors.significance import runs_significance, same_commit_runs
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -193,11 +195,31 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
         regressed=_regressed_cases(comparison, run, base_url, options.kinds),
         metric_changes=changes,
         compare_url=_compare_url(base_url, before, run, options.kinds),
+        significance=_significance(before, run, options) if options.significant_only else None,
     )
     result.reasons = _reasons(result, options)
     result.passed = not result.reasons
     result.markdown = gate_markdown(result, options)
     return result
+
+
+def _significance(before: Run, run: Run, options: GateOptions) -> GateSignificance:
+    """The turns' changes tested over the repetitions of both runs and the other finished runs
+    of their commits (``runs.selectors.significance``)."""
+    found = runs_significance(same_commit_runs(before), same_commit_runs(run), alpha=options.alpha)
+    rate = found.pass_rate
+    return GateSignificance(
+        worse=found.turns.worse,
+        better=found.turns.better,
+        noise=found.turns.noise,
+        text=found.turns.text,
+        difference=rate.difference,
+        ci_low=rate.ci_low,
+        ci_high=rate.ci_high,
+        confidence=rate.confidence,
+        before_runs=found.before_runs,
+        after_runs=found.after_runs,
+    )
 
 
 def _gate_run(run: Run, summary: RunSummary) -> GateRun:
@@ -218,7 +240,15 @@ def _reasons(result: GateResult, options: GateOptions) -> list[str]:
     reasons = []
     if result.run.status in (Run.Status.ERROR, Run.Status.CANCELLED):
         reasons.append(f"run #{result.run.id} ended {result.run.status}")
-    if result.regressions > options.max_regressions:
+    found = result.significance
+    if found is not None:  # --significant-only: the regressions within noise do not count
+        if found.worse > options.max_regressions:
+            reasons.append(
+                f"{plural(found.worse, 'significantly regressed turn')} "
+                f"(at most {options.max_regressions} allowed; {found.noise} "
+                f"change{'' if found.noise == 1 else 's'} within noise)"
+            )
+    elif result.regressions > options.max_regressions:
         reasons.append(
             f"{plural(result.regressions, 'regressed turn')} "
             f"(at most {options.max_regressions} allowed)"

@@ -348,3 +348,79 @@ def write_turn(case: CaseResult, index: int) -> None:
     turn.case = case
     turn.save()
     Run.objects.filter(pk=case.run_id).update(turns_done=F("turns_done") + 1)
+
+
+def repeated_run(
+    project: AgentProject | None,
+    pass_probability: Iterable[float],
+    *,
+    repeats: int,
+    seed: int,
+    commit: str = "a" * 40,
+    minutes: int = 0,
+    exact: bool = False,
+) -> Run:
+    """A finished run of one single-turn case per probability, each repeated ``repeats`` times;
+    each repetition passes with its case's probability (numpy's generator seeded with ``seed``):
+    the seeded fake agent of the significance tests. ``exact``: each case passes in exactly
+    round(p × repeats) repetitions, in an order the generator shuffles (its known rate, drawn
+    without sampling noise)."""
+    import numpy
+
+    rng = numpy.random.default_rng(seed)
+    chances = list(pass_probability)
+    if exact:
+        draws = []
+        for p in chances:
+            passes = round(p * repeats)
+            case = [True] * passes + [False] * (repeats - passes)
+            rng.shuffle(case)
+            draws.append([bool(ok) for ok in case])
+    else:
+        draws = [[bool(rng.random() < p) for _ in range(repeats)] for p in chances]
+    passed = sum(1 for case in draws for ok in case if ok)
+    total = len(chances) * repeats
+    run = Run.objects.create(
+        project=project,
+        agent_name=project.name if project else "weather-agent",
+        status=Run.Status.PASSED if passed == total else Run.Status.FAILED,
+        git_commit=commit,
+        git_branch="main",
+        options={"repeats": repeats},
+        total_cases=total,
+        cases_done=total,
+        total_turns=total,
+        turns_done=total,
+        passed_cases=passed,
+        failed_cases=total - passed,
+        created_at=timezone.now() + timedelta(minutes=minutes),
+        finished_at=timezone.now() + timedelta(minutes=minutes),
+    )
+    cases = CaseResult.objects.bulk_create(
+        CaseResult(
+            run=run,
+            index=index,
+            repetition=repetition,
+            name=f"case {index}",
+            status=CaseResult.Status.DONE,
+            turn_count=1,
+            turns_passed=int(ok),
+            passed=ok,
+            outcome="passed" if ok else "failed",
+        )
+        for index, case in enumerate(draws)
+        for repetition, ok in enumerate(case)
+    )
+    TurnResult.objects.bulk_create(
+        TurnResult(
+            run=run,
+            case=case,
+            index=0,
+            input=f"question {case.index}",
+            response="answer",
+            passed=bool(case.passed),
+            outcome=case.outcome,
+        )
+        for case in cases
+    )
+    return run

@@ -45,6 +45,19 @@ class Command(BaseCommand):
             metavar="NAME=DROP",
             help="fail when that metric's average dropped by more than DROP; repeatable",
         )
+        parser.add_argument(
+            "--significant-only",
+            action="store_true",
+            help="count only significant regressions (over the runs' repetitions and the other "
+            "finished runs of both commits; Fisher's exact test, Benjamini-Hochberg) and say how "
+            "many changes were within noise",
+        )
+        parser.add_argument(
+            "--alpha",
+            type=float,
+            default=0.05,
+            help="with --significant-only: the false discovery rate (default 0.05)",
+        )
         parser.add_argument("--markdown", default=None, help="also write the summary here")
         parser.add_argument(
             "--url",
@@ -93,7 +106,12 @@ class Command(BaseCommand):
         rate = options["min_pass_rate"]
         if rate is not None and not 0 <= rate <= 100:
             raise GateError(f"--min-pass-rate {rate:g}: must be between 0 and 100")
+        alpha = options.get("alpha", 0.05)
+        if not 0 < alpha < 1:
+            raise GateError(f"--alpha {alpha:g}: must be between 0 and 1")
         return GateOptions(
+            significant_only=bool(options.get("significant_only")),
+            alpha=alpha,
             max_regressions=options["max_regressions"],
             min_pass_rate=rate,
             kinds=gate_kinds(options["kinds"]),
