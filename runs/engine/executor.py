@@ -140,12 +140,23 @@ class Engine:
         finally:
             if starts is not None:
                 await starts.close()
-        if repeats > 1:
-            results = [
-                repetition_named(result, index, repetition, repeats)
-                for result, (index, repetition) in zip(results, units, strict=True)
-            ]
-        return self.report(list(results), elapsed_ms(started))
+        if repeats == 1:
+            return self.report(list(results), elapsed_ms(started))
+        from runs.report.repeats import repetition_summaries
+
+        summaries = repetition_summaries(
+            (
+                (index, cases[index].name, result.outcome or "")
+                for result, (index, _) in zip(results, units, strict=True)
+            ),
+            repeats,
+        )
+        named = [
+            repetition_named(result, index, repetition, repeats)
+            for result, (index, repetition) in zip(results, units, strict=True)
+        ]
+        report = self.report(named, elapsed_ms(started))
+        return report.model_copy(update={"repetitions": summaries})
 
     def _session_starts(self, units: Sequence[tuple[int, int]], parallel: int) -> SessionStarts:
         """Sessions opened ahead of their cases, for a backend whose sessions start slowly

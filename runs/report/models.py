@@ -128,7 +128,7 @@ def _without_serializer(schema: Any) -> Any:
 
 # Our extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}): the
 # verdicts, and the case's session start.
-_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary", "session_start_ms")
+_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary", "session_start_ms", "repetitions")
 
 
 def _without_verdicts(dumped: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
@@ -404,6 +404,23 @@ class ReportSummary(_Wire):
         return self
 
 
+class RepetitionSummary(_Wire):
+    """One case of a repeated run over its repetitions (``runs.report.repeats``): how many
+    passed and failed (errored counts as failed), pass@k and pass^k at k = the run's repeats
+    (in %; None when fewer were graded), and whether it is flaky (it passed in some and failed
+    in others)."""
+
+    test_name: str | None
+    case_index: int
+    repetitions: int
+    passed: int
+    failed: int
+    pass_rate: float | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    flaky: bool
+
+
 class TestReport(_Wire):
     """Everything one run produced: per-case results plus the summary."""
 
@@ -418,14 +435,17 @@ class TestReport(_Wire):
     environment: dict[str, str] = Field(default_factory=dict)
     # Our summary (per-turn metric counts, not graded apart); omitted when unset.
     run_summary: RunSummary | None = None
+    # A repeated run's cases over their repetitions; omitted for a run of each case once.
+    repetitions: list[RepetitionSummary] | None = None
 
     @model_serializer(mode="wrap")
     def _holodeck_shape(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
-        if dumped.get("run_summary") is None:
-            dumped.pop("run_summary", None)
+        for key in ("run_summary", "repetitions"):
+            if dumped.get(key) is None:
+                dumped.pop(key, None)
         return _without_verdicts(dumped, info)
 
     @model_validator(mode="after")

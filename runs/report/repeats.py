@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, pstdev
 
+from runs.report.models import RepetitionSummary
 from runs.report.outcomes import BAD, Outcome
 from runs.report.significance import pass_at_k, pass_hat_k
 
@@ -116,3 +117,33 @@ def score_spreads(rows: Iterable[tuple[str, float | None]]) -> list[ScoreSpread]
 
 def _spread(name: str, values: Sequence[float]) -> ScoreSpread:
     return ScoreSpread(name=name, count=len(values), mean=fmean(values), spread=pstdev(values))
+
+
+def repetition_summaries(
+    entries: Iterable[tuple[int, str | None, str]], repeats: int
+) -> list[RepetitionSummary]:
+    """One summary per case, in the order first seen, of (case index, name, outcome) entries:
+    one per repetition (a result file's ``report.repetitions``)."""
+    names: dict[int, str | None] = {}
+    outcomes: dict[int, list[str]] = {}
+    for index, name, outcome in entries:
+        names.setdefault(index, name)
+        outcomes.setdefault(index, []).append(outcome)
+    summaries = []
+    for index, values in outcomes.items():
+        stats = repeat_stats(values)
+        k = min(repeats, stats.graded)
+        summaries.append(
+            RepetitionSummary(
+                test_name=names[index],
+                case_index=index,
+                repetitions=stats.repetitions,
+                passed=stats.passed,
+                failed=stats.failed,
+                pass_rate=stats.rate,
+                pass_at_k=stats.pass_at(k) if k else None,
+                pass_hat_k=stats.pass_all(k) if k else None,
+                flaky=stats.flaky,
+            )
+        )
+    return summaries

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from runs.report.build import summary_of_results
 from runs.report.holodeck_io import dump_eval_run, slugify
 from runs.report.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
-from runs.report.numbers import format_rate, format_score, ordinal, turn_text
+from runs.report.numbers import case_text, format_rate, format_score, ordinal, turn_text
 from runs.report.outcomes import GRADED, Outcome
 from runs.report.prices import ReportPrices, SplitCost, format_cost, report_prices, split_text
 from runs.report.summary import OutcomeCounts, RunSummary
@@ -83,11 +83,38 @@ def to_markdown(
     summary = report_summary(report)
     lines = _markdown_header(report, summary) + _cost_lines(prices, report)
     lines += _markdown_metric_table(summary)
+    lines += _markdown_repetitions(report)
     lines += ["## Test cases", ""]
     for number, result in enumerate(report.results, start=1):
         lines += _markdown_case(number, result, max_text)
         lines += _case_cost_lines(prices, result)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_repetitions(report: TestReport) -> list[str]:
+    """A repeated run's cases over their repetitions (``report.repetitions``)."""
+    if not report.repetitions:
+        return []
+    flaky = sum(1 for case in report.repetitions if case.flaky)
+    repeats = max(case.repetitions for case in report.repetitions)
+    lines = [
+        "## Repetitions",
+        "",
+        f"Each case ran {repeats} times; {flaky} of {len(report.repetitions)} "
+        f"case{'' if len(report.repetitions) == 1 else 's'} flaky (passed in some repetitions, "
+        "failed in others).",
+        "",
+        f"| Case | Passed | Pass rate | pass@{repeats} | pass^{repeats} | Flaky |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for case in report.repetitions:
+        name = case.test_name or case_text(case.case_index)
+        lines.append(
+            f"| {_cell(name, 80)} | {case.passed}/{case.passed + case.failed} | "
+            f"{format_rate(case.pass_rate)} | {format_rate(case.pass_at_k)} | "
+            f"{format_rate(case.pass_hat_k)} | {'flaky' if case.flaky else ''} |"
+        )
+    return [*lines, ""]
 
 
 def _cost_lines(prices: ReportPrices | None, report: TestReport) -> list[str]:

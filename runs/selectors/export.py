@@ -41,7 +41,7 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
     from runs.report.build import summarize
     from runs.report.round_trip import with_identity
 
-    results = _run_results(run)
+    results, repetitions = _run_results(run)
     report = wire.TestReport(
         agent_name=run.agent_name,
         agent_config_path=run.agent_config_path,
@@ -51,6 +51,7 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
         environment=with_identity(run.environment, run.uid),
         run_summary=run_summary(run=run),
+        repetitions=repetitions,
     )
     metadata = wire.EvalRunMetadata(
         agent_config=run.config_snapshot,
@@ -62,9 +63,10 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
     return wire.EvalRun(report=report, metadata=metadata)
 
 
-def _run_results(run: Run) -> list[wire.TestResult]:
+def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionSummary] | None]:
     """Every settled case of the run (done, or errored) as a wire TestResult, in order; with
-    repeats, each repetition, named as such (``repetition_name``)."""
+    repeats, each repetition, named as such (``repetition_name``), and the cases' summaries
+    over their repetitions."""
     cases = list(
         CaseResult.objects.filter(
             run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
@@ -81,7 +83,12 @@ def _run_results(run: Run) -> list[wire.TestResult]:
     ]
     repeats = run.repeats
     if repeats == 1:
-        return results
+        return results, None
+    from runs.report.repeats import repetition_summaries
+
+    summaries = repetition_summaries(
+        ((case.index, case.name or None, case.outcome) for case in cases), repeats
+    )
     # One TestResult per repetition, its repetition in its name: HoloDeck readers load them.
     return [
         result.model_copy(
@@ -95,4 +102,4 @@ def _run_results(run: Run) -> list[wire.TestResult]:
             }
         )
         for result, case in zip(results, cases, strict=True)
-    ]
+    ], summaries

@@ -109,7 +109,7 @@ def test_a_regrade_of_a_repeated_run_grades_every_repetition(tmp_path: Path) -> 
 # --- the run page of a repeated run ----------------------------------------------------------
 
 
-def repeated_run(tmp_path: Path, repeats: int = 3) -> Run:
+def flaky_example_run(tmp_path: Path, repeats: int = 3) -> Run:
     """The example run with each case repeated; case 0 then made flaky (its second repetition
     failed), as a stochastic agent would."""
     run = execution.run_execute_inline(
@@ -125,7 +125,7 @@ def repeated_run(tmp_path: Path, repeats: int = 3) -> Run:
 def test_the_run_page_marks_each_repetition_and_the_flaky_case(
     tmp_path: Path, client: Client
 ) -> None:
-    run = repeated_run(tmp_path)
+    run = flaky_example_run(tmp_path)
     client.force_login(make_user("viewer"))
     page = client.get(reverse("run_detail", args=[run.pk])).text
     assert page.count('class="chip chip-muted repetition"') == 9
@@ -142,7 +142,7 @@ def test_the_run_page_marks_each_repetition_and_the_flaky_case(
 def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
     tmp_path: Path, client: Client
 ) -> None:
-    run = repeated_run(tmp_path)
+    run = flaky_example_run(tmp_path)
     client.force_login(make_user("viewer"))
     case = run.cases.get(index=0, repetition=0)
     turns = client.get(reverse("case_turns", args=[run.pk, case.pk])).text
@@ -166,3 +166,38 @@ def test_a_run_without_repeats_shows_no_repetition_marks(tmp_path: Path, client:
     client.force_login(make_user("viewer"))
     page = client.get(reverse("run_detail", args=[run.pk])).text
     assert "rep 1/" not in page and "flaky only" not in page and "Repetitions" not in page
+
+
+def test_exports_of_a_repeated_run_summarise_each_case_over_its_repetitions(
+    tmp_path: Path,
+) -> None:
+    from runs.report.writers import export_text
+
+    run = flaky_example_run(tmp_path)
+    eval_run = run_eval_run(run=run)
+    repetitions = eval_run.report.repetitions
+    assert repetitions is not None and len(repetitions) == 3
+    first = repetitions[0]
+    assert (first.case_index, first.passed, first.failed, first.flaky) == (0, 2, 1, True)
+    assert first.pass_at_k == 100 and first.pass_hat_k == 0  # k = 3: not all three pass
+    data = json.loads(export_text(eval_run, "json"))
+    assert data["report"]["repetitions"][0]["flaky"] is True
+    markdown = export_text(eval_run, "markdown")
+    assert "## Repetitions" in markdown and "1 of 3 cases flaky" in markdown
+    # Still a HoloDeck-shaped file: the extension is left out of a HoloDeck dump.
+    from runs.report.models import holodeck_dump
+
+    assert "repetitions" not in holodeck_dump(eval_run.report)
+
+
+def test_the_cli_result_file_of_a_repeated_run_has_its_repetitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = example_project(tmp_path)
+    out = tmp_path / "report.md"
+    with pytest.raises(SystemExit):
+        call_command(
+            "run_agent", str(project.agent_path), "--repeats", "2", "--quiet", "--output", str(out)
+        )
+    text = out.read_text()
+    assert "## Repetitions" in text and "Each case ran 2 times; 0 of 3 cases flaky" in text
