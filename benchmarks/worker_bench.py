@@ -3,7 +3,7 @@ SQLite (the first README command's setup), or on Redis/PostgreSQL when REDIS_URL
 are set.
 
     .venv/bin/python benchmarks/worker_bench.py [--workers 2] [--parallel 4] [--latency-ms 20]
-        [--rounds 3]
+        [--rounds 3] [--repeats 10] [--compare]
 
 Runs ../shared/fixtures/convfinqa/convfinqa_subset_inline.yaml (133 cases, 485 turns, copied
 into the agent directory: a run holds only its snapshot's files) with the scripted provider and
@@ -11,7 +11,10 @@ reports wall time from launch to the run's end, and turns per second. ``--worker
 number of worker processes (Celery's ``--concurrency``); each round starts a new worker, waits
 until it answers, launches one run and stops the worker; the median of the rounds is printed.
 Also printed: the CPU time the worker's processes spent on the run, per turn (read from /proc;
-less sensitive than wall time to other work on the machine).
+less sensitive than wall time to other work on the machine). ``--repeats N`` runs each case N
+times (``execution.repeats``: 133 × 10 = 1,330 case rows, 4,850 turns); ``--compare`` then times
+the compare page of the last two runs (rendered by Django's test client, logged in, the median
+of 5 renders after one warm-up).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=1, help="each case's repetitions")
+    parser.add_argument(
+        "--compare", action="store_true", help="then time the compare page of the last two runs"
+    )
     args = parser.parse_args()
     if not FIXTURE.exists():
         sys.exit(f"fixture not found: {FIXTURE}")
@@ -64,10 +71,16 @@ def main() -> None:
 
         django.setup()
         rates = []
+        runs = []
         for _ in range(args.rounds):
-            line, rate = one_round(agent, args.workers, args.parallel, args.latency_ms)
+            line, rate, run_id = one_round(
+                agent, args.workers, args.parallel, args.latency_ms, args.repeats
+            )
             print(line, flush=True)
             rates.append(rate)
+            runs.append(run_id)
+        if args.compare and len(runs) >= 2:
+            print(compare_timing(runs[-2], runs[-1]), flush=True)
         if args.rounds > 1:
             print(
                 f"median of {args.rounds} rounds, {args.workers} worker process(es): "
@@ -75,7 +88,9 @@ def main() -> None:
             )
 
 
-def one_round(agent: Path, workers: int, parallel: int, latency_ms: float) -> tuple[str, float]:
+def one_round(
+    agent: Path, workers: int, parallel: int, latency_ms: float, repeats: int
+) -> tuple[str, float, int]:
     from runs.management.commands.serve import worker_command
 
     worker = subprocess.Popen(
@@ -86,7 +101,7 @@ def one_round(agent: Path, workers: int, parallel: int, latency_ms: float) -> tu
     )
     try:
         wait_ready()
-        return measure(agent, worker.pid, workers, parallel, latency_ms)
+        return measure(agent, worker.pid, workers, parallel, latency_ms, repeats)
     finally:
         worker.terminate()
         worker.wait(timeout=60)
@@ -110,8 +125,8 @@ def wait_ready() -> None:
 
 
 def measure(
-    agent: Path, worker: int, workers: int, parallel: int, latency_ms: float
-) -> tuple[str, float]:
+    agent: Path, worker: int, workers: int, parallel: int, latency_ms: float, repeats: int
+) -> tuple[str, float, int]:
     from django.db import connection, transaction
 
     from runs.models import Run
@@ -120,7 +135,7 @@ def measure(
 
     project = project_register(agent_path=agent)
     with transaction.atomic():
-        run = run_create(project=project, parallel=parallel)
+        run = run_create(project=project, parallel=parallel, repeats=repeats)
     started, cpu_before = time.perf_counter(), cpu_seconds(worker)
     # Polled by its status alone: the whole row holds the config snapshot (every test case),
     # which this process would otherwise read 20 times a second.
@@ -132,12 +147,34 @@ def measure(
     run.refresh_from_db()
     rate = run.turns_done / elapsed
     line = (
-        f"{connection.vendor}, {workers} worker process(es), {run.total_cases} cases / "
+        f"{connection.vendor}, {workers} worker process(es), {run.total_cases} case rows "
+        f"({run.repeats} repetition(s) each) / "
         f"{run.turns_done} turns, parallel {parallel}, {latency_ms:g} ms model latency: "
         f"{run.status} in {elapsed:.2f}s ({rate:.0f} turns/s; worker CPU "
         f"{cpu * 1000 / max(run.turns_done, 1):.2f} ms per turn)"
     )
-    return line, rate
+    return line, rate, run.pk
+
+
+def compare_timing(before: int, after: int) -> str:
+    """The compare page of two runs, rendered as a browser asks for it (median of 5)."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    user, _ = User.objects.get_or_create(username="bench", defaults={"is_staff": True})
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    url = f"/compare/?runs={before},{after}"
+    response = client.get(url)  # warm-up
+    assert response.status_code == 200, response.status_code
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        client.get(url)
+        times.append((time.perf_counter() - started) * 1000)
+    return (
+        f"compare of runs #{before} and #{after}: {statistics.median(times):.0f} ms (median of 5)"
+    )
 
 
 def cpu_seconds(pid: int) -> float:

@@ -249,6 +249,7 @@ class CaseOut(Schema):
 
     id: int
     index: int
+    repetition: int = Field(description="which run of the case, from 0 (execution.repeats)")
     name: str
     status: str
     is_multi_turn: bool
@@ -269,6 +270,10 @@ class CaseOut(Schema):
 class CaseFilters(Schema):
     failed: bool = Field(default=False, description="only cases that did not pass")
     q: SafeText = Field(default="", description="names containing this (case-insensitive)")
+    flaky: bool = Field(
+        default=False,
+        description="only the repetitions of cases that passed in some and failed in others",
+    )
 
 
 @router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
@@ -276,7 +281,11 @@ class CaseFilters(Schema):
 def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> object:
     run = selectors.run_row(run_id=run_id, only=("id",))
     return selectors.case_rows(
-        run=run, only_failures=filters.failed, query=filters.q, fields=tuple(CaseOut.model_fields)
+        run=run,
+        only_failures=filters.failed,
+        query=filters.q,
+        only_flaky=filters.flaky,
+        fields=tuple(CaseOut.model_fields),
     )
 
 

@@ -207,3 +207,24 @@ def test_the_cli_result_file_of_a_repeated_run_has_its_repetitions(
         )
     text = out.read_text()
     assert "## Repetitions" in text and "Each case ran 2 times; 0 of 3 cases flaky" in text
+
+
+def test_the_api_lists_each_repetition_and_filters_the_flaky_ones(
+    tmp_path: Path, client: Client
+) -> None:
+    from runs.services.tokens import token_create
+
+    run = flaky_example_run(tmp_path)
+    _, secret = token_create(user=make_user("ci"), name="ci")
+    auth = {"Authorization": f"Bearer {secret}"}
+    rows = client.get(f"/api/v1/runs/{run.pk}/cases", headers=auth).json()["items"]
+    assert [(row["index"], row["repetition"]) for row in rows][:4] == [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (1, 0),
+    ]
+    flaky = client.get(f"/api/v1/runs/{run.pk}/cases?flaky=true", headers=auth).json()["items"]
+    assert {row["index"] for row in flaky} == {0} and len(flaky) == 3
+    detail = client.get(f"/api/v1/runs/{run.pk}", headers=auth).json()
+    assert detail["repeats"] == 3
