@@ -23,8 +23,6 @@ from runs.report.outcomes import Outcome
 from runs.report.summary import OutcomeCounts
 
 DEFAULT_MARGIN = 10.0  # percentage points
-# A commit this short or shorter is not matched against the history by prefix.
-MIN_PREFIX = 4
 
 MINUS = "\u2212"
 
@@ -94,35 +92,6 @@ def regrades_placed(
     placed = [run for run in regrades if run.transcripts_run in position]
     placed.sort(key=lambda run: (position[run.transcripts_run or 0], run.created_at, run.id))
     return placed, [run for run in regrades if run.transcripts_run not in position]
-
-
-def commit_ordered(runs: list[TrendRun], history: list[str]) -> list[TrendRun]:
-    """Runs whose commit is on ``history`` (oldest first) by its position, then date; the
-    others merged among them by date. ``runs`` is in date order."""
-    position = {commit: index for index, commit in enumerate(history)}
-    found: dict[str, int | None] = {}
-
-    def place(commit: str) -> int | None:
-        if commit not in found:
-            found[commit] = position.get(commit)
-            if found[commit] is None and MIN_PREFIX <= len(commit) < 40:
-                found[commit] = next(
-                    (i for i, full in enumerate(history) if full.startswith(commit)), None
-                )
-        return found[commit]
-
-    on = [run for run in runs if run.commit and place(run.commit) is not None]
-    on.sort(key=lambda run: (place(run.commit), run.created_at, run.id))
-    off = [run for run in runs if not run.commit or place(run.commit) is None]
-    merged: list[TrendRun] = []
-    i = 0
-    for run in on:
-        while i < len(off) and off[i].created_at < run.created_at:
-            merged.append(off[i])
-            i += 1
-        merged.append(run)
-    merged.extend(off[i:])
-    return merged
 
 
 # --- chart geometry --------------------------------------------------------------------------

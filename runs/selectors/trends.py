@@ -27,9 +27,10 @@ from django.utils import timezone
 
 from runs.gitutil import GitError, commit_order
 from runs.models import AgentProject, Run
+from runs.report.ordering import commit_ordered
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts
-from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
+from runs.report.trend_chart import MetricKey, TrendRun
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)

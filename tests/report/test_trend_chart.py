@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from runs.report.ordering import commit_ordered
 from runs.report.summary import OutcomeCounts
 from runs.report.trend_chart import (
     REGRADE_SHIFT_MAX,
     TrendRun,
     changes,
     chart,
-    commit_ordered,
     drops,
     point_title,
     regrades_placed,
