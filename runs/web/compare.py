@@ -254,7 +254,7 @@ def _checked(
     ``errors`` at its field."""
     metric, sort, min_drop = settings.metric, settings.sort, settings.min_drop
     if metric and metric not in comparison.metric_names:
-        errors["metric"] = f"no metric {metric[:60]!r} in these runs: pick one of the list"
+        errors["metric"] = f"no metric “{metric[:60]}” in these runs: pick one of the list"
         metric = ""
     if sort == "delta" and not metric:
         errors.setdefault("sort", "sorting by delta needs a metric: pick one")
