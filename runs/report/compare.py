@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 from runs.report.kinds import KINDS
@@ -393,6 +394,33 @@ def _turn_changes(
         regressions += change == REGRESSION
         fixes += change == FIX
     return regressions, fixes
+
+
+def series_churn(
+    series: Sequence[Sequence[CaseData]], selected: Iterable[str] = ()
+) -> list[tuple[int, int] | None]:
+    """Per run of a series (its cases, oldest run first): (regressions, fixes) of its turns
+    against the run before it, cases aligned by name and turns by index as in the matrix
+    (None for the first run); ``selected``: the kinds whose verdicts count (empty: the stored
+    verdicts)."""
+    only = frozenset(selected)
+    keyed = [_keyed(cases) for cases in series]
+    counts: list[tuple[int, int] | None] = [None] if keyed else []
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # as in _kind_changes
+    for before, after in pairwise(keyed):
+        regressions = fixes = 0
+        for key, case in after.items():
+            old = before.get(key)
+            if old is None or old.turns is case.turns:
+                continue
+            pair = (id(old.turns), id(case.turns))
+            found = seen.get(pair)
+            if found is None:
+                found = seen[pair] = _turn_changes(old.turns, case.turns, only)
+            regressions += found[0]
+            fixes += found[1]
+        counts.append((regressions, fixes))
+    return counts
 
 
 def select_rows(rows: list[Row], show: str) -> list[Row]:

@@ -461,6 +461,24 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
     return cases, totals
 
 
+def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
+    """Run id -> its cases that have turns, with their turns' verdicts (the cases' own state
+    and verdict left out): for counting changes between runs along a series (1 query: one
+    text per case, as ``_cases`` reads them, with the case's name and index)."""
+    parsed = _TurnsCache()
+    found: dict[int, list[CaseData]] = defaultdict(list)
+    for run_id, case_id, name, index, text in (
+        TurnResult.objects.filter(run_id__in=run_ids)
+        .order_by()
+        .values("run_id", "case_id", "case__name", "case__index")
+        .annotate(text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)))
+        .values_list("run_id", "case_id", "case__name", "case__index", "text")
+    ):
+        turns = parsed(text).turns
+        found[run_id].append(CaseData(case_id, index, name, "done", "", {}, turns))
+    return dict(found)
+
+
 @dataclass(frozen=True)
 class _CaseTurns:
     """A case's turns in order, and how many of them passed and failed their tool assertions."""

@@ -24,6 +24,7 @@ from runs.report.compare import (
     rows_dropping,
     rows_matching,
     select_rows,
+    series_churn,
     sort_rows,
 )
 from runs.report.numbers import format_score_delta
@@ -233,6 +234,25 @@ def test_the_search_keeps_the_rows_with_a_matching_turn_and_says_which_turns() -
     kept = rows_matching(matrix.rows)
     assert [row.key for row in kept] == ["case 1", "case 2"]
     assert kept[0].hits == {2: (0, 1)} and kept[1].hits == {1: (1,)}
+
+
+# --- trends' churn -----------------------------------------------------------------------------
+
+
+def test_a_series_counts_each_runs_regressed_and_fixed_turns_against_the_run_before() -> None:
+    runs = runs_of(
+        [["passed", "failed"], ["passed"]],
+        [["failed", "passed"], ["passed"]],
+        [["failed", "passed"], ["error"]],
+        [["passed", "passed"]],  # case 1 gone: nothing to count for it
+    )
+    series = [runs[run_id] for run_id in sorted(runs)]
+
+    assert series_churn(series) == [None, (1, 1), (1, 0), (0, 1)]
+    # An errored turn is errored whatever the kinds: a regression under any filter.
+    assert series_churn(series, ["code"]) == [None, (1, 1), (1, 0), (0, 1)]
+    assert series_churn(series, ["rag"]) == [None, (0, 0), (0, 0), (0, 0)]  # no rag ran
+    assert series_churn([]) == [] and series_churn(series[:1]) == [None]
 
 
 # --- commit order ------------------------------------------------------------------------------
