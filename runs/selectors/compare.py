@@ -360,7 +360,9 @@ def runs_in_time_order(runs: list[Run]) -> tuple[list[Run], str]:
 
 
 def _history(run: Run) -> list[str] | None:
-    if run.project is None or not Path(run.project.directory).is_dir():
+    if run.project_id is None or run.project is None:
+        return None
+    if not Path(run.project.directory).is_dir():
         return None
     try:
         return gitutil.commit_order(Path(run.project.directory))

@@ -563,15 +563,16 @@ class CellLinks:
 
     @classmethod
     def of(cls, comparison: Comparison, settings: CompareSettings) -> CellLinks:
+        # The ids with plain commas (a query string may hold them): a page has hundreds of
+        # these links, and "%2C" between a dozen ids is kilobytes.
+        runs = ",".join(str(run.pk) for run in comparison.runs)
         query = {
-            "runs": ",".join(str(run.pk) for run in comparison.runs),
             "order": settings.order if settings.order != BASELINE_ORDER else "",
             "kinds": ",".join(settings.kinds),
             "q": settings.q,
         }
-        return cls(
-            f"/compare/case/?{urlencode({k: v for k, v in query.items() if v})}", settings.metric
-        )
+        rest = urlencode({k: v for k, v in query.items() if v})
+        return cls(f"/compare/case/?runs={runs}" + (f"&{rest}" if rest else ""), settings.metric)
 
     def case(self, key_query: str, turn: int | None = None) -> str:
         return f"{self.side}&{key_query}" + (f"#turn-{turn}" if turn is not None else "")
