@@ -1,6 +1,7 @@
-"""Trends over a project's runs: pass rate and per-metric averages in commit order, as the runs'
-stored summaries have them. Re-grades are drawn apart, beside the run whose transcripts they
-grade (``?regrades=hide`` leaves them out)."""
+"""Trends over a project's runs: pass rate, the turns each run regressed and fixed against the
+run before it, and per-metric averages (a panel per metric kind) in commit order, as the runs'
+stored summaries and turn verdicts have them. Re-grades are drawn apart, beside the run whose
+transcripts they grade (``?regrades=hide`` leaves them out)."""
 
 from __future__ import annotations
 
