@@ -4,6 +4,10 @@ Each run's headline carries its summary (``RunSummary``, the run page's numbers:
 turns by outcome, the pass rate, per metric the turns it graded), whatever the kind filter;
 ``kind_pass_rate`` is the one number the filter changes. Matrix cells are outcomes
 (``runs.report.outcomes.Outcome``): the stored verdict, ``pending``, ``absent`` or ``none``.
+
+``order=commits`` lays the runs out oldest first, each compared with the one before it (as the
+page's chronological mode); ``metric`` adds each row's scores and deltas of that metric; ``q``
+keeps the rows where a text occurs in a turn's input or response.
 """
 
 from typing import Literal
@@ -12,15 +16,25 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
-from runs.api.schemas import Id, responses
+from runs.api.schemas import Id, SafeText, responses
+from runs.report.compare import attach_hits, attach_scores, rows_matching
 from runs.report.kinds import MetricKind
 from runs.report.prices import Cost, SplitCost
 from runs.report.regrades import RegradeSources
 from runs.report.summary import RunSummary
-from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing, comparison_for
+from runs.selectors.compare import (
+    MAX_RUNS,
+    NoBaseline,
+    RunsMissing,
+    case_scores,
+    comparison_for,
+    turn_hits,
+)
 
 router = Router(tags=["compare"])
 
+# ``runs.report.compare.ORDERS`` as a type (a test checks they agree).
+Order = Literal["baseline", "commits"]
 # ``runs.report.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
 # they agree).
 Kind = Literal[MetricKind, "tools"]
@@ -32,6 +46,21 @@ class CompareQuery(Schema):
     )
     baseline: Id | None = None
     kinds: list[Kind] = Field(default_factory=list)
+    order: Order = Field(
+        default="baseline",
+        description="baseline: every run against the baseline (listed first); commits: the "
+        "runs oldest first (commit order), each against the one before it",
+    )
+    metric: SafeText | None = Field(
+        default=None,
+        description="a metric of the runs: each row gets its cases' scores (the mean of their "
+        "turns' stored scores) and their deltas against the compared run's",
+    )
+    q: SafeText | None = Field(
+        default=None,
+        description="keep the rows where this text occurs in a turn's input or response in one "
+        "of the runs (case-insensitive); each row says in which turns (hits)",
+    )
     offset: int = Field(default=0, ge=0, le=10_000_000)
     limit: int = Field(default=500, ge=1, le=5000, description="matrix rows")
 
@@ -103,18 +132,41 @@ class RowOut(Schema):
     turns: list[dict[str, str]] = Field(description="per turn index: run id -> outcome")
     regressions: int
     fixes: int
-    flaky: bool
+    unstable: bool = Field(
+        description="a turn's verdict changed back and forth (passed, failed, passed again, or "
+        "the other way round) along the runs in commit order; a change, not flakiness"
+    )
+    flaky: bool = Field(
+        description="deprecated, the same value as unstable (kept for old clients): it never "
+        "meant flakiness, which needs repeated runs of one commit"
+    )
     partial: bool
+    scores: dict[str, float] = Field(
+        default_factory=dict,
+        description="with metric: run id -> the case's score (runs without one left out)",
+    )
+    deltas: dict[str, float] = Field(
+        default_factory=dict,
+        description="with metric: run id -> score minus the compared run's (both must have one)",
+    )
+    hits: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="with q: run id -> indexes of the turns where the text occurs",
+    )
 
 
 class CompareOut(Schema):
-    runs: list[int]
+    runs: list[int] = Field(description="the columns, in order")
+    order: str
+    against: dict[str, int] = Field(
+        description="run id -> the run it is compared with (every run but the first)"
+    )
     baseline: BaselineOut
     kinds: list[str]
     headline: list[HeadlineOut]
     by_kind: dict[str, list[ChangesOut]]
     rows: list[RowOut]
-    row_count: int
+    row_count: int = Field(description="rows in all (those matching q, with q)")
     mixed_projects: bool
 
 
@@ -122,16 +174,29 @@ class CompareOut(Schema):
 def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
     try:
         baseline, comparison = comparison_for(
-            list(dict.fromkeys(query.runs)), chosen=query.baseline, kinds=list(query.kinds)
+            list(dict.fromkeys(query.runs)),
+            chosen=query.baseline,
+            kinds=list(query.kinds),
+            order=query.order,
         )
     except RunsMissing as exc:
         raise HttpError(404, f"no run #{min(exc.missing)}") from None
     except NoBaseline as exc:
         raise HttpError(422, str(exc)) from None
     matrix = comparison.matrix
-    rows = matrix.rows[query.offset : query.offset + query.limit]
+    if query.metric:
+        if query.metric not in comparison.metric_names:
+            raise HttpError(422, f"no metric {query.metric[:60]!r} in these runs")
+        attach_scores(matrix, case_scores(matrix.run_ids, query.metric))
+    matched = matrix.rows
+    if query.q:
+        attach_hits(matrix, turn_hits(matrix.run_ids, query.q))
+        matched = rows_matching(matched)
+    rows = matched[query.offset : query.offset + query.limit]
     return {
         "runs": [run.pk for run in comparison.runs],
+        "order": comparison.order,
+        "against": {str(run_id): other for run_id, other in matrix.against.items()},
         "baseline": {"run_id": baseline.run.pk, "rule": baseline.rule, "added": baseline.added},
         "kinds": list(query.kinds),
         "headline": [
@@ -164,12 +229,16 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "turns": [{str(k): v for k, v in line.items()} for line in row.turns],
                 "regressions": row.regressions,
                 "fixes": row.fixes,
-                "flaky": row.flaky,
+                "unstable": row.unstable,
+                "flaky": row.unstable,
                 "partial": row.partial,
+                "scores": {str(k): v for k, v in row.scores.items()},
+                "deltas": {str(k): v for k, v in row.deltas.items()},
+                "hits": {str(k): list(v) for k, v in row.hits.items()},
             }
             for row in rows
         ],
-        "row_count": len(matrix.rows),
+        "row_count": len(matched),
         "mixed_projects": comparison.mixed_projects,
     }
 

@@ -13,18 +13,33 @@ of them failed, else not graded if any could not grade, else passed. An errored 
 is that whatever the filter. "Not graded" is never a pass nor a fail, so it is never a
 regression nor a fix.
 
+Each run is compared with one other run (``Matrix.against``): in the baseline mode (the
+default) every run with the baseline; in the chronological mode (``order=commits``) the runs are
+columns oldest first and each is compared with the column before it, so "regressed" and "fixed"
+always read forward in time.
+
+A case "changed back and forth" (``Row.unstable``) when one of its turns went from passed to
+failed (or errored) and back again, or the other way round, along the runs in commit order.
+That is not flakiness: runs of different commits differ because the code did. Nothing here is
+called flaky until runs are repeated at one commit.
+
+Beside the verdicts, a row can carry the scores of one chosen metric (the mean of the case's
+stored turn scores, as the case roll-up has it) and their deltas against the compared cells,
+and the turns where a searched text occurs.
+
 Only the matrix is decided here; the runs' own numbers (case and turn counts, pass rate, metric
 summaries) are their stored summaries, never recounted from cells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 from runs.report.kinds import KINDS
-from runs.report.outcomes import BAD, GRADED, Outcome, combined
+from runs.report.outcomes import BAD, Outcome, combined
 
 Change = Literal["regression", "fix"]
 REGRESSION: Change = "regression"
@@ -34,6 +49,17 @@ OPEN_CASE_STATES = ("pending", "running")
 GAVE_UP_CASE_STATE = "error"
 # Stored outcomes a cell shows as they are when no kind is selected.
 _SHOWN_AS_STORED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.NOT_GRADED})
+
+# How the runs are laid out and what each is compared with.
+BASELINE_ORDER = "baseline"  # the baseline first, every other run against it
+COMMIT_ORDER = "commits"  # oldest first, each run against the one before it
+ORDERS = (BASELINE_ORDER, COMMIT_ORDER)
+
+# Rows to show (``select_rows``). "flaky" is the old name of "unstable", kept so old links work:
+# it never meant flakiness (a verdict that differs between commits is a change).
+SHOWS = ("all", "regressions", "fixes", "unstable", "changed", "partial")
+SHOW_ALIASES = {"flaky": "unstable"}
+SORTS = ("case", "regressions", "name", "delta")
 
 
 @dataclass(frozen=True)
@@ -68,11 +94,18 @@ class Row:
     cells: dict[int, Outcome]  # run id -> case verdict
     case_ids: dict[int, int]  # run id -> case row id (absent runs missing)
     turns: list[dict[int, Outcome]]  # turn index -> run id -> turn verdict
-    regressions: int = 0  # turn-level, against the baseline, over every other run
+    regressions: int = 0  # turn-level, each run against the run it is compared with
     fixes: int = 0
-    flaky: bool = False
-    # run id -> (regressions, fixes) of that run's turns against the baseline (runs with any)
+    # A turn changed back and forth along the runs in commit order (not flakiness: see above).
+    unstable: bool = False
+    # run id -> (regressions, fixes) of that run's turns against its compared run (runs with any)
     changes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # With a chosen metric (``attach_scores``): run id -> the case's score, and run id -> its
+    # delta against the compared run's (only where both have a stored score).
+    scores: dict[int, float] = field(default_factory=dict)
+    deltas: dict[int, float] = field(default_factory=dict)
+    # With a search (``attach_hits``): run id -> the indexes of the turns where the text occurs.
+    hits: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -80,19 +113,33 @@ class Row:
 
     @property
     def changed(self) -> bool:
-        return bool(self.regressions or self.fixes or self.flaky)
+        return bool(self.regressions or self.fixes or self.unstable)
+
+    @property
+    def flaky(self) -> bool:
+        """The old name of ``unstable`` (the API keeps its key): changed back and forth."""
+        return self.unstable
+
+    @property
+    def drop(self) -> float | None:
+        """The largest fall of the chosen metric's score against a compared cell (a positive
+        number), None when no cell fell."""
+        falls = [-delta for delta in self.deltas.values() if delta < 0]
+        return max(falls) if falls else None
 
 
 @dataclass
 class Matrix:
-    run_ids: list[int]
+    run_ids: list[int]  # the columns, in order
     baseline_id: int
     rows: list[Row]
-    # kind -> run id -> (regressions, fixes) against the baseline, turn-level
+    # kind -> run id -> (regressions, fixes) against its compared run, turn-level
     by_kind: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    # run id -> the run it is compared with (every run but the reference column has one)
+    against: dict[int, int] = field(default_factory=dict)
 
     def totals(self, run_id: int) -> tuple[int, int]:
-        """(regressions, fixes) of a run against the baseline under the current filter."""
+        """(regressions, fixes) of a run against its compared run under the current filter."""
         regressions = fixes = 0
         for row in self.rows:
             found = row.changes.get(run_id)
@@ -125,6 +172,14 @@ def case_verdict(case: CaseData, selected: frozenset[str]) -> Outcome:
     return verdict(case.outcome, case.kinds, selected)
 
 
+def compared_with(run_ids: Sequence[int], baseline_id: int, order: str) -> dict[int, int]:
+    """Run id -> the run it is compared with: the previous column in commit order
+    (``run_ids`` oldest first), else the baseline."""
+    if order == COMMIT_ORDER:
+        return {run_ids[i]: run_ids[i - 1] for i in range(1, len(run_ids))}
+    return {run_id: baseline_id for run_id in run_ids if run_id != baseline_id}
+
+
 def change_of(before: Outcome, after: Outcome) -> Change | None:
     """A regression (passed -> failed or errored), a fix (the other way round), or None."""
     if before is Outcome.PASSED and after in BAD:
@@ -134,21 +189,41 @@ def change_of(before: Outcome, after: Outcome) -> Change | None:
     return None
 
 
+def changed_back_and_forth(verdicts: Iterable[Outcome]) -> bool:
+    """Verdicts in time order went from passed to failed (or errored) and back, or the other
+    way round; the others (not graded, absent, ...) are passed over."""
+    states: list[bool] = []
+    for outcome in verdicts:
+        if outcome is Outcome.PASSED or outcome in BAD:
+            good = outcome is Outcome.PASSED
+            if not states or states[-1] != good:
+                states.append(good)
+    return len(states) >= 3
+
+
 def build_matrix(
     runs: dict[int, Sequence[CaseData]],
     baseline_id: int,
     selected: Iterable[str] = (),
+    *,
+    against: Mapping[int, int] | None = None,
+    timeline: Sequence[int] | None = None,
 ) -> Matrix:
     """Align the cases of ``runs`` (run id -> its cases, in the order runs are shown) and count
-    regressions and fixes of every run against the baseline, overall and per kind."""
+    regressions and fixes of every run against the run it is compared with (``against``; by
+    default the baseline), overall and per kind. ``timeline``: the run ids oldest first (by
+    default the order of ``runs``), along which a case changes back and forth."""
     chosen = frozenset(selected)
     run_ids = list(runs)
+    if against is None:
+        against = compared_with(run_ids, baseline_id, BASELINE_ORDER)
+    pairs = dict(against)
     by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
-    decided = _RowMemo(run_ids, by_run, chosen, baseline_id)
+    decided = _RowMemo(run_ids, by_run, chosen, pairs, list(timeline or run_ids))
     rows = [decided(key) for key in _keys(run_ids, by_run)]
-    matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows)
+    matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows, against=pairs)
     for kind in (kind for kind in KINDS if kind in chosen) if chosen else KINDS:
-        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, baseline_id, kind)
+        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, pairs, kind)
     return matrix
 
 
@@ -185,12 +260,14 @@ class _RowMemo:
         run_ids: list[int],
         by_run: dict[int, dict[str, CaseData]],
         selected: frozenset[str],
-        baseline_id: int,
+        against: dict[int, int],
+        timeline: list[int],
     ) -> None:
         self.run_ids = run_ids
         self.by_run = by_run
         self.selected = selected
-        self.baseline_id = baseline_id
+        self.against = against
+        self.timeline = timeline
         self.seen: dict[tuple[object, ...], Row] = {}
 
     def __call__(self, key: str) -> Row:
@@ -207,7 +284,7 @@ class _RowMemo:
         known = self.seen.get(alike)
         if known is None:
             known = self.seen[alike] = _row(
-                key, self.run_ids, present, self.selected, self.baseline_id
+                key, self.run_ids, present, self.selected, self.against, self.timeline
             )
         return Row(
             key=key,
@@ -218,7 +295,7 @@ class _RowMemo:
             turns=[dict(line) for line in known.turns],
             regressions=known.regressions,
             fixes=known.fixes,
-            flaky=known.flaky,
+            unstable=known.unstable,
             changes=dict(known.changes),
         )
 
@@ -228,7 +305,8 @@ def _row(
     run_ids: list[int],
     present: dict[int, CaseData],
     selected: frozenset[str],
-    baseline_id: int,
+    against: dict[int, int],
+    timeline: list[int],
 ) -> Row:
     """The row of the cases ``present`` (run id -> its case called ``key``)."""
     first = next(iter(present.values()))
@@ -257,10 +335,9 @@ def _row(
         case_ids={run_id: case.case_id for run_id, case in present.items()},
         turns=turns,
     )
-    others = [run_id for run_id in run_ids if run_id != baseline_id]
     for line in turns:
-        for run_id in others:
-            change = change_of(line.get(baseline_id, Outcome.ABSENT), line[run_id])
+        for run_id, other in against.items():
+            change = change_of(line.get(other, Outcome.ABSENT), line[run_id])
             if change is not None:
                 regressions, fixes = row.changes.get(run_id, (0, 0))
                 row.changes[run_id] = (
@@ -269,23 +346,22 @@ def _row(
                 )
                 row.regressions += change == REGRESSION
                 row.fixes += change == FIX
-        graded = {line[run_id] for run_id in others if line[run_id] in GRADED}
-        row.flaky = row.flaky or len(graded) > 1
+        row.unstable = row.unstable or changed_back_and_forth(line[run_id] for run_id in timeline)
     return row
 
 
 def _kind_changes(
-    run_ids: list[int], by_run: dict[int, dict[str, CaseData]], baseline_id: int, kind: str
+    run_ids: list[int], by_run: dict[int, dict[str, CaseData]], against: dict[int, int], kind: str
 ) -> dict[int, tuple[int, int]]:
     only = frozenset({kind})
-    base = by_run[baseline_id]
     counts: dict[int, tuple[int, int]] = {}
-    # (baseline turns, run turns) -> their changes: once per distinct pair (the turns of most
+    # (compared turns, run turns) -> their changes: once per distinct pair (the turns of most
     # cases are shared objects, see _RowMemo; both are held by by_run, so ids are safe keys)
     seen: dict[tuple[int, int], tuple[int, int]] = {}
     for run_id in run_ids:
-        if run_id == baseline_id:
+        if run_id not in against:
             continue
+        base = by_run[against[run_id]]
         regressions = fixes = 0
         for key, case in by_run[run_id].items():
             before = base.get(key)
@@ -320,14 +396,43 @@ def _turn_changes(
     return regressions, fixes
 
 
+def series_churn(
+    series: Sequence[Sequence[CaseData]], selected: Iterable[str] = ()
+) -> list[tuple[int, int] | None]:
+    """Per run of a series (its cases, oldest run first): (regressions, fixes) of its turns
+    against the run before it, cases aligned by name and turns by index as in the matrix
+    (None for the first run); ``selected``: the kinds whose verdicts count (empty: the stored
+    verdicts)."""
+    only = frozenset(selected)
+    keyed = [_keyed(cases) for cases in series]
+    counts: list[tuple[int, int] | None] = [None] if keyed else []
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # as in _kind_changes
+    for before, after in pairwise(keyed):
+        regressions = fixes = 0
+        for key, case in after.items():
+            old = before.get(key)
+            if old is None or old.turns is case.turns:
+                continue
+            pair = (id(old.turns), id(case.turns))
+            found = seen.get(pair)
+            if found is None:
+                found = seen[pair] = _turn_changes(old.turns, case.turns, only)
+            regressions += found[0]
+            fixes += found[1]
+        counts.append((regressions, fixes))
+    return counts
+
+
 def select_rows(rows: list[Row], show: str) -> list[Row]:
-    """``all``, ``regressions``, ``fixes``, ``flaky``, ``changed`` or ``partial``."""
+    """``all``, ``regressions``, ``fixes``, ``unstable`` (``flaky``, its old name),
+    ``changed`` or ``partial``."""
+    show = SHOW_ALIASES.get(show, show)
     if show == "regressions":
         return [row for row in rows if row.regressions]
     if show == "fixes":
         return [row for row in rows if row.fixes]
-    if show == "flaky":
-        return [row for row in rows if row.flaky]
+    if show == "unstable":
+        return [row for row in rows if row.unstable]
     if show == "changed":
         return [row for row in rows if row.changed or row.partial]
     if show == "partial":
@@ -336,9 +441,55 @@ def select_rows(rows: list[Row], show: str) -> list[Row]:
 
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:
-    """``case`` (the runs' order), ``regressions`` (most first) or ``name``."""
+    """``case`` (the runs' order), ``regressions`` (most first), ``name``, or ``delta``: the
+    chosen metric's largest drop first, then the rows whose score moved least, then the rows
+    without a delta."""
     if sort == "regressions":
         return sorted(rows, key=lambda row: (-row.regressions, -row.fixes, row.index))
     if sort == "name":
         return sorted(rows, key=lambda row: row.key.lower())
+    if sort == "delta":
+        return sorted(rows, key=_by_drop)
     return rows
+
+
+def _by_drop(row: Row) -> tuple[int, float, int]:
+    if not row.deltas:
+        return (1, 0.0, row.index)
+    return (0, min(row.deltas.values()), row.index)
+
+
+def rows_dropping(rows: list[Row], min_drop: float) -> list[Row]:
+    """The rows where the chosen metric's score fell by at least ``min_drop`` against a
+    compared cell."""
+    return [row for row in rows if row.drop is not None and row.drop >= min_drop - 1e-9]
+
+
+def rows_matching(rows: list[Row]) -> list[Row]:
+    """The rows where the searched text occurs in a turn of a run (``attach_hits``)."""
+    return [row for row in rows if row.hits]
+
+
+def attach_scores(matrix: Matrix, scores: Mapping[int, float]) -> None:
+    """Give every row the chosen metric's score of each of its cases (``scores``: case id ->
+    score; a case without one has none, never 0) and the deltas against the compared cells."""
+    for row in matrix.rows:
+        row.scores = {
+            run_id: scores[case_id] for run_id, case_id in row.case_ids.items() if case_id in scores
+        }
+        row.deltas = {  # rounded: the mean of equal scores can differ in the last bit
+            run_id: round(row.scores[run_id] - row.scores[other], 9)
+            for run_id, other in matrix.against.items()
+            if run_id in row.scores and other in row.scores
+        }
+
+
+def attach_hits(matrix: Matrix, hits: Mapping[int, Iterable[int]]) -> None:
+    """Give every row the turns where the searched text occurs (``hits``: case id -> turn
+    indexes), per run."""
+    for row in matrix.rows:
+        row.hits = {
+            run_id: tuple(sorted(hits[case_id]))
+            for run_id, case_id in row.case_ids.items()
+            if case_id in hits
+        }

@@ -41,6 +41,17 @@ def format_score_change(value: float | None) -> str:
     return NONE_TEXT if value is None else f"{value:+.3f}"
 
 
+def format_score_delta(value: float | None) -> str:
+    """A score's delta as a compare cell shows it: two decimals with a real minus ("−0.12",
+    "+0.05"), three when two would round a change away ("−0.004"), "±0" for none."""
+    if value is None:
+        return NONE_TEXT
+    if abs(value) < 1e-9:
+        return "±0"
+    digits = 2 if abs(value) >= 0.005 else 3
+    return f"{value:+.{digits}f}".replace("-", "\u2212")
+
+
 def format_points(value: float | None) -> str:
     """A change of a pass rate, in percentage points with a sign ("+12.5 pts")."""
     if value is None:

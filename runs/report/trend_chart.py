@@ -1,5 +1,7 @@
 """The trends chart from plain data: runs in commit order, pass-rate drops, prompt and model
-changes, and the geometry of the SVG chart ``templates/runs/trends.html`` draws.
+changes, and the geometry of the SVG chart ``templates/runs/trends.html`` draws: the pass rate,
+then the turns each run fixed and regressed against the run before it (the churn a flat pass
+rate hides), then one small panel of average scores per metric kind.
 
 Re-grades are not runs of a commit (their transcripts come from one run, their verdicts from
 another agent.yaml): they are kept out of the series (the line, its drops and its change
@@ -13,7 +15,7 @@ template.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,8 +25,6 @@ from runs.report.outcomes import Outcome
 from runs.report.summary import OutcomeCounts
 
 DEFAULT_MARGIN = 10.0  # percentage points
-# A commit this short or shorter is not matched against the history by prefix.
-MIN_PREFIX = 4
 
 MINUS = "\u2212"
 
@@ -96,35 +96,6 @@ def regrades_placed(
     return placed, [run for run in regrades if run.transcripts_run not in position]
 
 
-def commit_ordered(runs: list[TrendRun], history: list[str]) -> list[TrendRun]:
-    """Runs whose commit is on ``history`` (oldest first) by its position, then date; the
-    others merged among them by date. ``runs`` is in date order."""
-    position = {commit: index for index, commit in enumerate(history)}
-    found: dict[str, int | None] = {}
-
-    def place(commit: str) -> int | None:
-        if commit not in found:
-            found[commit] = position.get(commit)
-            if found[commit] is None and MIN_PREFIX <= len(commit) < 40:
-                found[commit] = next(
-                    (i for i, full in enumerate(history) if full.startswith(commit)), None
-                )
-        return found[commit]
-
-    on = [run for run in runs if run.commit and place(run.commit) is not None]
-    on.sort(key=lambda run: (place(run.commit), run.created_at, run.id))
-    off = [run for run in runs if not run.commit or place(run.commit) is None]
-    merged: list[TrendRun] = []
-    i = 0
-    for run in on:
-        while i < len(off) and off[i].created_at < run.created_at:
-            merged.append(off[i])
-            i += 1
-        merged.append(run)
-    merged.extend(off[i:])
-    return merged
-
-
 # --- chart geometry --------------------------------------------------------------------------
 
 WIDTH = 960
@@ -137,7 +108,9 @@ PANEL_GAP = 18
 # at 0 %: the lane is this tall, its points this far under the panel.
 NO_RATE_LANE = 20
 NO_RATE_OFFSET = 11
-METRIC_HEIGHT = 160
+METRIC_HEIGHT = 96  # each metric kind's panel
+CHURN_HEIGHT = 84  # fixes above the zero line, regressions below
+CHURN_BAR_MAX = 12.0  # px wide at most
 AXIS_LABELS = 24
 LABEL_CHARS = 24
 X_LABEL_WIDTH = 36
@@ -244,6 +217,41 @@ class Series:
 
 
 @dataclass(frozen=True)
+class RunChurn:
+    """A run's turns against the run before it in the series (``previous``, which may be off
+    the chart when only the last runs are drawn): how many regressed and were fixed."""
+
+    previous: int
+    regressions: int
+    fixes: int
+
+
+@dataclass(frozen=True)
+class ChurnBar:
+    """One run's fixes (a bar up from the zero line) and regressions (a bar down), and a slot
+    over the panel's height for its hover text and link."""
+
+    run: TrendRun
+    churn: RunChurn
+    x: float  # the bars' left edge
+    width: float
+    fix_y: float
+    fix_height: float
+    regression_y: float
+    regression_height: float
+    slot_top: float
+    slot_height: float
+
+    @property
+    def title(self) -> str:
+        return (
+            f"#{self.run.id} against #{self.churn.previous}: "
+            f"{self.churn.regressions} turn{'s' if self.churn.regressions != 1 else ''} "
+            f"regressed, {self.churn.fixes} fixed"
+        )
+
+
+@dataclass(frozen=True)
 class Chart:
     width: int
     height: float
@@ -263,6 +271,8 @@ class Chart:
     series: list[Series]
     radius: float
     regrade_points: list[RegradePoint]
+    churn: list[ChurnBar]
+    churn_zero: float | None  # the y of the churn panel's zero line (None: no churn panel)
 
 
 def model_label(run: TrendRun) -> str:
@@ -373,10 +383,12 @@ def chart(
     *,
     margin: float = DEFAULT_MARGIN,
     regrades: Sequence[TrendRun] = (),
+    churn: Mapping[int, RunChurn] | None = None,
 ) -> Chart:
-    """The geometry of the pass-rate panel and (when there are metric averages) the metric
-    panel, sharing one x position per run. A run without a pass rate breaks the line and has a
-    hollow point in a lane of its own under the panel.
+    """The geometry of the pass-rate panel, the churn panel (with ``churn``: run id -> its
+    turns regressed and fixed against the run before) and one panel per metric kind that has
+    averages, sharing one x position per run. A run without a pass rate breaks the line and has
+    a hollow point in a lane of its own under the panel.
 
     ``runs`` are the series (no re-grade among them); ``regrades`` are drawn as diamonds on the
     pass-rate panel, just right of the run whose transcripts they grade (one left out when that
@@ -405,25 +417,31 @@ def chart(
     ]
     rateless = any(run.pass_rate is None for run in (*runs, *regrades))
     no_rate_y = pass_bottom + NO_RATE_OFFSET if rateless else None
-    bottom = pass_bottom if no_rate_y is None else pass_bottom + NO_RATE_LANE
+    bottom: float = pass_bottom if no_rate_y is None else pass_bottom + NO_RATE_LANE
+    churn_bars: list[ChurnBar] = []
+    churn_zero = None
+    if churn:
+        top = bottom + PANEL_GAP + PANEL_TITLE
+        panel, churn_bars = _churn_panel(runs, churn, top, x_of, step)
+        panels.append(panel)
+        churn_zero = round(top + CHURN_HEIGHT / 2, 1)
+        bottom = panel.bottom
     series: list[Series] = []
-    if averages:
+    kinds = sorted({kind for kind, _ in averages}, key=kind_order)
+    for kind in kinds:
         metric_top = bottom + PANEL_GAP + PANEL_TITLE
         metric_bottom = metric_top + METRIC_HEIGHT
-
-        def y_of_score(score: float) -> float:
-            clamped = min(max(score, 0.0), 1.0)
-            return round(metric_top + (1 - clamped) * METRIC_HEIGHT, 1)
-
+        y_of_score = _score_scale(metric_top)
         panels.append(
             Panel(
-                "Metric average score (0–1)",
+                f"{kind} metrics: average score (0–1)",
                 metric_top,
                 metric_bottom,
-                [(y_of_score(v), f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1)],
+                [(y_of_score(v), f"{v:g}") for v in (0, 0.5, 1)],
             )
         )
-        series = _series(runs, averages, x_of, y_of_score)
+        of_kind = {key: values for key, values in averages.items() if key[0] == kind}
+        series += _series(runs, of_kind, x_of, y_of_score, first_colour=len(series))
         bottom = metric_bottom
 
     points = [
@@ -486,7 +504,61 @@ def chart(
         series=series,
         radius=4.0 if step >= 12 else 2.5,
         regrade_points=regrade_points,
+        churn=churn_bars,
+        churn_zero=churn_zero,
     )
+
+
+def _score_scale(top: float) -> Callable[[float], float]:
+    def y_of(score: float) -> float:
+        clamped = min(max(score, 0.0), 1.0)
+        return round(top + (1 - clamped) * METRIC_HEIGHT, 1)
+
+    return y_of
+
+
+def _churn_panel(
+    runs: Sequence[TrendRun],
+    churn: Mapping[int, RunChurn],
+    top: float,
+    x_of: Callable[[int], float],
+    step: float,
+) -> tuple[Panel, list[ChurnBar]]:
+    """The panel of turns fixed (up) and regressed (down) per run, on one scale: the most of
+    either at any run reaches the panel's edge."""
+    half = CHURN_HEIGHT / 2
+    zero = top + half
+    most = max([1, *(max(c.regressions, c.fixes) for c in churn.values())])
+    width = round(min(step * 0.5, CHURN_BAR_MAX), 1)
+    bars = []
+    for index, run in enumerate(runs):
+        found = churn.get(run.id)
+        if found is None:
+            continue
+        fix, regression = (
+            round(count / most * half, 1) for count in (found.fixes, found.regressions)
+        )
+        bars.append(
+            ChurnBar(
+                run=run,
+                churn=found,
+                x=round(x_of(index) - width / 2, 1),
+                width=width,
+                fix_y=round(zero - fix, 1),
+                fix_height=fix,
+                regression_y=round(zero, 1),
+                regression_height=regression,
+                slot_top=top,
+                slot_height=CHURN_HEIGHT,
+            )
+        )
+    grid = [
+        (round(top, 1), f"+{most}"),
+        (round(zero, 1), "0"),
+        (round(top + CHURN_HEIGHT, 1), f"{MINUS}{most}"),
+    ]
+    title = "Turns fixed (up) and regressed (down) against the run before"
+    return Panel(title, top, top + CHURN_HEIGHT, grid), bars
 
 
 def _callout_y(point_y: float, bottom: float) -> float:
@@ -508,10 +580,12 @@ def _series(
     averages: dict[MetricKey, dict[int, float]],
     x_of: Callable[[int], float],
     y_of: Callable[[float], float],
+    *,
+    first_colour: int = 0,
 ) -> list[Series]:
     keys = sorted(averages, key=lambda key: (kind_order(key[0]), key[1]))
     drawn: list[Series] = []
-    for n, (kind, name) in enumerate(keys):
+    for n, (kind, name) in enumerate(keys, start=first_colour):
         by_run = averages[(kind, name)]
         coords: list[tuple[float, float] | None] = []
         points: list[MetricPoint] = []

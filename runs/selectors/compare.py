@@ -7,8 +7,10 @@
 - ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case), aligned by
   ``runs.report.compare``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
-  (1 aggregate);
-- ``cases_by_key`` and ``runs_for_config``: one case in two runs, two runs' configurations.
+  (1 aggregate); the runs in commit order (one git call), for the chronological mode;
+- ``case_scores`` and ``turn_hits``: one metric's score of every case (1 query), the turns where
+  a text occurs (1 query);
+- ``cases_by_key`` and ``runs_for_config``: one case in several runs, two runs' configurations.
 """
 
 from __future__ import annotations
@@ -16,16 +18,26 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from django.db.models import Prefetch, Q, StringAgg, Sum, TextField, Value
+from django.db.models import Avg, Prefetch, Q, StringAgg, Sum, TextField, Value
 from django.db.models.functions import Cast, Concat
 
 from runs import gitutil
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.compare import CaseData, Matrix, TurnData, build_matrix
+from runs.report.compare import (
+    BASELINE_ORDER,
+    COMMIT_ORDER,
+    CaseData,
+    Matrix,
+    TurnData,
+    build_matrix,
+    compared_with,
+)
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.report.numbers import pass_rate_of
+from runs.report.ordering import commit_ordered, on_history
 from runs.report.outcomes import RUN_FINISHED_STATES, Outcome
 from runs.report.prices import SplitCost
 from runs.report.regrades import RegradeSources
@@ -84,12 +96,25 @@ class Headline:
 
 @dataclass
 class Comparison:
-    runs: list[Run]
+    runs: list[Run]  # the columns: the baseline first, or oldest first (order=commits)
     baseline: Run
     kinds: list[str]
     matrix: Matrix
     headlines: list[Headline]
     mixed_projects: bool
+    order: str = BASELINE_ORDER
+    # How the runs were put in time order: "in commit order of HEAD" or "in date order".
+    timeline_note: str = ""
+
+    def against(self, run: Run) -> Run | None:
+        """The run ``run`` is compared with (None: the reference column)."""
+        other = self.matrix.against.get(run.pk)
+        return next((r for r in self.runs if r.pk == other), None)
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Every metric of the runs' summaries, whatever the kind filter, by name."""
+        return sorted({m.name for h in self.headlines for m in h.summary.metrics})
 
 
 @dataclass(frozen=True)
@@ -125,10 +150,16 @@ class NoBaseline(Exception):
 
 
 def comparison_for(
-    run_ids: list[int], *, chosen: int | None = None, kinds: list[str] | None = None
+    run_ids: list[int],
+    *,
+    chosen: int | None = None,
+    kinds: list[str] | None = None,
+    order: str = BASELINE_ORDER,
 ) -> tuple[Baseline, Comparison]:
     """The runs ``run_ids`` compared with their baseline (the baseline first, then the others
     in the order asked), filtered by ``kinds``; ``chosen``: the user's pick of the baseline.
+    With ``order="commits"``, the runs (the baseline found or chosen among them) oldest first,
+    each compared with the one before it.
 
     Raises ``RunsMissing`` when a run does not exist, ``NoBaseline`` when a lone run has no
     baseline (5–7 queries).
@@ -142,7 +173,7 @@ def comparison_for(
     if baseline is None:
         raise NoBaseline(runs[0], _next_run(runs[0]))
     shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-    return baseline, compare_runs(shown, baseline.run, list(kinds or []))
+    return baseline, compare_runs(shown, baseline.run, list(kinds or []), order=order)
 
 
 def runs_for_compare(run_ids: list[int]) -> list[Run]:
@@ -258,12 +289,24 @@ def _same_project(a: Run, b: Run) -> bool:
 # --- the comparison -------------------------------------------------------------------------
 
 
-def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison:
+def compare_runs(
+    runs: list[Run], baseline: Run, kinds: list[str], *, order: str = BASELINE_ORDER
+) -> Comparison:
     """Align the runs' cases and turns and sum up each run (3 queries, 6 when a run is active
-    or has no stored summary)."""
+    or has no stored summary). ``order="commits"``: the runs oldest first, each compared with
+    the one before it; else as given, each compared with ``baseline``."""
+    timeline, timeline_note = runs_in_time_order(runs)
+    if order == COMMIT_ORDER:
+        runs = timeline
     ids = [run.pk for run in runs]
     cases, totals = _cases(ids)
-    matrix = build_matrix({run.pk: cases.get(run.pk, []) for run in runs}, baseline.pk, kinds)
+    matrix = build_matrix(
+        {run.pk: cases.get(run.pk, []) for run in runs},
+        baseline.pk,
+        kinds,
+        against=compared_with(ids, baseline.pk, order),
+        timeline=[run.pk for run in timeline],
+    )
     summaries = run_summaries(runs)
     judge = _judge_sums(ids, kinds)
     costs = runs_costs(run_ids=ids)
@@ -286,7 +329,78 @@ def compare_runs(runs: list[Run], baseline: Run, kinds: list[str]) -> Comparison
         matrix=matrix,
         headlines=headlines,
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
+        order=order,
+        timeline_note=timeline_note,
     )
+
+
+@dataclass(frozen=True)
+class _Placed:
+    id: int
+    commit: str
+    created_at: datetime
+
+
+def runs_in_time_order(runs: list[Run]) -> tuple[list[Run], str]:
+    """The runs oldest first, and how: by the position of their commit on the first-parent
+    history of HEAD in the newest run's project directory (runs of one commit by date; runs off
+    that history merged among them by date), else by date (one git call; none without a
+    project directory). A re-grade's commit is its transcripts': it follows the run it
+    re-grades."""
+    by_date = sorted(runs, key=lambda run: (run.created_at, run.pk))
+    history = _history(by_date[-1]) if by_date else None
+    if not history:
+        return by_date, "in date order"
+    places = [_Placed(run.pk, run.git_commit, run.created_at) for run in by_date]
+    placed = commit_ordered(places, history)
+    by_id = {run.pk: run for run in runs}
+    placed_any = any(on_history(run.git_commit, history) for run in by_date)
+    note = "in commit order of HEAD" if placed_any else "in date order"
+    return [by_id[place.id] for place in placed], note
+
+
+def _history(run: Run) -> list[str] | None:
+    if run.project_id is None or run.project is None:
+        return None
+    if not Path(run.project.directory).is_dir():
+        return None
+    try:
+        return gitutil.commit_order(Path(run.project.directory))
+    except gitutil.GitError:
+        return None
+
+
+def case_scores(run_ids: list[int], metric: str) -> dict[int, float]:
+    """Case id -> the mean of its turns' stored scores of ``metric`` (the case roll-up's
+    score), for the cases of ``run_ids`` that have one: never a 0 for a missing score
+    (1 query)."""
+    # From the turns (their covering index holds run and case), then each turn's metrics by
+    # the turn: cheaper than from the metrics, whose turn must then be read for its case.
+    rows = (
+        TurnResult.objects.filter(
+            run_id__in=run_ids, metrics__metric_name=metric, metrics__score__isnull=False
+        )
+        .order_by()
+        .values("case_id")
+        .annotate(mean=Avg("metrics__score"))
+        .values_list("case_id", "mean")
+    )
+    return {case_id: mean for case_id, mean in rows if mean is not None}
+
+
+def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
+    """Case id -> the indexes of its turns whose input or response holds ``text``, case
+    folded as the database does (``icontains``; SQLite folds ASCII letters only) (1 query)."""
+    rows = (
+        TurnResult.objects.filter(run_id__in=run_ids)
+        .filter(Q(input__icontains=text) | Q(response__icontains=text))
+        .order_by()
+        .values_list("case_id", "index")
+    )
+    hits: dict[int, set[int]] = defaultdict(set)
+    for case_id, index in rows:
+        hits[case_id].add(index)
+    return dict(hits)
 
 
 # One turn of the text ``_cases`` reads per case: "index|outcome|verdicts by kind (JSON)".
@@ -347,6 +461,24 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
             )
         )
     return cases, totals
+
+
+def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
+    """Run id -> its cases that have turns, with their turns' verdicts (the cases' own state
+    and verdict left out): for counting changes between runs along a series (1 query: one
+    text per case, as ``_cases`` reads them, with the case's name and index)."""
+    parsed = _TurnsCache()
+    found: dict[int, list[CaseData]] = defaultdict(list)
+    for run_id, case_id, name, index, text in (
+        TurnResult.objects.filter(run_id__in=run_ids)
+        .order_by()
+        .values("run_id", "case_id", "case__name", "case__index")
+        .annotate(text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)))
+        .values_list("run_id", "case_id", "case__name", "case__index", "text")
+    ):
+        turns = parsed(text).turns
+        found[run_id].append(CaseData(case_id, index, name, "done", "", {}, turns))
+    return dict(found)
 
 
 @dataclass(frozen=True)
@@ -417,7 +549,7 @@ def _headline(
     totals: RunTotals,
     priced: Priced | None = None,
 ) -> Headline:
-    regressions, fixes = (0, 0) if run.pk == matrix.baseline_id else matrix.totals(run.pk)
+    regressions, fixes = matrix.totals(run.pk) if run.pk in matrix.against else (0, 0)
     kind_pass_rate = None
     if kinds:
         # The selected kinds' verdicts of its cases, as the matrix shows them.
@@ -440,12 +572,12 @@ def _headline(
     )
 
 
-# --- one case, two runs; two runs' configurations ---------------------------------------------
+# --- one case, several runs; two runs' configurations -----------------------------------------
 
 
 def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
     """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
-    turns and metrics (3 queries)."""
+    turns and metrics (3 queries, whatever the number of runs)."""
     cases = CaseResult.objects.filter(run_id__in=run_ids)
     # ASCII digits within 64 bits: "#²" passes isdigit() but not int(), and a longer number
     # overflows the database's integer.

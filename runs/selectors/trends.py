@@ -1,15 +1,17 @@
-"""Reads for the trends page: a project's (or an imported agent's) finished runs and their
-metric averages, and the runs in commit order.
+"""Reads for the trends page: a project's (or an imported agent's) finished runs, their
+metric averages and the turns each regressed and fixed against the run before, and the runs in
+commit order.
 
 Every number is the run's stored summary (``runs.report.summary.RunSummary``, the one the run
 page, compare, the API and the exports show): its pass rate, its case counts and its metrics'
 average scores; a run with no pass rate (no case graded) stays off the pass-rate line.
 
-Two queries whatever the number of runs: the runs (only the columns the chart shows, and the
-case counts and pass rate of their summaries) and the metric averages of the runs shown (their
-summaries' metrics). Runs are put in commit order with ``git rev-list --first-parent`` when the
-project's directory is a git repository, else in date order. The chart itself is drawn from
-these by ``runs.report.trend_chart``.
+Three queries whatever the number of runs: the runs (only the columns the chart shows, and the
+case counts and pass rate of their summaries), the metric averages of the runs shown (their
+summaries' metrics) and their turns' verdicts (one text per case, as compare reads them), for
+the turns each run regressed and fixed against the run before it. Runs are put in commit order
+with ``git rev-list --first-parent`` when the project's directory is a git repository, else in
+date order. The chart itself is drawn from these by ``runs.report.trend_chart``.
 
 A re-grade comes with its sources (``Run.regrade``): the chart keeps it out of the commit
 series and draws it beside the run whose transcripts it grades.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +30,12 @@ from django.utils import timezone
 
 from runs.gitutil import GitError, commit_order
 from runs.models import AgentProject, Run
+from runs.report.compare import series_churn
+from runs.report.ordering import commit_ordered
 from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts
-from runs.report.trend_chart import MetricKey, TrendRun, commit_ordered
+from runs.report.trend_chart import MetricKey, RunChurn, TrendRun
+from runs.selectors.compare import case_turns
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
@@ -142,6 +148,23 @@ def metric_averages(
             if metric.kind in kinds and metric.average is not None:
                 averages.setdefault((metric.kind, metric.name), {})[run_id] = metric.average
     return averages
+
+
+def run_churn(run_ids: Sequence[int], kinds: Sequence[str] = ()) -> dict[int, RunChurn]:
+    """Per run of the series ``run_ids`` (oldest first) but the first: how many of its turns
+    regressed and were fixed against the run before it (cases by name, turns by index, as
+    compare aligns them); ``kinds``: only those kinds' verdicts count (empty: the stored ones,
+    tool assertions included). One query: the turn verdicts of the runs, one text per case."""
+    ids = list(run_ids)
+    if len(ids) < 2:
+        return {}
+    cases = case_turns(ids)
+    counts = series_churn([cases.get(run_id, []) for run_id in ids], kinds)
+    return {
+        run_id: RunChurn(previous, *count)
+        for (previous, run_id), count in zip(pairwise(ids), counts[1:], strict=True)
+        if count is not None
+    }
 
 
 # --- ordering --------------------------------------------------------------------------------

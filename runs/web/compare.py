@@ -1,13 +1,17 @@
-"""Compare runs: headline deltas, the case x turn matrix, per-turn side-by-side, config diff.
+"""Compare runs: headline deltas, the case x turn matrix, one case's turns in every compared run
+side by side, config diff.
 
 Every part of the compare page is filtered by metric kind (``?kinds=code,tools``), and every
-setting is in the URL, so a filtered compare can be shared.
+setting is in the URL, so a filtered compare can be shared. The runs are laid out against the
+baseline (the default) or in commit order (``?order=commits``), each run against the one before
+it; the matrix can show a chosen metric's score deltas (``?metric=``, sorted and filtered by its
+drops) and keep the cases where a text occurs (``?q=``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +20,32 @@ from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.report.compare import Change, Row, change_of, select_rows, sort_rows, verdict
+from runs.report.compare import (
+    BASELINE_ORDER,
+    COMMIT_ORDER,
+    FIX,
+    ORDERS,
+    REGRESSION,
+    SHOW_ALIASES,
+    SHOWS,
+    SORTS,
+    Change,
+    Row,
+    attach_hits,
+    attach_scores,
+    change_of,
+    compared_with,
+    rows_dropping,
+    rows_matching,
+    select_rows,
+    sort_rows,
+    verdict,
+)
 from runs.report.kinds import KINDS, TOOLS_KIND, kind_order
 from runs.report.numbers import (
     NONE_TEXT,
@@ -29,6 +53,7 @@ from runs.report.numbers import (
     format_rate,
     format_score,
     format_score_change,
+    format_score_delta,
     turn_text,
 )
 from runs.report.outcomes import Outcome
@@ -40,10 +65,12 @@ from runs.selectors.compare import (
     Headline,
     NoBaseline,
     RunsMissing,
+    case_scores,
     cases_by_key,
     comparison_for,
     runs_for_compare,
     runs_for_config,
+    turn_hits,
 )
 from runs.selectors.snapshots import StoredSnapshot, snapshot_contents, stored_snapshot
 from runs.snapshots import SnapshotFile, snapshot_diff
@@ -51,6 +78,7 @@ from runs.templatetags.dashboard import duration, thousands
 from runs.web.diffs import (
     CONTENTS_STAFF_ONLY,
     MAX_FILE_DIFF_LINES,
+    CallPair,
     FileDiff,
     config_rows,
     diff_too_large,
@@ -64,6 +92,7 @@ from runs.web.params import (
     Query,
     choice_list_param,
     choice_param,
+    float_param,
     int_list_param,
     int_param,
     params_or_errors,
@@ -72,7 +101,7 @@ from runs.web.params import (
 )
 
 if TYPE_CHECKING:
-    from runs.models import MetricResult, Run, TurnResult
+    from runs.models import CaseResult, MetricResult, Run, TurnResult
 
 ROWS_PER_PAGE = 100
 # What a matrix cell can say, in the order the legend explains it, with a hint where the word
@@ -88,88 +117,215 @@ LEGEND: tuple[tuple[Outcome, str], ...] = (
     (Outcome.NONE, "none of the selected kinds ran"),
     (Outcome.ABSENT, "not in that run"),
 )
-SHOWS = ("all", "regressions", "fixes", "flaky", "changed", "partial")
-SORTS = ("case", "regressions", "name")
+SHOW_LABELS = {"unstable": "unstable (changed back and forth)"}
+UNSTABLE_HINT = (
+    "a turn's verdict went from passed to failed and back (or the other way round) along the "
+    "runs in commit order: a change each time, not flakiness (the runs are of different commits)"
+)
+ORDER_LABELS = {
+    BASELINE_ORDER: "against the baseline",
+    COMMIT_ORDER: "in commit order, each against the one before",
+}
+MAX_SEARCH = 200  # characters of ?q=
+MAX_METRIC = 200  # MetricResult.metric_name's length
 
 
 # --- the compare page -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """The compare page's query parameters, read and checked."""
+
+    run_ids: list[int]
+    kinds: list[str]
+    show: str  # one of SHOWS (an alias given is read as its new name)
+    sort: str
+    chosen: int | None  # the baseline picked
+    order: str
+    metric: str  # the metric whose score deltas the cells show ("" none)
+    min_drop: float | None  # keep rows whose metric fell by at least this much
+    q: str  # keep rows where this text occurs in a turn's input or response
+    show_alias: str = ""  # the old name given for ``show`` (``flaky``), said on the page
 
 
 @login_required
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
     # A refused value shows the page's form again with the message at its field (a 400).
-    params, errors = params_or_errors(request, _compare_params)
-    run_ids, kinds, show, sort, chosen = params
-    status = 400 if errors else 200
-    if not run_ids:
+    settings, errors = params_or_errors(request, _compare_params)
+    if not settings.run_ids:
         context = {
             "empty": True,
             "max_runs": MAX_RUNS,
             "errors": errors,
             "bad_runs": shown_value(request, "runs", errors),
         }
-        return render(request, "runs/compare.html", context, status=status)
+        return render(request, "runs/compare.html", context, status=400 if errors else 200)
     try:
-        baseline, comparison = comparison_for(run_ids, chosen=chosen, kinds=kinds)
+        baseline, comparison = comparison_for(
+            settings.run_ids, chosen=settings.chosen, kinds=settings.kinds, order=settings.order
+        )
     except RunsMissing as exc:
         raise Http404(str(exc)) from None
     except NoBaseline as exc:
         context = {"alone": exc.run, "later": exc.later, "max_runs": MAX_RUNS}
         return render(request, "runs/compare.html", context)
+    settings = _checked(settings, comparison, errors)
     shown = comparison.runs
-    rows = sort_rows(select_rows(comparison.matrix.rows, show), sort)
+    rows = compared_rows(comparison, settings)
     page = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
     state = {
         "runs": ",".join(str(run.pk) for run in shown),
-        "baseline": str(chosen) if chosen is not None else "",
-        "kinds": ",".join(kinds),
-        "show": show,
-        "sort": sort,
+        "baseline": str(settings.chosen) if settings.chosen is not None else "",
+        "order": settings.order if settings.order != BASELINE_ORDER else "",
+        "kinds": ",".join(settings.kinds),
+        "show": settings.show if settings.show != "all" else "",
+        "sort": settings.sort if settings.sort != "case" else "",
+        "metric": settings.metric,
+        "min_drop": f"{settings.min_drop:g}" if settings.min_drop is not None else "",
+        "q": settings.q,
     }
+    links = CellLinks.of(comparison, settings)
+    views = [_row_view(row, comparison, links) for row in page.object_list]
     context = {
         "comparison": comparison,
         "baseline": baseline,
-        "chosen": chosen is not None and baseline.rule == "chosen by you",
+        "chosen": settings.chosen is not None and baseline.rule == "chosen by you",
         "runs": shown,
         "others": shown[1:],
-        "kinds": kinds,
+        "columns": _columns(comparison),
+        "kinds": settings.kinds,
         "all_kinds": KINDS,
-        "show": show,
-        "shows": SHOWS,
-        "sort": sort,
+        "settings": settings,
+        "order": settings.order,
+        "chronological": settings.order == COMMIT_ORDER,
+        "order_links": [
+            (value, label, _query(state, order="" if value == BASELINE_ORDER else value))
+            for value, label in ORDER_LABELS.items()
+        ],
+        "show": settings.show,
+        "shows": [(value, SHOW_LABELS.get(value, value)) for value in SHOWS],
+        "show_alias": settings.show_alias,
+        "unstable_hint": UNSTABLE_HINT,
+        "sort": settings.sort,
         "sorts": SORTS,
-        "lines": headline_lines(comparison.headlines, kinds),
+        "metric": settings.metric,
+        "metrics": _metric_choices(comparison),
+        "lines": headline_lines(
+            comparison.headlines, settings.kinds, _against_positions(shown, comparison)
+        ),
         "legend": LEGEND,
         "kind_changes": _kind_changes(comparison),
         "page": page,
-        "rows": (views := [_row_view(row, comparison, state) for row in page.object_list]),
+        "rows": views,
         "matrix_html": matrix_html(views),
         "state": state,
-        "query": urlencode({k: v for k, v in state.items() if v}),
+        "query": _query(state),
         "errors": errors,
+        "bad_min_drop": shown_value(request, "min_drop", errors),
+        "bad_q": shown_value(request, "q", errors),
     }
-    return render(request, "runs/compare.html", context, status=status)
+    return render(request, "runs/compare.html", context, status=400 if errors else 200)
 
 
-CompareParams = tuple[list[int], list[str], str, str, int | None]
-
-
-def _compare_params(request: Query) -> CompareParams:
-    """(run ids, kinds, show, sort, the baseline chosen) of the compare page."""
-    return (
-        int_list_param(request, "runs", most=MAX_RUNS),
-        choice_list_param(request, "kinds", KINDS),
-        choice_param(request, "show", SHOWS) or "all",
-        choice_param(request, "sort", SORTS) or "case",
-        int_param(request, "baseline"),
+def _compare_params(request: Query) -> CompareSettings:
+    """The compare page's settings; each refused one is a ``BadParam`` naming it."""
+    show = choice_param(request, "show", (*SHOWS, *SHOW_ALIASES)) or "all"
+    return CompareSettings(
+        run_ids=int_list_param(request, "runs", most=MAX_RUNS),
+        kinds=choice_list_param(request, "kinds", KINDS),
+        show=SHOW_ALIASES.get(show, show),
+        show_alias=show if show in SHOW_ALIASES else "",
+        sort=choice_param(request, "sort", SORTS) or "case",
+        chosen=int_param(request, "baseline"),
+        order=choice_param(request, "order", ORDERS) or BASELINE_ORDER,
+        metric=text_param(request, "metric", max_length=MAX_METRIC),
+        min_drop=float_param(request, "min_drop", minimum=0, maximum=1),
+        q=text_param(request, "q", max_length=MAX_SEARCH),
     )
+
+
+def _checked(
+    settings: CompareSettings, comparison: Comparison, errors: dict[str, str]
+) -> CompareSettings:
+    """The settings that depend on the runs: the metric must be one of theirs, and sorting by
+    delta or a minimum drop needs a metric. A refused one is left out, its message added to
+    ``errors`` at its field."""
+    metric, sort, min_drop = settings.metric, settings.sort, settings.min_drop
+    if metric and metric not in comparison.metric_names:
+        errors["metric"] = f"no metric “{metric[:60]}” in these runs: pick one of the list"
+        metric = ""
+    if sort == "delta" and not metric:
+        errors.setdefault("sort", "sorting by delta needs a metric: pick one")
+        sort = "case"
+    if min_drop is not None and not metric:
+        errors.setdefault("min_drop", "a minimum drop needs a metric: pick one")
+        min_drop = None
+    return replace(settings, metric=metric, sort=sort, min_drop=min_drop)
+
+
+def compared_rows(comparison: Comparison, settings: CompareSettings) -> list[Row]:
+    """The matrix's rows the settings keep, in their order: with a metric, each row carries its
+    cases' scores and deltas (1 query); with a search, only the rows where the text occurs
+    (1 query)."""
+    matrix = comparison.matrix
+    if settings.metric:
+        attach_scores(matrix, case_scores(matrix.run_ids, settings.metric))
+    if settings.q:
+        attach_hits(matrix, turn_hits(matrix.run_ids, settings.q))
+    rows = select_rows(matrix.rows, settings.show)
+    if settings.q:
+        rows = rows_matching(rows)
+    if settings.min_drop is not None:
+        rows = rows_dropping(rows, settings.min_drop)
+    return sort_rows(rows, settings.sort)
+
+
+def _query(state: dict[str, str], **changes: str) -> str:
+    """The page's query string with ``changes`` (empty values left out)."""
+    return urlencode({k: v for k, v in {**state, **changes}.items() if v})
+
+
+def _metric_choices(comparison: Comparison) -> list[tuple[str, str]]:
+    """(name, label) of every metric of the runs, for the metric select."""
+    kinds: dict[str, set[str]] = {}
+    for headline in comparison.headlines:
+        for metric in headline.summary.metrics:
+            kinds.setdefault(metric.name, set()).add(metric.kind)
+    return [
+        (name, f"{name} ({', '.join(sorted(kinds[name], key=kind_order))})")
+        for name in comparison.metric_names
+    ]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A run's column head: the run and the run it is compared with (None: the reference)."""
+
+    run: Run
+    against: Run | None
+
+    @property
+    def label(self) -> str:
+        return "" if self.against is None else f"vs #{self.against.pk}"
+
+
+def _columns(comparison: Comparison) -> list[Column]:
+    return [Column(run, comparison.against(run)) for run in comparison.runs]
+
+
+def _against_positions(runs: Sequence[Run], comparison: Comparison) -> list[int | None]:
+    """Per column, the position of the column it is compared with (None: the reference)."""
+    position = {run.pk: index for index, run in enumerate(runs)}
+    return [position.get(comparison.matrix.against.get(run.pk, -1)) for run in runs]
 
 
 # --- headline deltas ------------------------------------------------------------------------
 # The headline is each run's own summary (what its run page shows: case and turn counts, the
 # pass rate, per metric the turns it graded), whatever the kind filter; each number is marked
-# with ``data-summary`` (and ``data-metric``, ``data-run``) so a test can read it back.
+# with ``data-summary`` (and ``data-metric``, ``data-run``) so a test can read it back. Each
+# delta is against the column the run is compared with (the baseline, or the run before it).
 
 
 @dataclass(frozen=True)
@@ -177,7 +333,7 @@ class Cell:
     run_id: int
     text: str
     delta: str = ""
-    trend: str = ""  # "better", "worse", "" (same, not comparable, or the baseline)
+    trend: str = ""  # "better", "worse", "" (same, not comparable, or the reference)
     metric: MetricSummary | None = None  # on a metric's line: its per-turn counts
 
 
@@ -192,6 +348,7 @@ class Line:
 
 
 Number = float | int | None
+Against = Sequence[int | None]  # per column: the position of the column it is compared with
 # (label, field of OutcomeCounts, which way is better; None: never coloured)
 COUNT_LINES: tuple[tuple[str, str, str | None], ...] = (
     ("passed", Outcome.PASSED.value, "higher"),
@@ -203,18 +360,33 @@ COUNT_LINES: tuple[tuple[str, str, str | None], ...] = (
 ALWAYS_SHOWN = frozenset({Outcome.PASSED.value, Outcome.FAILED.value})
 
 
-def headline_lines(headlines: Sequence[Headline], kinds: Sequence[str] = ()) -> list[Line]:
-    """One line per measure, one cell per run; deltas against the first run (the baseline)."""
+def _first_against(count: int) -> list[int | None]:
+    return [None] + [0] * (count - 1)
+
+
+def headline_lines(
+    headlines: Sequence[Headline], kinds: Sequence[str] = (), against: Against | None = None
+) -> list[Line]:
+    """One line per measure, one cell per run; deltas against the column each run is compared
+    with (``against``; by default the first, the baseline)."""
     ids = [h.run.pk for h in headlines]
+    pairs = list(against) if against is not None else _first_against(len(headlines))
+
+    def line(
+        label: str,
+        values: list[Number],
+        shown: Callable[[Any], str],
+        better: str | None,
+        **options: Any,
+    ) -> Line:
+        return _line(label, ids, values, shown, better, against=pairs, **options)
+
     rates = [h.pass_rate for h in headlines]
-    lines = [
-        _line("pass rate", ids, rates, format_rate, "higher", points=True, summary="pass_rate")
-    ]
+    lines = [line("pass rate", rates, format_rate, "higher", points=True, summary="pass_rate")]
     if kinds:
         lines.append(
-            _line(
+            line(
                 f"pass rate, {' + '.join(kinds)} only",
-                ids,
                 [h.kind_pass_rate for h in headlines],
                 format_rate,
                 "higher",
@@ -226,29 +398,27 @@ def headline_lines(headlines: Sequence[Headline], kinds: Sequence[str] = ()) -> 
         ("cases", lambda h: h.summary.cases),
         ("turns", lambda h: h.summary.turns),
     ):
-        lines.append(_line(scope, ids, [counts_of(h).total for h in headlines], str, None))
+        lines.append(line(scope, [counts_of(h).total for h in headlines], str, None))
         for label, name, better in COUNT_LINES:
             values = [getattr(counts_of(h), name) for h in headlines]
             if name in ALWAYS_SHOWN or any(values):
                 lines.append(
-                    _line(f"{scope} {label}", ids, values, str, better, summary=f"{scope}.{name}")
+                    line(f"{scope} {label}", values, str, better, summary=f"{scope}.{name}")
                 )
     tools = [h.tool_pass_rate for h in headlines]
     if any(rate is not None for rate in tools):
-        lines.append(
-            _line("tool assertions (turns)", ids, tools, format_rate, "higher", points=True)
-        )
-    lines += _metric_lines(headlines)
+        lines.append(line("tool assertions (turns)", tools, format_rate, "higher", points=True))
+    lines += _metric_lines(headlines, pairs)
     lines += [
-        _line("tokens", ids, [h.tokens for h in headlines], thousands, "lower"),
-        _line("agent time", ids, [h.agent_ms for h in headlines], duration, "lower"),
-        _line("judge time", ids, [h.judge_ms or None for h in headlines], duration, "lower"),
+        line("tokens", [h.tokens for h in headlines], thousands, "lower"),
+        line("agent time", [h.agent_ms for h in headlines], duration, "lower"),
+        line("judge time", [h.judge_ms or None for h in headlines], duration, "lower"),
     ]
-    lines += _cost_lines(headlines)
+    lines += _cost_lines(headlines, pairs)
     return lines
 
 
-def _cost_lines(headlines: Sequence[Headline]) -> list[Line]:
+def _cost_lines(headlines: Sequence[Headline], against: Against) -> list[Line]:
     """The whole run's cost, then the agent's and the judges' (runs.report.prices): "unknown
     price" where a model has none, and a change only between two known costs."""
     error = next((h.cost_error for h in headlines if h.cost_error), None)
@@ -261,18 +431,17 @@ def _cost_lines(headlines: Sequence[Headline]) -> list[Line]:
         ("judge cost", lambda c: c.judge),
     ):
         costs = [part(h.cost) if h.cost is not None else Cost() for h in headlines]
-        lines.append(
-            Line(
-                label,
-                [_cost_cell(h.run.pk, c, costs[0]) for h, c in zip(headlines, costs, strict=True)],
-            )
-        )
+        cells = [
+            _cost_cell(h.run.pk, cost, None if other is None else costs[other])
+            for h, cost, other in zip(headlines, costs, against, strict=True)
+        ]
+        lines.append(Line(label, cells))
     return lines
 
 
-def _cost_cell(run_id: int, cost: Cost, base: Cost) -> Cell:
+def _cost_cell(run_id: int, cost: Cost, base: Cost | None) -> Cell:
     text = format_cost(cost)
-    if cost is base or not (cost.known and base.known) or cost.usd == base.usd:
+    if base is None or not (cost.known and base.known) or cost.usd == base.usd:
         return Cell(run_id, text)
     change = cost.usd - base.usd
     delta = ("+" if change > 0 else "−") + format_usd(abs(change))
@@ -286,19 +455,21 @@ def _line(
     shown: Callable[[Any], str],
     better: str | None,
     *,
+    against: Against,
     points: bool = False,
     kind: str = "",
     summary: str = "",
     kind_rate: bool = False,
     metrics: list[MetricSummary | None] | None = None,
 ) -> Line:
-    base = values[0]
     cells = []
     for position, (run_id, value) in enumerate(zip(run_ids, values, strict=True)):
         metric = metrics[position] if metrics else None
         text = shown(value) if value is not None else NONE_TEXT
-        if position == 0 or value is None or base is None or value == base:
-            same = "" if position == 0 or value is None or base is None else "±0"
+        other = against[position]
+        base = None if other is None else values[other]
+        if other is None or value is None or base is None or value == base:
+            same = "" if other is None or value is None or base is None else "±0"
             cells.append(Cell(run_id, text, same, metric=metric))
             continue
         change = value - base
@@ -317,7 +488,7 @@ def _line(
     return Line(label, cells, kind, summary, "", kind_rate)
 
 
-def _metric_lines(headlines: Sequence[Headline]) -> list[Line]:
+def _metric_lines(headlines: Sequence[Headline], against: Against) -> list[Line]:
     """Per metric (of the selected kinds), its average score and, under it, the turns it
     graded, passed, failed and could not grade: the run's summary, per turn."""
     ids = [h.run.pk for h in headlines]
@@ -328,7 +499,9 @@ def _metric_lines(headlines: Sequence[Headline]) -> list[Line]:
     lines = []
     for (kind, name), metrics in sorted(found.items(), key=lambda item: _metric_order(item[0])):
         averages = [metric.average if metric else None for metric in metrics]
-        line = _line(name, ids, averages, format_score, "higher", kind=kind, metrics=metrics)
+        line = _line(
+            name, ids, averages, format_score, "higher", against=against, kind=kind, metrics=metrics
+        )
         lines.append(Line(line.label, line.cells, kind, metric=name))
     return lines
 
@@ -339,7 +512,8 @@ def _metric_order(key: tuple[str, str]) -> tuple[int, str]:
 
 
 def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int]]]]:
-    """Per kind, (regressions, fixes) of each non-baseline run, in the runs' order."""
+    """Per kind, (regressions, fixes) of each compared run (every column but the first), in
+    the columns' order."""
     others = [run.pk for run in comparison.runs[1:]]
     return [
         (kind, [counts.get(run_id, (0, 0)) for run_id in others])
@@ -354,7 +528,8 @@ def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int
 class TurnMark:
     index: int
     verdict: Outcome
-    change: Change | None  # against the baseline's same turn
+    change: Change | None  # against the compared run's same turn
+    hit: bool = False  # the searched text occurs in it
 
 
 @dataclass(frozen=True)
@@ -364,72 +539,141 @@ class CellView:
     case_id: int | None
     turns: list[TurnMark]
     link: str
-    is_baseline: bool
+    is_baseline: bool  # the reference column: compared with no run
+    against: int | None = None  # the run it is compared with
+    metric: str = ""  # the chosen metric, whose score and delta the cell shows
+    score: float | None = None
+    delta: float | None = None
 
 
 @dataclass(frozen=True)
 class RowView:
     row: Row
     cells: list[CellView]
+    hit_link: str = ""  # the side by side at the first turn where the text occurs
 
 
-def _row_view(row: Row, comparison: Comparison, state: dict[str, str]) -> RowView:
-    base_id = comparison.baseline.pk
+@dataclass(frozen=True)
+class CellLinks:
+    """The parts of the matrix's links that every row shares: the side by side of all the
+    compared runs (in the columns' order) with the page's order, kinds and search."""
+
+    side: str  # "/compare/case/?runs=...&order=...&kinds=...&q=..." (the key goes last)
+    metric: str
+
+    @classmethod
+    def of(cls, comparison: Comparison, settings: CompareSettings) -> CellLinks:
+        # The ids with plain commas (a query string may hold them): a page has hundreds of
+        # these links, and "%2C" between a dozen ids is kilobytes.
+        runs = ",".join(str(run.pk) for run in comparison.runs)
+        query = {
+            "order": settings.order if settings.order != BASELINE_ORDER else "",
+            "kinds": ",".join(settings.kinds),
+            "q": settings.q,
+        }
+        rest = urlencode({k: v for k, v in query.items() if v})
+        return cls(f"/compare/case/?runs={runs}" + (f"&{rest}" if rest else ""), settings.metric)
+
+    def case(self, key_query: str, turn: int | None = None) -> str:
+        return f"{self.side}&{key_query}" + (f"#turn-{turn}" if turn is not None else "")
+
+
+def _row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:
+    against = comparison.matrix.against
     key_query = urlencode({"key": row.key})
     cells = []
     for run in comparison.runs:
+        other = against.get(run.pk)
+        hits = frozenset(row.hits.get(run.pk, ()))
         marks = [
             TurnMark(
                 index,
                 line[run.pk],
-                None
-                if run.pk == base_id
-                else change_of(line.get(base_id, Outcome.ABSENT), line[run.pk]),
+                None if other is None else change_of(line.get(other, Outcome.ABSENT), line[run.pk]),
+                index in hits,
             )
             for index, line in enumerate(row.turns)
         ]
         case_id = row.case_ids.get(run.pk)
+        if case_id is None:
+            link = ""
+        elif other is None:
+            link = f"/runs/{run.pk}/cases/{case_id}/"
+        else:
+            link = links.case(key_query, _first_turn(marks))
         cells.append(
             CellView(
                 run_id=run.pk,
                 verdict=row.cells[run.pk],
                 case_id=case_id,
                 turns=marks,
-                link=_cell_link(key_query, run.pk, base_id, case_id, state),
-                is_baseline=run.pk == base_id,
+                link=link,
+                is_baseline=other is None,
+                against=other,
+                metric=links.metric,
+                score=row.scores.get(run.pk),
+                delta=row.deltas.get(run.pk),
             )
         )
-    return RowView(row, cells)
+    hit_turns = sorted({index for found in row.hits.values() for index in found})
+    hit_link = links.case(key_query, hit_turns[0]) if hit_turns else ""
+    return RowView(row, cells, hit_link)
+
+
+def _first_turn(marks: list[TurnMark]) -> int | None:
+    """The turn a cell's link opens at: the first where the text occurs, else the first that
+    changed (None: the top of the page)."""
+    for wanted in (lambda m: m.hit, lambda m: m.change is not None):
+        found = next((mark.index for mark in marks if wanted(mark)), None)
+        if found is not None:
+            return found
+    return None
 
 
 def matrix_html(rows: list[RowView]) -> SafeString:
     """The matrix's rows, rendered here rather than in the template: a page holds a hundred
     rows of up to a dozen cells of up to a handful of turns each, and the template engine (or
     format_html, value by value) would spend most of the page's time on them. Every value that
-    is not one of ours (a case key, a link holding it) is escaped."""
+    is not one of ours (a case key, a metric name, a link holding them) is escaped."""
     return mark_safe("\n".join(_row_html(view) for view in rows))
 
 
 def _row_html(view: RowView) -> str:
     row = view.row
     classes = " ".join(
-        name for name, on in (("has-regression", row.regressions), ("partial", row.partial)) if on
+        name
+        for name, on in (
+            ("has-regression", row.regressions),
+            ("partial", row.partial),
+            ("has-hit", row.hits),
+        )
+        if on
     )
     changes = []
     if row.regressions:
         changes.append(f'<span class="worse">{row.regressions} regressed</span>')
     if row.fixes:
         changes.append(f'<span class="better">{row.fixes} fixed</span>')
-    if row.flaky:
-        changes.append('<span class="chip chip-notgraded">flaky</span>')
+    if row.unstable:
+        changes.append(_UNSTABLE_CHIP)
     if row.partial:
         changes.append('<span class="chip chip-muted">not in every run</span>')
+    if view.hit_link:
+        turns = sorted({index + 1 for found in row.hits.values() for index in found})
+        where = f"turn{'s' if len(turns) > 1 else ''} {', '.join(map(str, turns))}"
+        changes.append(f'<a class="hit-link" href="{escape(view.hit_link)}">match in {where}</a>')
     key = escape(row.key)
     cells = "".join(_cell_html(cell) for cell in view.cells)
     return (
         f'<tr class="matrix-row {classes}" data-key="{key}"><th scope="row" class="case-key">'
         f'{key}</th>{cells}<td class="small">{" ".join(changes)}</td></tr>'
     )
+
+
+_UNSTABLE_CHIP = (
+    f'<span class="chip chip-notgraded unstable" title="{UNSTABLE_HINT}">'
+    "changed back and forth</span>"
+)
 
 
 def _cell_html(cell: CellView) -> str:
@@ -441,13 +685,31 @@ def _cell_html(cell: CellView) -> str:
     else:
         chip = _chip_html(verdict)
     dots = ""
-    if len(cell.turns) > 1:
+    if len(cell.turns) > 1 or any(mark.hit for mark in cell.turns):
         total = len(cell.turns)
         marks = "".join(
-            _dot_html(mark.index, total, mark.verdict, mark.change) for mark in cell.turns
+            _dot_html(mark.index, total, mark.verdict, mark.change, mark.hit) for mark in cell.turns
         )
         dots = f'<span class="turn-dots">{marks}</span>'
-    return f'<td class="cell">{chip}{dots}</td>'
+    return f'<td class="cell">{chip}{_score_html(cell)}{dots}</td>'
+
+
+def _score_html(cell: CellView) -> str:
+    """The chosen metric's delta against the compared cell (its score where there is none to
+    compare with); nothing where the case has no stored score of it."""
+    if not cell.metric or cell.score is None:
+        return ""
+    name, score = escape(cell.metric), format_score(cell.score)
+    if cell.delta is None:
+        why = "" if cell.against is None else f" (none in #{cell.against} to compare with)"
+        return f' <span class="score-delta score-only" title="{name} {score}{why}">{score}</span>'
+    delta = format_score_delta(cell.delta)
+    trend = "worse" if cell.delta < 0 else "better" if cell.delta > 0 else "same"
+    title = f"{name} {score} ({delta} against #{cell.against})"
+    return (
+        f' <span class="score-delta {trend}" data-delta="{cell.delta:.6g}" title="{title}">'
+        f"{delta}</span>"
+    )
 
 
 @cache
@@ -456,136 +718,316 @@ def _chip_html(verdict: Outcome) -> str:
 
 
 @cache
-def _dot_html(index: int, total: int, verdict: Outcome, change: Change | None) -> str:
+def _dot_html(index: int, total: int, verdict: Outcome, change: Change | None, hit: bool) -> str:
     """A turn's dot (a few distinct ones on a page: each drawn once)."""
     title = f"{turn_text(index, total)}: {verdict.label}" + (f" ({change})" if change else "")
-    return f'<span class="dot cv-{verdict.value} {change or ""}" title="{title}"></span>'
+    if hit:
+        title += " · the text searched for occurs in it"
+    classes = " ".join(part for part in (change or "", "hit" if hit else "") if part)
+    return f'<span class="dot cv-{verdict.value} {classes}" title="{title}"></span>'
 
 
-def _cell_link(
-    key_query: str, run_id: int, base_id: int, case_id: int | None, state: dict[str, str]
-) -> str:
-    """The baseline's case page, or the case in the baseline and this run side by side
-    (``key_query``: the row's ``key=...``, encoded once for its cells)."""
-    if case_id is None:
-        return ""
-    if run_id == base_id:
-        return f"/runs/{run_id}/cases/{case_id}/"
-    query = urlencode({"runs": f"{base_id},{run_id}"}) + f"&{key_query}"
-    if state["kinds"]:
-        query += "&" + urlencode({"kinds": state["kinds"]})
-    return f"/compare/case/?{query}"
-
-
-# --- one case, two runs, turn by turn -------------------------------------------------------
+# --- one case, every compared run, turn by turn ---------------------------------------------
 
 
 @login_required
 @require_GET
 def compare_case(request: HttpRequest) -> HttpResponse:
-    left, right = _two_runs(request)
+    """The case ``key`` in every run of ``runs`` (2–12, as columns in that order), turn by
+    turn (``turn``: only that one, by its stored index): each run against the first (the
+    baseline) or, with ``order=commits``, against the run before it (3 queries)."""
+    runs = _compared_runs(request)
     key = text_param(request, "key", max_length=600)
     if not key:
         raise BadRequest("?key= names the case to compare (its name, or #index)")
     kinds = choice_list_param(request, "kinds", KINDS)
-    cases = {case.run_id: case for case in cases_by_key([left.pk, right.pk], key)}
+    order = choice_param(request, "order", ORDERS) or BASELINE_ORDER
+    q = text_param(request, "q", max_length=MAX_SEARCH)
+    chosen = int_param(request, "turn", maximum=10_000)
+    cases = {case.run_id: case for case in cases_by_key([run.pk for run in runs], key)}
     if not cases:
-        raise Http404(f"neither run has a case {key!r}")
-    before, after = cases.get(left.pk), cases.get(right.pk)
-    turns_before = list(before.turns.all()) if before else []
-    turns_after = list(after.turns.all()) if after else []
-    pairs = [
-        _turn_pair(index, turns_before, turns_after, kinds)
-        for index in range(max(len(turns_before), len(turns_after)))
+        raise Http404(f"no run has a case {key!r}")
+    turns = {run_id: list(case.turns.all()) for run_id, case in cases.items()}
+    count = max((len(found) for found in turns.values()), default=0)
+    if chosen is not None and chosen >= count:
+        raise BadRequest(
+            f"?turn= is a turn's index: the case has {count} turn(s), 0 to {count - 1}"
+        )
+    against = compared_with([run.pk for run in runs], runs[0].pk, order)
+    indexes = range(count) if chosen is None else [chosen]
+    base_query = {
+        "runs": ",".join(str(run.pk) for run in runs),
+        "key": key,
+        "order": order if order != BASELINE_ORDER else "",
+        "kinds": ",".join(kinds),
+        "q": q,
+    }
+    sections = [
+        replace(
+            _turn_across(index, runs, cases, turns, against, kinds, q),
+            only_link=_query(base_query, turn=str(index)),
+        )
+        for index in indexes
     ]
     context = {
-        "left": left,
-        "right": right,
+        "runs": runs,
+        "left": runs[0],
+        "right": runs[1],
         "key": key,
-        "before": before,
-        "after": after,
-        "pairs": pairs,
-        "turn_total": len(pairs),
+        "cases": cases,
+        "columns": [
+            Column(run, next((r for r in runs if r.pk == against.get(run.pk)), None))
+            for run in runs
+        ],
+        "missing": [run for run in runs if run.pk not in cases],
+        "sections": sections,
+        "turn_total": count,
+        "chosen": chosen,
+        "turn_links": [
+            (index, _query(base_query, turn=str(index)), index == chosen) for index in range(count)
+        ],
+        "all_turns_link": _query(base_query),
         "kinds": kinds,
-        "back": f"/compare/?runs={left.pk},{right.pk}&baseline={left.pk}",
+        "order": order,
+        "chronological": order == COMMIT_ORDER,
+        "q": q,
+        "back": "/compare/?"
+        + _query(
+            {
+                "runs": base_query["runs"],
+                "baseline": str(runs[0].pk) if order == BASELINE_ORDER else "",
+                "order": base_query["order"],
+                "kinds": base_query["kinds"],
+                "q": q,
+            }
+        ),
     }
     return render(request, "runs/compare_case.html", context)
 
 
-def _two_runs(request: HttpRequest) -> tuple[Run, Run]:
-    run_ids = int_list_param(request, "runs", most=2)
-    if len(run_ids) != 2:
-        raise BadRequest("?runs= takes two run ids: the baseline, then the run to compare")
+def _compared_runs(request: HttpRequest) -> list[Run]:
+    run_ids = int_list_param(request, "runs", most=MAX_RUNS)
+    if len(run_ids) < 2:
+        raise BadRequest(
+            f"?runs= takes 2 to {MAX_RUNS} run ids: the baseline (or the oldest), then the runs "
+            "to compare"
+        )
     runs = runs_for_compare(run_ids)
-    if len(runs) != 2:
+    if len(runs) != len(run_ids):
         raise Http404("no such run")
-    return runs[0], runs[1]
+    return runs
 
 
 @dataclass(frozen=True)
-class MetricPair:
-    name: str
-    kind: str
-    before: MetricResult | None
-    after: MetricResult | None
+class MetricCell:
+    """One run's result of a metric on a turn, and its score's change against the compared
+    run's (None: either has no score)."""
+
+    metric: MetricResult | None
+    delta: float | None
 
     @property
-    def delta(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        if self.before.score is None or self.after.score is None:
-            return None
-        return self.after.score - self.before.score
+    def delta_text(self) -> str:
+        return format_score_delta(self.delta)
 
 
 @dataclass(frozen=True)
-class TurnPair:
-    index: int
-    before: TurnResult | None
-    after: TurnResult | None
-    response_diff: Any
-    calls: list[Any]
-    metrics: list[MetricPair]
-    change: Change | None
-    show_tools: bool
+class MetricAcross:
+    name: str
+    kind: str
+    cells: list[MetricCell]  # one per run, in the columns' order
 
     @property
     def changed(self) -> bool:
-        """Anything to look at: a verdict, the response, a call, a metric differs."""
-        if self.change or self.before is None or self.after is None:
-            return True
-        if self.before.response != self.after.response:
-            return True
-        if self.before.outcome != self.after.outcome:
-            return True
-        if any(not call.same for call in self.calls):
-            return True
+        first = self.cells[0].metric
         return any(
-            m.before is None
-            or m.after is None
-            or (m.before.outcome, m.before.score) != (m.after.outcome, m.after.score)
-            for m in self.metrics
+            (cell.metric is None) != (first is None)
+            or (
+                cell.metric is not None
+                and first is not None
+                and (cell.metric.outcome, cell.metric.score) != (first.outcome, first.score)
+            )
+            for cell in self.cells
         )
 
 
-def _turn_pair(
-    index: int, before: list[TurnResult], after: list[TurnResult], kinds: list[str]
-) -> TurnPair:
-    a = before[index] if index < len(before) else None
-    b = after[index] if index < len(after) else None
-    metrics = _metric_pairs(a, b)
-    if kinds:
-        metrics = [pair for pair in metrics if pair.kind in kinds]
-    return TurnPair(
+@dataclass(frozen=True)
+class RunTurn:
+    """One run's column of a turn: the turn (None: the run lacks it), its verdict under the kind
+    filter and its change against the compared run's, the response as a word diff and the tool
+    calls call by call against it."""
+
+    run: Run
+    case: CaseResult | None
+    turn: TurnResult | None
+    against: Run | None
+    verdict: Outcome
+    change: Change | None
+    response_diff: SafeString | None  # None: the reference, or a side without the turn
+    calls: list[CallPair]
+    # Where the searched text occurs: (in what, a snippet with it marked), input then response.
+    excerpts: list[tuple[str, SafeString]]
+
+    @property
+    def hit(self) -> bool:
+        return bool(self.excerpts)
+
+    @property
+    def anchor(self) -> str:
+        """The prefix of its turn's anchor (two runs' turns share one page)."""
+        return f"run-{self.run.pk}-"
+
+    @property
+    def response_changed(self) -> bool:
+        diff = self.response_diff
+        return diff is not None and ("<ins>" in diff or "<del>" in diff)
+
+    @property
+    def calls_changed(self) -> list[CallPair]:
+        return [call for call in self.calls if not call.same]
+
+
+@dataclass(frozen=True)
+class TurnAcross:
+    """One turn of the case in every compared run."""
+
+    index: int
+    columns: list[RunTurn]
+    metrics: list[MetricAcross]
+    show_tools: bool
+    only_link: str = ""  # the query string of the page showing this turn alone
+
+    @property
+    def regressed(self) -> list[Run]:
+        return [column.run for column in self.columns if column.change == REGRESSION]
+
+    @property
+    def fixed(self) -> list[Run]:
+        return [column.run for column in self.columns if column.change == FIX]
+
+    @property
+    def change(self) -> Change | None:
+        """ "regression" if a run regressed on it, else "fix" if one was fixed, else None."""
+        return REGRESSION if self.regressed else FIX if self.fixed else None
+
+    @property
+    def hit(self) -> bool:
+        return any(column.hit for column in self.columns)
+
+    @property
+    def changed(self) -> bool:
+        """Anything to look at: a verdict, a response, a call, a metric differs."""
+        if self.change or any(column.turn is None for column in self.columns):
+            return True
+        first = self.columns[0].turn
+        assert first is not None
+        for column in self.columns[1:]:
+            turn = column.turn
+            assert turn is not None
+            if (turn.response, turn.outcome) != (first.response, first.outcome):
+                return True
+            if column.calls_changed:
+                return True
+        return any(metric.changed for metric in self.metrics)
+
+
+def _turn_across(
+    index: int,
+    runs: list[Run],
+    cases: dict[int, CaseResult],
+    turns: dict[int, list[TurnResult]],
+    against: dict[int, int],
+    kinds: list[str],
+    q: str,
+) -> TurnAcross:
+    of_run = {
+        run.pk: (turns[run.pk][index] if index < len(turns.get(run.pk, [])) else None)
+        for run in runs
+    }
+    by_id = {run.pk: run for run in runs}
+    columns = []
+    for run in runs:
+        turn, other = of_run[run.pk], against.get(run.pk)
+        before = of_run.get(other) if other is not None else None
+        diff, calls = None, []
+        if other is not None and turn is not None and before is not None:
+            diff = word_diff(before.response, turn.response)
+            calls = _calls(before, turn, other, run.pk)
+        columns.append(
+            RunTurn(
+                run=run,
+                case=cases.get(run.pk),
+                turn=turn,
+                against=by_id.get(other) if other is not None else None,
+                verdict=_turn_verdict(turn, kinds),
+                change=None
+                if other is None
+                else change_of(_turn_verdict(before, kinds), _turn_verdict(turn, kinds)),
+                response_diff=diff,
+                calls=calls,
+                excerpts=_turn_excerpts(turn, q),
+            )
+        )
+    return TurnAcross(
         index=index,
-        before=a,
-        after=b,
-        response_diff=word_diff(a.response if a else "", b.response if b else ""),
-        calls=tool_call_diff(a.tool_invocations if a else [], b.tool_invocations if b else []),
-        metrics=metrics,
-        change=change_of(_turn_verdict(a, kinds), _turn_verdict(b, kinds)),
+        columns=columns,
+        metrics=_metrics_across(runs, of_run, against, kinds),
         show_tools=not kinds or TOOLS_KIND in kinds,
     )
+
+
+def _turn_excerpts(turn: TurnResult | None, q: str) -> list[tuple[str, SafeString]]:
+    if turn is None or not q:
+        return []
+    found = [("input", snippet) for snippet in excerpts(turn.input, q)]
+    return found + [("response", snippet) for snippet in excerpts(turn.response or "", q)]
+
+
+def _calls(
+    before: TurnResult | None, after: TurnResult | None, left: int, right: int
+) -> list[CallPair]:
+    """The two turns' tool calls call by call, the sides named by their runs."""
+    pairs = tool_call_diff(
+        before.tool_invocations if before else [], after.tool_invocations if after else []
+    )
+    named = {"only on the left": f"only in #{left}", "only on the right": f"only in #{right}"}
+    return [
+        CallPair(pair.index, pair.left, pair.right, [named.get(c, c) for c in pair.changes])
+        for pair in pairs
+    ]
+
+
+EXCERPT_CHARS = 60  # of context either side of a match
+MOST_EXCERPTS = 3  # per text
+
+
+def excerpts(text: str, q: str) -> list[SafeString]:
+    """Where ``q`` occurs in ``text`` (case folded): up to a few snippets, each the match in
+    ``<mark>`` with some context either side, escaped."""
+    if not q or not text:
+        return []
+    folded, needle = text.casefold(), q.casefold()
+    if len(folded) != len(text):  # a letter that folds to several: positions would shift
+        folded, needle = text.lower(), q.lower()
+        if len(folded) != len(text):
+            return []
+    found: list[SafeString] = []
+    start = 0
+    while len(found) < MOST_EXCERPTS and (at := folded.find(needle, start)) != -1:
+        end = at + len(needle)
+        left, right = max(0, at - EXCERPT_CHARS), min(len(text), end + EXCERPT_CHARS)
+        found.append(
+            format_html(
+                "{}{}<mark>{}</mark>{}{}",
+                "…" if left else "",
+                text[left:at],
+                text[at:end],
+                text[end:right],
+                "…" if right < len(text) else "",
+            )
+        )
+        start = end
+    return found
 
 
 def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> Outcome:
@@ -594,14 +1036,42 @@ def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> Outcome:
     return verdict(turn.outcome, turn.kind_outcomes or {}, frozenset(kinds))
 
 
-def _metric_pairs(a: TurnResult | None, b: TurnResult | None) -> list[MetricPair]:
-    before = {m.metric_name: m for m in a.metrics.all()} if a else {}
-    after = {m.metric_name: m for m in b.metrics.all()} if b else {}
-    names = list(before) + [name for name in after if name not in before]
-    return [
-        MetricPair(name, (before.get(name) or after[name]).kind, before.get(name), after.get(name))
-        for name in names
-    ]
+def _metrics_across(
+    runs: list[Run],
+    of_run: dict[int, TurnResult | None],
+    against: dict[int, int],
+    kinds: list[str],
+) -> list[MetricAcross]:
+    """Every metric of the turn in any run (in the order the runs have them), with each run's
+    result and its score's delta against the compared run's."""
+    results: dict[int, dict[str, MetricResult]] = {}
+    names: dict[str, str] = {}  # name -> kind, in order of appearance
+    for run in runs:
+        turn = of_run[run.pk]
+        found = {m.metric_name: m for m in turn.metrics.all()} if turn else {}
+        results[run.pk] = found
+        for name, result in found.items():
+            names.setdefault(name, result.kind)
+    across = []
+    for name, kind in names.items():
+        if kinds and kind not in kinds:
+            continue
+        cells = []
+        for run in runs:
+            metric = results[run.pk].get(name)
+            other = against.get(run.pk)
+            before = results[other].get(name) if other is not None else None
+            delta = None
+            if (
+                metric is not None
+                and before is not None
+                and metric.score is not None
+                and before.score is not None
+            ):
+                delta = metric.score - before.score
+            cells.append(MetricCell(metric, delta))
+        across.append(MetricAcross(name, kind, cells))
+    return across
 
 
 # --- config diff ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""Trends over a project's runs: pass rate and per-metric averages in commit order, as the runs'
-stored summaries have them. Re-grades are drawn apart, beside the run whose transcripts they
-grade (``?regrades=hide`` leaves them out)."""
+"""Trends over a project's runs: pass rate, the turns each run regressed and fixed against the
+run before it, and per-metric averages (a panel per metric kind) in commit order, as the runs'
+stored summaries and turn verdicts have them. Re-grades are drawn apart, beside the run whose
+transcripts they grade (``?regrades=hide`` leaves them out)."""
 
 from __future__ import annotations
 
@@ -71,14 +72,21 @@ def trends(request: HttpRequest) -> HttpResponse:
     placed, unplaced = trend_chart.regrades_placed(regrades, shown)
     placed = [_linked(run) for run in placed] if regrades_shown else []
     averages = trend.metric_averages(run_ids=[run.id for run in shown], kinds=kinds)
+    # Each run against the run before it in the series, the first shown too (against the run
+    # just before the window, when there is one).
+    window = ordering.runs[-limit - 1 :]
+    churn = trend.run_churn(
+        [run.id for run in window], () if set(kinds) == set(METRIC_KINDS) else kinds
+    )
     margin = trend_chart.DEFAULT_MARGIN if margin is None else margin
-    chart = trend_chart.chart(shown, averages, margin=margin, regrades=placed)
+    chart = trend_chart.chart(shown, averages, margin=margin, regrades=placed, churn=churn)
     originals = {run.id: run for run in shown}
     context = {
         "project": project,
         "agent": agent,
         "subject": project.name if project else agent,
         "runs": shown,
+        "table": [(run, churn.get(run.id)) for run in shown],
         "total": len(ordering.runs),
         "ordering": ordering,
         "chart": chart,

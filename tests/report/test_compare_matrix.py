@@ -6,10 +6,12 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Sequence
+from itertools import pairwise
 
 import pytest
 
 from runs.report.compare import (
+    COMMIT_ORDER,
     FIX,
     REGRESSION,
     CaseData,
@@ -17,6 +19,7 @@ from runs.report.compare import (
     TurnData,
     build_matrix,
     change_of,
+    compared_with,
     verdict,
 )
 from runs.report.kinds import KINDS
@@ -68,11 +71,13 @@ def unshared(runs: dict[int, Sequence[CaseData]]) -> dict[int, Sequence[CaseData
 
 
 def brute_force_totals(matrix: Matrix, run_id: int) -> tuple[int, int]:
+    if run_id not in matrix.against:
+        return 0, 0
     regressions = fixes = 0
     for row in matrix.rows:
         for line in row.turns:
             change = change_of(
-                line.get(matrix.baseline_id, Outcome.ABSENT), line.get(run_id, Outcome.ABSENT)
+                line.get(matrix.against[run_id], Outcome.ABSENT), line.get(run_id, Outcome.ABSENT)
             )
             regressions += change == REGRESSION
             fixes += change == FIX
@@ -102,9 +107,31 @@ def brute_force_by_kind(
     return counts
 
 
+def brute_force_in_commit_order(
+    runs: dict[int, Sequence[CaseData]], kind: str
+) -> dict[int, tuple[int, int]]:
+    """Per run, (regressions, fixes) of its turns against the run before it under ``kind``."""
+    only = frozenset({kind})
+    ids = sorted(runs)
+    counts = {}
+    for before_id, run_id in pairwise(ids):
+        base = {case.key: case for case in runs[before_id]}
+        changes = [
+            change_of(
+                verdict(before.outcome, before.kinds, only),
+                verdict(after.outcome, after.kinds, only),
+            )
+            for case in runs[run_id]
+            if case.key in base
+            for before, after in zip(base[case.key].turns, case.turns, strict=False)
+        ]
+        counts[run_id] = (changes.count(REGRESSION), changes.count(FIX))
+    return counts
+
+
 def as_data(matrix: Matrix) -> tuple[object, ...]:
     rows = [(row.key, row.index, row.cells, row.case_ids, row.turns) for row in matrix.rows] + [
-        (row.regressions, row.fixes, row.flaky, row.changes) for row in matrix.rows
+        (row.regressions, row.fixes, row.unstable, row.changes) for row in matrix.rows
     ]
     return rows, matrix.by_kind
 
@@ -125,6 +152,23 @@ def test_shared_turn_objects_give_the_same_matrix_as_separate_ones(
     for run_id in runs:
         assert shared.totals(run_id) == brute_force_totals(shared, run_id)
         assert separate.totals(run_id) == brute_force_totals(separate, run_id)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("selected", [(), ("code", "tools")])
+def test_in_commit_order_shared_and_separate_turns_count_against_the_run_before(
+    seed: int, selected: tuple[str, ...]
+) -> None:
+    runs = shared_runs(seed, 4, 80, 3)
+    against = compared_with(sorted(runs), 1, COMMIT_ORDER)
+    shared = build_matrix(runs, 1, selected, against=against)
+    separate = build_matrix(unshared(runs), 1, selected, against=against)
+
+    assert as_data(shared) == as_data(separate)
+    for kind, counts in shared.by_kind.items():
+        assert counts == brute_force_in_commit_order(runs, kind)
+    for run_id in runs:
+        assert shared.totals(run_id) == brute_force_totals(shared, run_id)
 
 
 def test_rows_decided_once_hold_data_of_their_own() -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from runs.report.ordering import commit_ordered
 from runs.report.summary import OutcomeCounts
 from runs.report.trend_chart import (
+    CHURN_HEIGHT,
     REGRADE_SHIFT_MAX,
+    RunChurn,
     TrendRun,
     changes,
     chart,
-    commit_ordered,
     drops,
     point_title,
     regrades_placed,
@@ -84,7 +86,7 @@ def test_the_chart_places_one_point_per_run_and_breaks_lines_at_missing_rates() 
     assert "no pass rate" in drawn.points[1].title
     assert [panel.title for panel in drawn.panels] == [
         "Pass rate (%)",
-        "Metric average score (0–1)",
+        "standard metrics: average score (0–1)",
     ]
     (series,) = drawn.series
     assert [point.run.id for point in series.points] == [1, 3]
@@ -159,3 +161,62 @@ def test_a_regrade_is_a_diamond_beside_its_run_off_the_line_and_out_of_the_drops
     assert point.title.startswith("Re-grade #3 of #1 · passed · pass rate 20%")
     assert "graded with strict (commit eeeeeeee)" in point.title
     assert regrade.regrade_label == "re-grade of #1 with strict"
+
+
+def test_each_metric_kind_gets_a_small_panel_of_its_own_in_kind_order() -> None:
+    runs = [trend_run(1), trend_run(2)]
+    averages = {
+        ("code", "grader"): {1: 1.0, 2: 0.0},
+        ("standard", "bleu"): {1: 0.5, 2: 0.25},
+        ("standard", "rouge"): {1: 0.75},
+        ("rag", "faithfulness"): {2: 0.9},
+    }
+
+    drawn = chart(runs, averages)
+
+    titles = [panel.title for panel in drawn.panels]
+    assert titles == [
+        "Pass rate (%)",
+        "standard metrics: average score (0–1)",
+        "rag metrics: average score (0–1)",
+        "code metrics: average score (0–1)",
+    ]
+    panels = dict(zip(titles, drawn.panels, strict=True))
+    for series in drawn.series:
+        panel = panels[f"{series.kind} metrics: average score (0–1)"]
+        assert all(panel.top <= point.y <= panel.bottom for point in series.points)
+    assert [(s.kind, s.name) for s in drawn.series] == [
+        ("standard", "bleu"),
+        ("standard", "rouge"),
+        ("rag", "faithfulness"),
+        ("code", "grader"),
+    ]
+    assert len({series.colour for series in drawn.series}) == 4  # one colour each, across panels
+    assert all(a.bottom < b.top for a, b in zip(drawn.panels, drawn.panels[1:], strict=False))
+
+
+def test_the_churn_panel_draws_fixes_up_and_regressions_down_on_one_scale() -> None:
+    runs = [trend_run(1), trend_run(2), trend_run(3)]
+    churn = {2: RunChurn(1, regressions=4, fixes=1), 3: RunChurn(2, regressions=0, fixes=2)}
+
+    drawn = chart(runs, {}, churn=churn)
+
+    panel = drawn.panels[1]
+    assert panel.title == "Turns fixed (up) and regressed (down) against the run before"
+    assert [label for _, label in panel.grid] == ["+4", "0", "−4"]
+    zero = drawn.churn_zero
+    assert zero == panel.top + CHURN_HEIGHT / 2
+    second, third = drawn.churn  # none for the first run: nothing before it
+    assert (second.run.id, third.run.id) == (2, 3)
+    assert second.regression_y == zero and second.regression_height == CHURN_HEIGHT / 2
+    assert second.fix_y + second.fix_height == zero and second.fix_height == CHURN_HEIGHT / 8
+    assert third.regression_height == 0 and third.fix_height == CHURN_HEIGHT / 4
+    assert second.title == "#2 against #1: 4 turns regressed, 1 fixed"
+    assert drawn.points[1].x == round(second.x + second.width / 2, 1)
+
+
+def test_without_churn_or_averages_only_the_pass_rate_is_drawn() -> None:
+    drawn = chart([trend_run(1)], {})
+
+    assert [panel.title for panel in drawn.panels] == ["Pass rate (%)"]
+    assert drawn.churn == [] and drawn.churn_zero is None

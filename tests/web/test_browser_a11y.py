@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urlencode, urljoin
 
 import pytest
 from django.urls import Resolver404, resolve, reverse
@@ -193,6 +193,12 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         page.click("text=config diff")
         page.wait_for_url(re.compile(r".*/compare/config/.*"))
 
+    three = f"{before.pk},{after.pk},{data.stopping.pk}"
+    compare_three = urlencode(
+        {"runs": three, "order": "commits", "metric": "rouge", "sort": "delta", "q": "refund"}
+    )
+    side_three = urlencode({"runs": three, "key": "refund case 0", "order": "commits", "q": "0-1"})
+
     pages: list[tuple[str, str | Callable[[Any], None]]] = [
         ("projects", reverse("home")),
         ("runs", reverse("run_list")),
@@ -203,6 +209,11 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("compare", f"{reverse('compare')}?runs={before.pk},{after.pk}"),
         ("side by side", side_by_side),
         ("config diff", config_diff),
+        (
+            "compare of 3 runs in commit order, by rouge's drop, searched",
+            f"/compare/?{compare_three}",
+        ),
+        ("side by side of 3 runs", f"/compare/case/?{side_three}"),
         ("trends", f"{reverse('trends')}?project={data.project.pk}"),
         ("tokens", reverse("tokens")),
         ("import", reverse("import_results")),

@@ -88,3 +88,65 @@ def test_a_grader_made_stricter_in_a_commit_shows_as_a_code_regression_in_compar
     assert page.locator(".dl-add").filter(has_text="convfinqa-strict").count() == 1
     assert page.locator(".dl-del").filter(has_text="convfinqa-analyst").count() == 1
     screenshot(page, "compare-config-diff")
+
+
+def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_searched_output(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from tests.web.compare_data import LOST, three_runs
+    from tests.web.factories import make_project
+
+    page = browser_page
+    data = three_runs(make_project())
+    login(page, live_server, make_user("reviewer"))
+    # Given newest first, as a tray might hold them: the baseline rule picks the middle run.
+    ids = [data.newest.pk, data.oldest.pk, data.middle.pk]
+    page.goto(f"{live_server.url}{reverse('compare')}?runs={','.join(map(str, ids))}")
+    assert f"run #{data.middle.pk}" in page.locator(".baseline-rule").inner_text()
+
+    # Chronological: oldest first, each column against the one before it.
+    page.click(".order-toggle a.order-commits")
+    page.wait_for_url(re.compile(r".*order=commits.*"))
+    heads = [" ".join(t.split()) for t in page.locator("table.matrix thead th").all_text_contents()]
+    assert heads[1:4] == [
+        f"oldest #{data.oldest.pk}",
+        f"#{data.middle.pk} vs #{data.oldest.pk}",
+        f"#{data.newest.pk} vs #{data.middle.pk}",
+    ]
+    row = page.locator('tr.matrix-row[data-key="refund case 1"]')
+    assert "changed back and forth" in row.inner_text()
+    assert "flaky" not in page.locator("table.matrix").inner_text()
+
+    # A metric's deltas, largest drop first.
+    page.select_option("select[name=metric]", "rouge")
+    page.select_option("select[name=sort]", "delta")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*metric=rouge.*sort=delta.*|.*sort=delta.*metric=rouge.*"))
+    first = page.locator("tr.matrix-row").first
+    assert first.get_attribute("data-key") == "refund case 4"
+    assert first.locator("td.cell").nth(2).locator(".score-delta.worse").inner_text() == "−0.72"
+    screenshot(page, "compare-commit-order-metric-drop")
+
+    # Search an output text: only the case whose response holds it is left.
+    page.fill("input[name=q]", "lost in TRANSIT")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*q=lost.*"))
+    assert page.locator("tr.matrix-row").count() == 1
+    hit = page.locator("tr.matrix-row.has-hit")
+    assert hit.get_attribute("data-key") == "refund case 5"
+    assert hit.locator(".dot.hit").count() == 1
+
+    # The side by side of the three runs at the turn that matched.
+    hit.locator("a.hit-link").click()
+    page.wait_for_url(re.compile(r".*/compare/case/.*#turn-0$"))
+    section = page.locator("section#turn-0")
+    assert section.locator(".run-column").count() == 3
+    assert section.locator("mark").first.inner_text() == "LOST in transit"
+    assert LOST in section.locator(f'.run-column[data-run="{data.middle.pk}"]').inner_text()
+    assert page.locator("section.turn-across").count() == 3  # every turn of the case
+    page.click("nav.turn-pick >> text=turn 2")
+    page.wait_for_url(re.compile(r".*turn=1.*"))
+    assert page.locator("section.turn-across").count() == 1
+    metrics = page.locator("section#turn-1 table.metric-across")
+    assert metrics.locator("thead th").count() == 2 + 3  # metric, kind, one per run
+    screenshot(page, "compare-three-runs-side-by-side")

@@ -190,3 +190,13 @@ def test_comparing_runs_of_1000_cases_of_5_turns_stays_within_budget(
             },
         )
     assert filtered.status_code == 200
+    # In commit order, with a metric's deltas sorted by its drop and a search: one query more
+    # for the scores and one for the search, whatever the runs' size.
+    base = {"runs": ",".join(str(r.pk) for r in big), "baseline": big[0].pk}
+    with CaptureQueriesContext(connection) as plain:
+        assert viewer_client.get(reverse("compare"), base).status_code == 200
+    settings = {"order": "commits", "metric": "rouge", "sort": "delta", "q": "order 7-"}
+    with django_assert_max_num_queries(COMPARE_8_BUDGET) as captured:
+        searched = viewer_client.get(reverse("compare"), {**base, **settings})
+    assert searched.status_code == 200 and searched.context["page"].paginator.count >= 1
+    assert len(captured) == len(plain) + 2  # type: ignore[arg-type]

@@ -54,8 +54,10 @@ PAGE_PARAMS: dict[str, list[str]] = {
     "/runs/{run}/": ["page", "failures", "q", "flaky"],
     "/runs/{run}/export.json": ["format"],
     "/runs/{run}/progress/": ["failures", "q", "flaky", "since", "known", "v"],
-    "/compare/?runs={run},{other}": ["runs", "kinds", "show", "sort", "baseline", "page"],
-    "/compare/case/?runs={run},{other}&key=case-0": ["runs", "key", "kinds"],
+    "/compare/?runs={run},{other}": [
+        "runs", "kinds", "show", "sort", "baseline", "page", "order", "metric", "min_drop", "q",
+    ],
+    "/compare/case/?runs={run},{other}&key=case-0": ["runs", "key", "kinds", "order", "q", "turn"],
     "/compare/config/?runs={run},{other}": ["runs", "full"],
     "/trends/": [
         "project", "agent", "margin", "last", "regrades", "show", "branch", "kinds",

@@ -422,3 +422,83 @@ def test_the_page_writes_nothing_to_the_database(
 
     writes = ("INSERT", "UPDATE", "DELETE", "REPLACE")
     assert not [q for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(writes)]
+
+
+# --- the churn and one panel per metric kind -----------------------------------------------------
+
+
+def churn_of(html: str) -> dict[int, tuple[int, int]]:
+    """Run id -> (regressed, fixed) of each churn bar drawn."""
+    found = re.findall(
+        r'class="trend-churn" data-run="(\d+)" data-regressions="(\d+)" data-fixes="(\d+)"', html
+    )
+    return {int(run): (int(regressed), int(fixed)) for run, regressed, fixed in found}
+
+
+def test_each_run_shows_the_turns_it_regressed_and_fixed_against_the_run_before(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    from tests.web.compare_data import three_runs
+
+    data = three_runs(project)
+
+    html = trends_page(viewer_client, f"?project={project.pk}")
+
+    # The middle run fixed case 1's turn 2 and broke case 2's; the newest broke cases 1 and 3
+    # again and fixed case 2: a pass rate that barely moves hides that churn.
+    assert churn_of(html) == {data.middle.pk: (1, 1), data.newest.pk: (2, 1)}
+    assert "Turns fixed (up) and regressed (down) against the run before" in html
+    compare = f"/compare/?runs={data.middle.pk},{data.newest.pk}&amp;baseline={data.middle.pk}"
+    row = re.search(rf'<tr data-run="{data.newest.pk}">.*?</tr>', html, re.S)
+    assert row is not None and f'href="{compare}"' in row.group(0)
+    assert "2 regressed</span> · <span" in row.group(0) and "1 fixed" in row.group(0)
+    first = re.search(rf'<tr data-run="{data.oldest.pk}">.*?</tr>', html, re.S)
+    assert first is not None and "first run" in first.group(0)
+
+
+def test_the_first_run_drawn_is_compared_with_the_run_just_before_the_window(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    from tests.web.compare_data import three_runs
+
+    data = three_runs(project)
+
+    html = trends_page(viewer_client, f"?project={project.pk}&last=2")
+
+    assert churn_of(html) == {data.middle.pk: (1, 1), data.newest.pk: (2, 1)}
+    assert f"vs #{data.oldest.pk}" in html
+
+
+def test_the_churn_counts_only_the_chosen_kinds_verdicts(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    from tests.web.compare_data import three_runs
+
+    data = three_runs(project)
+
+    judged = trends_page(viewer_client, f"?project={project.pk}&kinds=geval")
+    graded = trends_page(viewer_client, f"?project={project.pk}&kinds=code")
+
+    # The failing turns' judge could not grade: under geval alone nothing regressed.
+    assert churn_of(judged) == {data.middle.pk: (0, 0), data.newest.pk: (0, 0)}
+    assert churn_of(graded) == {data.middle.pk: (1, 1), data.newest.pk: (2, 1)}
+
+
+def test_each_metric_kind_is_drawn_in_a_small_panel_of_its_own(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    make_run(project, day=0)
+    make_run(project, day=1)
+
+    html = trends_page(viewer_client, f"?project={project.pk}")
+
+    titles = re.findall(r'<text class="trend-panel-title"[^>]*>([^<]*)</text>', html)
+    assert titles == [
+        "Pass rate (%)",
+        "Turns fixed (up) and regressed (down) against the run before",
+        "standard metrics: average score (0–1)",
+        "geval metrics: average score (0–1)",
+        "code metrics: average score (0–1)",
+    ]
+    only_code = trends_page(viewer_client, f"?project={project.pk}&kinds=code")
+    assert re.findall(r'trend-panel-title"[^>]*>(\w+) metrics', only_code) == ["code"]
