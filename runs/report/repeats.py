@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, pstdev
 
+from runs.report.compare import CaseData, TurnData
 from runs.report.models import RepetitionSummary
 from runs.report.outcomes import BAD, Outcome
 from runs.report.significance import pass_at_k, pass_hat_k
@@ -147,3 +148,53 @@ def repetition_summaries(
             )
         )
     return summaries
+
+
+# --- a repeated case as one case of a comparison ----------------------------------------------
+
+
+def merged_outcome(outcomes: Sequence[str]) -> str:
+    """One verdict for a unit's repetitions, as compare reads it: passed only when every
+    graded repetition passed (a case that sometimes fails is no pass), failed when any failed,
+    errored when every graded one errored; a unit with no graded repetition keeps the first's
+    verdict (not graded, skipped, cancelled, pending)."""
+    graded = [outcome for outcome in outcomes if outcome in _GRADED_VALUES]
+    if not graded:
+        return outcomes[0] if outcomes else ""
+    if all(outcome == Outcome.ERROR for outcome in graded):
+        return Outcome.ERROR.value
+    if any(outcome in _BAD_VALUES for outcome in graded):
+        return Outcome.FAILED.value
+    return Outcome.PASSED.value
+
+
+_GRADED_VALUES = frozenset({Outcome.PASSED.value, *(outcome.value for outcome in BAD)})
+_BAD_VALUES = frozenset(outcome.value for outcome in BAD)
+
+
+def repetitions_merged(cases: Sequence[CaseData]) -> CaseData:
+    """A case's repetitions (in order) as one case of a comparison: the first repetition's row
+    (its links), each verdict merged over them (``merged_outcome``): the case's, each turn's and
+    each kind's."""
+    first = cases[0]
+    turns = []
+    for position, turn in enumerate(first.turns):
+        lines = [case.turns[position] for case in cases if len(case.turns) > position]
+        kinds = {
+            kind: merged_outcome([line.kinds[kind] for line in lines if kind in line.kinds])
+            for kind in turn.kinds
+        }
+        turns.append(TurnData(turn.index, merged_outcome([line.outcome for line in lines]), kinds))
+    kinds = {
+        kind: merged_outcome([case.kinds[kind] for case in cases if kind in case.kinds])
+        for kind in first.kinds
+    }
+    return CaseData(
+        case_id=first.case_id,
+        index=first.index,
+        name=first.name,
+        status=first.status,
+        outcome=merged_outcome([case.outcome for case in cases]),
+        kinds=kinds,
+        turns=tuple(turns),
+    )

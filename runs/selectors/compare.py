@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.db.models import Avg, Prefetch, Q, StringAgg, Sum, TextField, Value
 from django.db.models.functions import Cast, Concat
@@ -44,6 +45,7 @@ from runs.report.regrades import RegradeSources
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
+from runs.selectors.significance import RunSignificance, runs_significance
 
 MAX_RUNS = 12
 # A baseline is a run that ended with its cases graded: finished, but not cancelled.
@@ -105,6 +107,10 @@ class Comparison:
     order: str = BASELINE_ORDER
     # How the runs were put in time order: "in commit order of HEAD" or "in date order".
     timeline_note: str = ""
+    # With a repeated run among them: run id -> its significance against the run it is
+    # compared with, and a merged case's id -> (passed, graded) of its repetitions.
+    significance: dict[int, RunSignificance] = field(default_factory=dict)
+    repetitions: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def against(self, run: Run) -> Run | None:
         """The run ``run`` is compared with (None: the reference column)."""
@@ -331,7 +337,43 @@ def compare_runs(
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
+        **_repeats_of(runs, matrix.against, cases),
     )
+
+
+def _repeats_of(
+    runs: list[Run], against: dict[int, int], cases: dict[int, list[CaseData]]
+) -> dict[str, Any]:
+    """With a repeated run among them: each run's significance against the run it is compared
+    with, from their repetitions (``runs.selectors.significance``; 2 queries a pair), and each
+    merged case's passed and graded repetitions; nothing otherwise."""
+    if all(run.repeats == 1 for run in runs):
+        return {}
+    from runs.report.repeats import repeat_stats
+
+    by_id = {run.pk: run for run in runs}
+    significance = {
+        run.pk: runs_significance([by_id[other]], [run])
+        for run in runs
+        if (other := against.get(run.pk)) is not None
+    }
+    rows = (
+        CaseResult.objects.filter(run_id__in=[run.pk for run in runs if run.repeats > 1])
+        .order_by()
+        .values_list("run_id", "index", "outcome")
+    )
+    outcomes: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for run_id, index, outcome in rows:
+        outcomes[(run_id, index)].append(outcome)
+    first = {
+        (run_id, case.index): case.case_id for run_id, listed in cases.items() for case in listed
+    }
+    repetitions = {}
+    for unit, values in outcomes.items():
+        stats = repeat_stats(values)
+        if unit in first:
+            repetitions[first[unit]] = (stats.passed, stats.graded)
+    return {"significance": significance, "repetitions": repetitions}
 
 
 @dataclass(frozen=True)
@@ -442,25 +484,48 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
         sums.tools_passed += found.tools_passed
         sums.tools_failed += found.tools_failed
     cases: dict[int, list[CaseData]] = defaultdict(list)
+    repeated: dict[tuple[int, int], list[CaseData]] = {}
     kinds_of = parsed.kinds
-    for run_id, case_id, index, name, status, outcome, kinds_text in (
+    for run_id, case_id, index, repetition, name, status, outcome, kinds_text in (
         CaseResult.objects.filter(run_id__in=run_ids)
-        .order_by("run_id", "index")
+        .order_by("run_id", "index", "repetition")
         .annotate(kinds_text=Cast("kind_outcomes", TextField()))
-        .values_list("run_id", "id", "index", "name", "status", "outcome", "kinds_text")
-    ):
-        cases[run_id].append(
-            CaseData(
-                case_id=case_id,
-                index=index,
-                name=name,
-                status=status,
-                outcome=outcome,
-                kinds=kinds_of(kinds_text),
-                turns=turns_of.get(case_id, ()),
-            )
+        .values_list(
+            "run_id", "id", "index", "repetition", "name", "status", "outcome", "kinds_text"
         )
+    ):
+        case = CaseData(
+            case_id=case_id,
+            index=index,
+            name=name,
+            status=status,
+            outcome=outcome,
+            kinds=kinds_of(kinds_text),
+            turns=turns_of.get(case_id, ()),
+        )
+        if repetition == 0:
+            cases[run_id].append(case)
+        else:  # a repeated run: its case's repetitions are merged below
+            repeated.setdefault((run_id, index), []).append(case)
+    if repeated:
+        _merge_repetitions(cases, repeated)
     return cases, totals
+
+
+def _merge_repetitions(
+    cases: dict[int, list[CaseData]], repeated: dict[tuple[int, int], list[CaseData]]
+) -> None:
+    """A repeated run's cases, each one case of the comparison with its verdicts merged over
+    its repetitions (``runs.report.repeats.repetitions_merged``)."""
+    from runs.report.repeats import repetitions_merged
+
+    for run_id, listed in cases.items():
+        cases[run_id] = [
+            repetitions_merged([case, *repeated[(run_id, case.index)]])
+            if (run_id, case.index) in repeated
+            else case
+            for case in listed
+        ]
 
 
 def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:

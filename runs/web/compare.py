@@ -58,6 +58,12 @@ from runs.report.numbers import (
 )
 from runs.report.outcomes import Outcome
 from runs.report.prices import Cost, format_cost, format_usd
+from runs.report.significance import (
+    SIGNIFICANTLY_BETTER,
+    SIGNIFICANTLY_WORSE,
+    Significance,
+    UnitResult,
+)
 from runs.report.summary import MetricSummary
 from runs.selectors.compare import (
     MAX_RUNS,
@@ -214,7 +220,9 @@ def compare(request: HttpRequest) -> HttpResponse:
         "metrics": _metric_choices(comparison),
         "lines": headline_lines(
             comparison.headlines, settings.kinds, _against_positions(shown, comparison)
-        ),
+        )
+        + significance_lines(comparison),
+        "significance": bool(comparison.significance),
         "legend": LEGEND,
         "kind_changes": _kind_changes(comparison),
         "page": page,
@@ -319,6 +327,44 @@ def _against_positions(runs: Sequence[Run], comparison: Comparison) -> list[int 
     """Per column, the position of the column it is compared with (None: the reference)."""
     position = {run.pk: index for index, run in enumerate(runs)}
     return [position.get(comparison.matrix.against.get(run.pk, -1)) for run in runs]
+
+
+def significance_lines(comparison: Comparison) -> list[Line]:
+    """With a repeated run among them: per run, how many cases and turns changed significantly
+    against the run it is compared with and how many changes are within noise, and the
+    pass-rate change with its confidence interval (over the cases both have)."""
+    if not comparison.significance:
+        return []
+    cases: list[Cell] = []
+    turns: list[Cell] = []
+    rates: list[Cell] = []
+    for run in comparison.runs:
+        found = comparison.significance.get(run.pk)
+        if found is None:
+            for cells in (cases, turns, rates):
+                cells.append(Cell(run.pk, "–"))
+            continue
+        cases.append(Cell(run.pk, _changes_text(found.cases), trend=_trend_of(found.cases)))
+        turns.append(Cell(run.pk, _changes_text(found.turns), trend=_trend_of(found.turns)))
+        rate = found.pass_rate
+        text = format_points(rate.difference)
+        if rate.ci_low is not None and rate.ci_high is not None:
+            text += f" ({format_points(rate.ci_low)} to {format_points(rate.ci_high)})"
+        rates.append(Cell(run.pk, text))
+    confidence = next(iter(comparison.significance.values())).pass_rate.confidence
+    return [
+        Line("significant changes, cases", cases, summary="significance.cases"),
+        Line("significant changes, turns", turns, summary="significance.turns"),
+        Line(f"pass-rate change ({confidence * 100:g} % interval)", rates),
+    ]
+
+
+def _changes_text(found: Significance) -> str:
+    return f"{found.worse} worse · {found.better} better · {found.noise} within noise"
+
+
+def _trend_of(found: Significance) -> str:
+    return "worse" if found.worse else "better" if found.better else ""
 
 
 # --- headline deltas ------------------------------------------------------------------------
@@ -544,6 +590,10 @@ class CellView:
     metric: str = ""  # the chosen metric, whose score and delta the cell shows
     score: float | None = None
     delta: float | None = None
+    # A repeated run's case: (passed, graded) of its repetitions.
+    repetitions: tuple[int, int] | None = None
+    # Against the compared run, over their repetitions (runs.report.significance).
+    significance: UnitResult | None = None
 
 
 @dataclass(frozen=True)
@@ -613,11 +663,18 @@ def _row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:
                 metric=links.metric,
                 score=row.scores.get(run.pk),
                 delta=row.deltas.get(run.pk),
+                repetitions=comparison.repetitions.get(case_id) if case_id else None,
+                significance=_case_significance(comparison, run.pk, row.key),
             )
         )
     hit_turns = sorted({index for found in row.hits.values() for index in found})
     hit_link = links.case(key_query, hit_turns[0]) if hit_turns else ""
     return RowView(row, cells, hit_link)
+
+
+def _case_significance(comparison: Comparison, run_id: int, key: str) -> UnitResult | None:
+    found = comparison.significance.get(run_id)
+    return found.cases.units.get(key) if found is not None else None
 
 
 def _first_turn(marks: list[TurnMark]) -> int | None:
@@ -691,7 +748,38 @@ def _cell_html(cell: CellView) -> str:
             _dot_html(mark.index, total, mark.verdict, mark.change, mark.hit) for mark in cell.turns
         )
         dots = f'<span class="turn-dots">{marks}</span>'
-    return f'<td class="cell">{chip}{_score_html(cell)}{dots}</td>'
+    extra = _repetitions_html(cell) + _significance_html(cell)
+    return f'<td class="cell">{chip}{_score_html(cell)}{extra}{dots}</td>'
+
+
+def _repetitions_html(cell: CellView) -> str:
+    if cell.repetitions is None:
+        return ""
+    passed, graded = cell.repetitions
+    return (
+        f' <span class="rep-frac" title="passed in {passed} of its {graded} graded '
+        f'repetitions">{passed}/{graded}</span>'
+    )
+
+
+def _significance_html(cell: CellView) -> str:
+    """Whether the case's change against the compared run is significant (a chip), or within
+    noise (a quiet mark where the verdict changed)."""
+    unit = cell.significance
+    if unit is None or cell.against is None:
+        return ""
+    detail = (
+        f"{unit.passed_before}/{unit.n_before} → {unit.passed_after}/{unit.n_after} passed "
+        f"against #{cell.against}; p {unit.p:.3g}, adjusted q {unit.q:.3g}"
+    )
+    if unit.classification == SIGNIFICANTLY_WORSE:
+        return f' <span class="sig sig-worse" title="{detail}">significantly worse</span>'
+    if unit.classification == SIGNIFICANTLY_BETTER:
+        return f' <span class="sig sig-better" title="{detail}">significantly better</span>'
+    if unit.changed:
+        why = f"; {unit.reason}" if unit.reason else ""
+        return f' <span class="sig sig-noise" title="{detail}{why}">no evidence</span>'
+    return ""
 
 
 def _score_html(cell: CellView) -> str:

@@ -86,3 +86,25 @@ def test_a_repeated_run_filters_its_flaky_case_and_switches_between_repetitions(
     assert row.locator("section.turn.turn-failed").count() >= 1
     assert row.locator(f'a.turn-link[href*="/cases/{second.pk}/"]').count() >= 1
     assert reverse("run_detail", args=[run.pk]) in page.url
+
+
+def test_compare_of_two_repeated_runs_shows_which_change_is_significant(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from tests.web.factories import make_project, repeated_run
+
+    page = browser_page
+    project = make_project()
+    steady = [0.9] * 9
+    before = repeated_run(project, [0.9, *steady], repeats=30, seed=1, exact=True)
+    after = repeated_run(project, [0.5, *steady], repeats=30, seed=2, commit="b" * 40, exact=True)
+    login(page, live_server, make_user("reviewer"))
+    page.goto(f"{live_server.url}{reverse('compare')}?runs={before.pk},{after.pk}")
+    page.locator("table.headline").wait_for()
+    row = page.locator('tr.matrix-row[data-key="case 0"]')
+    assert row.locator(".sig-worse").inner_text() == "significantly worse"
+    assert row.locator(".rep-frac").last.inner_text() == "15/30"
+    assert page.locator("tr.matrix-row .sig-worse").count() == 1
+    headline = page.locator("table.headline").inner_text()
+    assert "1 worse · 0 better" in headline and "pass-rate change" in headline
+    screenshot(page, "compare-repeats")

@@ -1,0 +1,67 @@
+"""Compare with repeated runs: a case's repetitions merged into one cell that says how many
+passed, each case and turn classified significantly worse, better or no evidence, and the
+headline's pass-rate change with its interval."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from runs.models import AgentProject, CaseResult
+from runs.selectors.compare import comparison_for
+from tests.web.factories import RunSpec, build_run, make_user, repeated_run
+
+pytestmark = pytest.mark.django_db
+
+STEADY = [0.9] * 9
+
+
+@pytest.fixture
+def dropped(project: AgentProject) -> tuple[int, int]:
+    before = repeated_run(project, [0.9, *STEADY], repeats=30, seed=1, exact=True)
+    after = repeated_run(project, [0.5, *STEADY], repeats=30, seed=2, commit="b" * 40, exact=True)
+    return before.pk, after.pk
+
+
+def test_a_repeated_case_is_one_row_whose_cell_counts_its_repetitions(
+    dropped: tuple[int, int],
+) -> None:
+    before, after = dropped
+    _, comparison = comparison_for([before, after], chosen=before)
+    assert len(comparison.matrix.rows) == 10  # ten cases, not 300 repetitions
+    first = CaseResult.objects.get(run_id=after, index=0, repetition=0)
+    assert comparison.repetitions[first.pk] == (15, 30)
+    row = next(row for row in comparison.matrix.rows if row.key == "case 0")
+    assert row.cells[after].value == "failed"  # it failed in some repetitions
+
+
+def test_the_compare_page_marks_the_significant_drop_and_the_noise(
+    client: Client, dropped: tuple[int, int]
+) -> None:
+    before, after = dropped
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("compare"), {"runs": f"{before},{after}", "baseline": before}).text
+    row = re.search(r'<tr class="matrix-row[^"]*" data-key="case 0">(.*?)</tr>', page, re.S)
+    assert row is not None and "significantly worse" in row.group(1)
+    assert '<span class="rep-frac" title="passed in 15 of its 30 graded repetitions">15/30' in (
+        row.group(1)
+    )
+    assert page.count("significantly worse</span>") == 1 + 1  # the row, and the page's note
+    assert "1 worse · 0 better" in page
+    assert "pass-rate change (95 % interval)" in page
+
+
+def test_runs_without_repeats_are_never_called_flaky_nor_tested(
+    client: Client, project: AgentProject
+) -> None:
+    first = build_run(project, RunSpec(cases=4, turns=2, failing=()))
+    second = build_run(project, RunSpec(cases=4, turns=2, failing=(1,), git_commit="b" * 40))
+    CaseResult.objects.filter(run=second, index=1).update(name="refund case 1")
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("compare"), {"runs": f"{first.pk},{second.pk}"}).text
+    assert "regressed" in page  # the verdict changed between the commits: a change
+    assert "flaky" not in page.lower()
+    assert "significantly" not in page and "rep-frac" not in page
