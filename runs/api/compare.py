@@ -17,19 +17,21 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.report.compare import attach_hits, attach_scores, rows_matching
+from runs.report.compare import Row, attach_hits, attach_scores, rows_matching
 from runs.report.kinds import MetricKind
 from runs.report.prices import Cost, SplitCost
 from runs.report.regrades import RegradeSources
 from runs.report.summary import RunSummary
 from runs.selectors.compare import (
     MAX_RUNS,
+    Comparison,
     NoBaseline,
     RunsMissing,
     case_scores,
     comparison_for,
     turn_hits,
 )
+from runs.selectors.significance import RunSignificance
 
 router = Router(tags=["compare"])
 
@@ -153,6 +155,32 @@ class RowOut(Schema):
         default_factory=dict,
         description="with q: run id -> indexes of the turns where the text occurs",
     )
+    significance: dict[str, str] = Field(
+        default_factory=dict,
+        description="with a repeated run among them: run id -> significantly_worse, "
+        "significantly_better or no_evidence against the run it is compared with, over their "
+        "repetitions (docs/significance.md)",
+    )
+    repetitions: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="a repeated run's case: run id -> [passed, graded] of its repetitions",
+    )
+
+
+class SignificanceOut(Schema):
+    run_id: int
+    against: int
+    worse_cases: int
+    better_cases: int
+    noise_cases: int
+    worse_turns: int
+    better_turns: int
+    noise_turns: int
+    text: str = Field(description="the turns' verdict in words")
+    pass_rate_change: float | None = Field(description="in points, over the cases both have")
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
 
 
 class CompareOut(Schema):
@@ -168,6 +196,10 @@ class CompareOut(Schema):
     rows: list[RowOut]
     row_count: int = Field(description="rows in all (those matching q, with q)")
     mixed_projects: bool
+    significance: list[SignificanceOut] = Field(
+        default_factory=list,
+        description="with a repeated run among them: each run against the run it is compared with",
+    )
 
 
 @router.get("/compare", response=responses({200: CompareOut}, 404, 422))
@@ -235,11 +267,51 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "scores": {str(k): v for k, v in row.scores.items()},
                 "deltas": {str(k): v for k, v in row.deltas.items()},
                 "hits": {str(k): list(v) for k, v in row.hits.items()},
+                **_row_repeats(comparison, row),
             }
             for row in rows
         ],
         "row_count": len(matched),
         "mixed_projects": comparison.mixed_projects,
+        "significance": [
+            _significance_out(run_id, matrix.against[run_id], found)
+            for run_id, found in comparison.significance.items()
+        ],
+    }
+
+
+def _row_repeats(comparison: Comparison, row: Row) -> dict[str, object]:
+    if not comparison.significance and not comparison.repetitions:
+        return {}
+    classes = {
+        str(run_id): unit.classification
+        for run_id, found in comparison.significance.items()
+        if (unit := found.cases.units.get(row.key)) is not None
+    }
+    counts = {
+        str(run_id): list(comparison.repetitions[case_id])
+        for run_id, case_id in row.case_ids.items()
+        if case_id in comparison.repetitions
+    }
+    return {"significance": classes, "repetitions": counts}
+
+
+def _significance_out(run_id: int, against: int, found: RunSignificance) -> dict[str, object]:
+    rate = found.pass_rate
+    return {
+        "run_id": run_id,
+        "against": against,
+        "worse_cases": found.cases.worse,
+        "better_cases": found.cases.better,
+        "noise_cases": found.cases.noise,
+        "worse_turns": found.turns.worse,
+        "better_turns": found.turns.better,
+        "noise_turns": found.turns.noise,
+        "text": found.turns.text,
+        "pass_rate_change": rate.difference,
+        "ci_low": rate.ci_low,
+        "ci_high": rate.ci_high,
+        "confidence": rate.confidence,
     }
 
 

@@ -154,22 +154,21 @@ def repetition_summaries(
 
 
 def merged_outcome(outcomes: Sequence[str]) -> str:
-    """One verdict for a unit's repetitions, as compare reads it: passed only when every
-    graded repetition passed (a case that sometimes fails is no pass), failed when any failed,
-    errored when every graded one errored; a unit with no graded repetition keeps the first's
-    verdict (not graded, skipped, cancelled, pending)."""
+    """One verdict for a unit's repetitions, as compare reads it: passed when more than half of
+    its graded repetitions passed (it passes as a rule), else failed — errored when every
+    graded one errored; a unit with no graded repetition keeps the first's verdict (not graded,
+    skipped, cancelled, pending). How far from certain that is, the cell's count and the
+    significance test say."""
     graded = [outcome for outcome in outcomes if outcome in _GRADED_VALUES]
     if not graded:
         return outcomes[0] if outcomes else ""
     if all(outcome == Outcome.ERROR for outcome in graded):
         return Outcome.ERROR.value
-    if any(outcome in _BAD_VALUES for outcome in graded):
-        return Outcome.FAILED.value
-    return Outcome.PASSED.value
+    passed = sum(1 for outcome in graded if outcome == Outcome.PASSED)
+    return Outcome.PASSED.value if passed * 2 > len(graded) else Outcome.FAILED.value
 
 
 _GRADED_VALUES = frozenset({Outcome.PASSED.value, *(outcome.value for outcome in BAD)})
-_BAD_VALUES = frozenset(outcome.value for outcome in BAD)
 
 
 def repetitions_merged(cases: Sequence[CaseData]) -> CaseData:

@@ -107,4 +107,4 @@ def test_compare_of_two_repeated_runs_shows_which_change_is_significant(
     assert page.locator("tr.matrix-row .sig-worse").count() == 1
     headline = page.locator("table.headline").inner_text()
     assert "1 worse · 0 better" in headline and "pass-rate change" in headline
-    screenshot(page, "compare-repeats")
+    screenshot(page, "compare-repeats", docs=True)

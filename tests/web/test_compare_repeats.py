@@ -65,3 +65,24 @@ def test_runs_without_repeats_are_never_called_flaky_nor_tested(
     assert "regressed" in page  # the verdict changed between the commits: a change
     assert "flaky" not in page.lower()
     assert "significantly" not in page and "rep-frac" not in page
+
+
+def test_the_compare_api_classifies_each_case_and_sums_up_each_run(
+    client: Client, dropped: tuple[int, int]
+) -> None:
+    from runs.services.tokens import token_create
+
+    before, after = dropped
+    _, secret = token_create(user=make_user("ci"), name="ci")
+    answer = client.get(
+        f"/api/v1/compare?runs={before}&runs={after}&baseline={before}",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert answer.status_code == 200, answer.content
+    data = answer.json()
+    row = next(row for row in data["rows"] if row["key"] == "case 0")
+    assert row["significance"] == {str(after): "significantly_worse"}
+    assert row["repetitions"] == {str(before): [27, 30], str(after): [15, 30]}
+    [summary] = data["significance"]
+    assert (summary["run_id"], summary["against"], summary["worse_cases"]) == (after, before, 1)
+    assert summary["ci_low"] < summary["pass_rate_change"] < 0
