@@ -146,7 +146,7 @@ class Engine:
 
         summaries = repetition_summaries(
             (
-                (index, cases[index].name, result.outcome or "")
+                (index, cases[index].name, result)
                 for result, (index, _) in zip(results, units, strict=True)
             ),
             repeats,

@@ -404,6 +404,26 @@ class ReportSummary(_Wire):
         return self
 
 
+class TurnRepetitions(_Wire):
+    """One turn of a repeated case over its repetitions."""
+
+    turn_index: int
+    passed: int
+    failed: int
+    pass_rate: float | None
+    flaky: bool
+
+
+class MetricSpread(_Wire):
+    """One metric's stored scores over a case's repetitions: their mean and (population)
+    standard deviation."""
+
+    metric_name: str
+    count: int
+    mean: float
+    spread: float
+
+
 class RepetitionSummary(_Wire):
     """One case of a repeated run over its repetitions (``runs.report.repeats``): how many
     passed and failed (errored counts as failed), pass@k and pass^k at k = the run's repeats
@@ -419,6 +439,8 @@ class RepetitionSummary(_Wire):
     pass_at_k: float | None
     pass_hat_k: float | None
     flaky: bool
+    turns: list[TurnRepetitions] = Field(default_factory=list)
+    metrics: list[MetricSpread] = Field(default_factory=list)
 
 
 class TestReport(_Wire):

@@ -87,7 +87,11 @@ def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionS
     from runs.report.repeats import repetition_summaries
 
     summaries = repetition_summaries(
-        ((case.index, case.name or None, case.outcome) for case in cases), repeats
+        (
+            (case.index, case.name or None, result)
+            for case, result in zip(cases, results, strict=True)
+        ),
+        repeats,
     )
     # One TestResult per repetition, its repetition in its name: HoloDeck readers load them.
     return [

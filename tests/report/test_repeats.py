@@ -67,12 +67,41 @@ def test_a_run_sums_its_flaky_cases_and_averages_pass_at_k_over_them() -> None:
     assert run.pass_at_k == pytest.approx(100) and run.pass_hat_k == pytest.approx(50)
 
 
-def test_summaries_per_case_and_score_spreads() -> None:
-    [first, second] = repetition_summaries(
-        [(0, "a", "passed"), (0, "a", "failed"), (2, None, "passed"), (2, None, "passed")], 2
-    )
+def test_summaries_per_case_their_turns_and_their_metrics() -> None:
+    from runs.report.models import MetricResult, TestResult, TurnResult
+
+    def result(*turns: str, score: float) -> TestResult:
+        lines = [
+            TurnResult(
+                turn_index=i,
+                input="q",
+                response="a",
+                passed=o == "passed",
+                execution_time_ms=1,
+                metric_results=[
+                    MetricResult(metric_name="rouge", score=score, threshold=0.5, passed=True)
+                ],
+            )
+            for i, o in enumerate(turns)
+        ]
+        return TestResult(
+            test_name="a",
+            test_input="q",
+            passed=all(o == "passed" for o in turns),
+            execution_time_ms=1,
+            timestamp="2026-01-01T00:00:00Z",
+            turns=lines,
+        )
+
+    worse, better = result("passed", "failed", score=0.5), result("passed", "passed", score=1.0)
+    [first] = repetition_summaries([(0, "a", worse), (0, "a", better)], 2)
     assert (first.test_name, first.passed, first.failed, first.flaky) == ("a", 1, 1, True)
     assert first.pass_at_k == pytest.approx(100) and first.pass_hat_k == pytest.approx(0)
-    assert (second.case_index, second.pass_rate, second.flaky) == (2, 100, False)
+    assert [(t.turn_index, t.passed, t.flaky) for t in first.turns] == [(0, 2, False), (1, 1, True)]
+    [rouge] = first.metrics
+    assert (rouge.metric_name, rouge.count, rouge.mean, rouge.spread) == ("rouge", 4, 0.75, 0.25)
+
+
+def test_score_spreads_leave_missing_scores_out() -> None:
     [spread] = score_spreads([("rouge", 0.5), ("rouge", 1.0), ("rouge", None)])
     assert (spread.count, spread.mean, spread.spread) == (2, 0.75, 0.25)
