@@ -228,3 +228,19 @@ def test_the_api_lists_each_repetition_and_filters_the_flaky_ones(
     assert {row["index"] for row in flaky} == {0} and len(flaky) == 3
     detail = client.get(f"/api/v1/runs/{run.pk}", headers=auth).json()
     assert detail["repeats"] == 3
+
+
+def test_the_launch_form_takes_repeats_and_a_rerun_keeps_them(
+    tmp_path: Path, client: Client
+) -> None:
+    project = example_project(tmp_path)
+    client.force_login(make_user("lead", staff=True))
+    form = client.get(reverse("project_launch", args=[project.pk])).text
+    assert 'name="repeats"' in form and "execution.repeats" in form
+    response = client.post(reverse("project_launch", args=[project.pk]), {"repeats": "4"})
+    run = Run.objects.get()
+    assert response.status_code == 302 and run.repeats == 4 and run.total_cases == 12
+    again = client.get(reverse("project_launch", args=[project.pk]), {"rerun": run.pk}).text
+    assert 'name="repeats" value="4"' in again
+    refused = client.post(reverse("project_launch", args=[project.pk]), {"repeats": "0"})
+    assert refused.status_code == 400 and Run.objects.count() == 1
