@@ -517,3 +517,28 @@ def _counted(count: int, one: str, many: str) -> str:
     if count == 0:
         return f"no {one}"
     return f"{count} {one if count == 1 else many}"
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """One unit's scores compared (``compare_scores``), with its adjusted p and verdict."""
+
+    change: ScoreChange
+    q: float
+    classification: Classification
+
+
+def classify_score_changes(
+    units: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    paired: bool = False,
+    alpha: float = DEFAULT_ALPHA,
+) -> dict[str, ScoreResult]:
+    """Each unit's scores before and after compared (Mann–Whitney, or Wilcoxon when
+    ``paired``), Benjamini–Hochberg over all of them, classified by the mean's change."""
+    changes = {key: compare_scores(old, new, paired=paired) for key, (old, new) in units.items()}
+    adjusted = benjamini_hochberg([change.p for change in changes.values()])
+    return {
+        key: ScoreResult(change, q, classify(change.delta, q, alpha))
+        for (key, change), q in zip(changes.items(), adjusted, strict=True)
+    }

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from django.db.models import Avg, Prefetch, Q, StringAgg, Sum, TextField, Value
@@ -42,6 +43,7 @@ from runs.report.ordering import commit_ordered, on_history
 from runs.report.outcomes import RUN_FINISHED_STATES, Outcome
 from runs.report.prices import SplitCost
 from runs.report.regrades import RegradeSources
+from runs.report.significance import ScoreResult
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
@@ -111,6 +113,8 @@ class Comparison:
     # compared with, and a merged case's id -> (passed, graded) of its repetitions.
     significance: dict[int, RunSignificance] = field(default_factory=dict)
     repetitions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # With a metric chosen too: run id -> case key -> its scores' change over the repetitions.
+    score_significance: dict[int, dict[str, ScoreResult]] = field(default_factory=dict)
 
     def against(self, run: Run) -> Run | None:
         """The run ``run`` is compared with (None: the reference column)."""
@@ -414,8 +418,17 @@ def _history(run: Run) -> list[str] | None:
 
 def case_scores(run_ids: list[int], metric: str) -> dict[int, float]:
     """Case id -> the mean of its turns' stored scores of ``metric`` (the case roll-up's
-    score), for the cases of ``run_ids`` that have one: never a 0 for a missing score
+    score), for the cases of ``run_ids`` that have one: never a 0 for a missing score; a
+    repeated case's (under its first repetition's id) is the mean over its repetitions
     (1 query)."""
+    return {
+        case_id: fmean(values) for case_id, values in case_score_samples(run_ids, metric).items()
+    }
+
+
+def case_score_samples(run_ids: list[int], metric: str) -> dict[int, list[float]]:
+    """Case id (a repeated case's first repetition's) -> the case's score of ``metric`` in each
+    of its repetitions that has one (one value without repeats; 1 query)."""
     # From the turns (their covering index holds run and case), then each turn's metrics by
     # the turn: cheaper than from the metrics, whose turn must then be read for its case.
     rows = (
@@ -423,11 +436,19 @@ def case_scores(run_ids: list[int], metric: str) -> dict[int, float]:
             run_id__in=run_ids, metrics__metric_name=metric, metrics__score__isnull=False
         )
         .order_by()
-        .values("case_id")
+        .values("case_id", "run_id", "case__index", "case__repetition")
         .annotate(mean=Avg("metrics__score"))
-        .values_list("case_id", "mean")
+        .values_list("case_id", "run_id", "case__index", "case__repetition", "mean")
     )
-    return {case_id: mean for case_id, mean in rows if mean is not None}
+    first: dict[tuple[int, int], int] = {}
+    values: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for case_id, run_id, index, repetition, mean in rows:
+        if mean is None:
+            continue
+        if repetition == 0:
+            first[(run_id, index)] = case_id
+        values[(run_id, index)].append(mean)
+    return {first[unit]: scores for unit, scores in values.items() if unit in first}
 
 
 def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:

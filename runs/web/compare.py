@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
@@ -59,10 +60,13 @@ from runs.report.numbers import (
 from runs.report.outcomes import Outcome
 from runs.report.prices import Cost, format_cost, format_usd
 from runs.report.significance import (
+    NO_EVIDENCE,
     SIGNIFICANTLY_BETTER,
     SIGNIFICANTLY_WORSE,
+    ScoreResult,
     Significance,
     UnitResult,
+    classify_score_changes,
 )
 from runs.report.summary import MetricSummary
 from runs.selectors.compare import (
@@ -71,7 +75,7 @@ from runs.selectors.compare import (
     Headline,
     NoBaseline,
     RunsMissing,
-    case_scores,
+    case_score_samples,
     cases_by_key,
     comparison_for,
     runs_for_compare,
@@ -273,13 +277,32 @@ def _checked(
     return replace(settings, metric=metric, sort=sort, min_drop=min_drop)
 
 
+def _score_significance(
+    comparison: Comparison, samples: dict[int, list[float]]
+) -> dict[int, dict[str, ScoreResult]]:
+    """Per run, each case's scores over its repetitions against the compared run's
+    (Mann–Whitney, Benjamini–Hochberg over the cases; ``runs.report.significance``)."""
+    found = {}
+    for run_id, other in comparison.matrix.against.items():
+        units = {
+            row.key: (samples[row.case_ids[other]], samples[row.case_ids[run_id]])
+            for row in comparison.matrix.rows
+            if row.case_ids.get(other) in samples and row.case_ids.get(run_id) in samples
+        }
+        found[run_id] = classify_score_changes(units)
+    return found
+
+
 def compared_rows(comparison: Comparison, settings: CompareSettings) -> list[Row]:
     """The matrix's rows the settings keep, in their order: with a metric, each row carries its
     cases' scores and deltas (1 query); with a search, only the rows where the text occurs
     (1 query)."""
     matrix = comparison.matrix
     if settings.metric:
-        attach_scores(matrix, case_scores(matrix.run_ids, settings.metric))
+        samples = case_score_samples(matrix.run_ids, settings.metric)
+        attach_scores(matrix, {case_id: fmean(scores) for case_id, scores in samples.items()})
+        if comparison.significance:  # repeated runs: is each case's score change real?
+            comparison.score_significance = _score_significance(comparison, samples)
     if settings.q:
         attach_hits(matrix, turn_hits(matrix.run_ids, settings.q))
     rows = select_rows(matrix.rows, settings.show)
@@ -592,8 +615,10 @@ class CellView:
     delta: float | None = None
     # A repeated run's case: (passed, graded) of its repetitions.
     repetitions: tuple[int, int] | None = None
-    # Against the compared run, over their repetitions (runs.report.significance).
+    # Against the compared run, over their repetitions (runs.report.significance): the case's
+    # verdicts, and the chosen metric's scores.
     significance: UnitResult | None = None
+    score_significance: ScoreResult | None = None
 
 
 @dataclass(frozen=True)
@@ -665,6 +690,7 @@ def _row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:
                 delta=row.deltas.get(run.pk),
                 repetitions=comparison.repetitions.get(case_id) if case_id else None,
                 significance=_case_significance(comparison, run.pk, row.key),
+                score_significance=comparison.score_significance.get(run.pk, {}).get(row.key),
             )
         )
     hit_turns = sorted({index for found in row.hits.values() for index in found})
@@ -796,8 +822,22 @@ def _score_html(cell: CellView) -> str:
     title = f"{name} {score} ({delta} against #{cell.against})"
     return (
         f' <span class="score-delta {trend}" data-delta="{cell.delta:.6g}" title="{title}">'
-        f"{delta}</span>"
+        f"{delta}</span>{_score_significance_html(cell, name)}"
     )
+
+
+def _score_significance_html(cell: CellView, name: str) -> str:
+    found = cell.score_significance
+    if found is None or found.classification == NO_EVIDENCE:
+        return ""
+    worse = found.classification == SIGNIFICANTLY_WORSE
+    change = found.change
+    title = (
+        f"{name} over the repetitions: {change.n_before} scores → {change.n_after}, "
+        f"Mann–Whitney p {change.p:.3g}, adjusted q {found.q:.3g}"
+    )
+    word, tone = ("significant drop", "worse") if worse else ("significant rise", "better")
+    return f' <span class="sig sig-{tone} sig-score" title="{title}">{word}</span>'
 
 
 @cache

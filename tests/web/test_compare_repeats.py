@@ -86,3 +86,21 @@ def test_the_compare_api_classifies_each_case_and_sums_up_each_run(
     [summary] = data["significance"]
     assert (summary["run_id"], summary["against"], summary["worse_cases"]) == (after, before, 1)
     assert summary["ci_low"] < summary["pass_rate_change"] < 0
+
+
+def test_a_metrics_real_drop_over_repetitions_is_marked_and_a_wobble_is_not(
+    client: Client, project: AgentProject
+) -> None:
+    # Case 0's rouge falls from 0.9 to 0.6 in every repetition; the others wobble around 0.8.
+    before = repeated_run(project, [1.0] * 5, repeats=20, seed=11, scores=[0.9] + [0.8] * 4)
+    after = repeated_run(
+        project, [1.0] * 5, repeats=20, seed=12, commit="b" * 40, scores=[0.6] + [0.8] * 4
+    )
+    client.force_login(make_user("viewer"))
+    query = {"runs": f"{before.pk},{after.pk}", "baseline": before.pk, "metric": "rouge"}
+    page = client.get(reverse("compare"), query).text
+    rows = dict(
+        re.findall(r'<tr class="matrix-row[^"]*" data-key="([^"]+)">(.*?)</tr>', page, re.S)
+    )
+    assert "significant drop" in rows["case 0"]
+    assert all("significant" not in rows[f"case {i}"] for i in range(1, 5))
