@@ -159,6 +159,38 @@ def usage_cost(
     return Cost(usd, counted=True)
 
 
+@dataclass(frozen=True)
+class UsageSums:
+    """Token usages summed (the database's sums of a run's rows with tokens): priced at one
+    model, their cost is the sum of each usage's (``usage_cost``). ``billable_prompt`` sums
+    each usage's prompt less its cache reads (never below 0), for the prices that count cached
+    tokens inside the prompt."""
+
+    prompt: int = 0
+    completion: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    billable_prompt: int = 0
+    rows: int = 0
+
+
+def summed_usage_cost(sums: UsageSums, model: str | None, table: PriceTable) -> Cost:
+    """The cost of ``sums.rows`` usages with tokens by ``model`` (nothing when there are none)."""
+    if not sums.rows:
+        return Cost()
+    price = table.price_of(model)
+    if price is None:
+        return Cost(unpriced=(model or "unknown model",), counted=True)
+    prompt = sums.billable_prompt if price.cached_in_prompt else sums.prompt
+    usd = (
+        prompt * price.input
+        + sums.completion * price.output
+        + sums.cache_write * price.cache_write
+        + sums.cache_read * price.cache_read
+    ) / PER_TOKENS
+    return Cost(usd, counted=True)
+
+
 def judge_cost(
     usage: TokenUsage | Mapping[str, Any] | None,
     model: str | None,
@@ -340,14 +372,22 @@ def default_table() -> PriceTable:
 def price_table(path: str | Path | None = None) -> PriceTable:
     """The defaults with the price file (``path``, else ``$HOLODECK_PRICES``) over them. The
     file is read again when it changes. Raises PriceFileError for a bad file."""
-    where = path if path is not None else os.environ.get(PRICES_ENV, "").strip()
+    where, stamp = price_table_key(path)
     if not where:
         return default_table()
+    return _table_of(where, stamp)
+
+
+def price_table_key(path: str | Path | None = None) -> tuple[str, int]:
+    """Which price table ``price_table`` reads: the price file and its modification time
+    ("" and 0: the defaults; -1: a file that cannot be read)."""
+    where = str(path if path is not None else os.environ.get(PRICES_ENV, "").strip())
+    if not where:
+        return "", 0
     try:
-        stamp = Path(where).stat().st_mtime_ns
+        return where, Path(where).stat().st_mtime_ns
     except OSError:
-        stamp = -1  # load_price_file says why it cannot be read
-    return _table_of(str(where), stamp)
+        return where, -1  # load_price_file says why it cannot be read
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,11 +8,16 @@ rows a case page already holds.
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Q
+from django.db.models import BigIntegerField, Case, Count, F, Q, QuerySet, Sum, When
 from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
+from django.db.models.lookups import GreaterThan
 
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report.prices import (
@@ -20,8 +25,11 @@ from runs.report.prices import (
     PriceFileError,
     PriceTable,
     SplitCost,
+    UsageSums,
     judge_cost,
     price_table,
+    price_table_key,
+    summed_usage_cost,
     total,
     usage_cost,
 )
@@ -69,30 +77,124 @@ def prices() -> PriceTable | str:
 
 
 def run_cost(*, run: Run) -> Priced:
-    """The run's cost, agent and judge apart (three queries)."""
-    return runs_costs(run_ids=[run.pk])[run.pk]
+    """The run's cost, agent and judge apart (three queries; none for a finished run priced
+    with the same price table before in this process: its rows no longer change)."""
+    if run.is_live:
+        return runs_costs(run_ids=[run.pk])[run.pk]
+    key = (run.uid, *price_table_key())
+    with _finished_lock:
+        cached = _finished_costs.get(key)
+    if cached is not None:
+        return cached
+    priced = runs_costs(run_ids=[run.pk])[run.pk]
+    with _finished_lock:
+        if len(_finished_costs) >= FINISHED_COSTS_KEPT:
+            _finished_costs.pop(next(iter(_finished_costs)))
+        _finished_costs[key] = priced
+    return priced
+
+
+# Finished runs' costs, by (run uid, price table): a run page is opened again and again.
+FINISHED_COSTS_KEPT = 256
+_finished_costs: dict[tuple[uuid.UUID, str, int], Priced] = {}
+_finished_lock = threading.Lock()
 
 
 def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
-    """Each run's cost, agent and judge apart (three queries for all of them)."""
+    """Each run's cost, agent and judge apart (three queries for all of them, whatever their
+    size: the database sums the rows' tokens, by run and judge model; each sum is priced as the
+    sum of its usages' costs, ``runs.report.prices``)."""
     table = prices()
     if isinstance(table, str):
         return {run_id: Priced(None, table) for run_id in run_ids}
     models = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", KT(MODEL_NAME)))
     agent: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
-    usages = CaseResult.objects.filter(run_id__in=run_ids, token_usage__isnull=False)
-    for run_id, usage in usages.values_list("run_id", "token_usage"):
-        agent[run_id].append(usage_cost(usage, models.get(run_id) or None, table))
-    judge: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
-    judged = MetricResult.objects.filter(run_id__in=run_ids).filter(
-        Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False)
+    cases = _with_tokens(
+        CaseResult.objects.filter(run_id__in=run_ids, token_usage__isnull=False), "token_usage"
     )
-    fields = ("run_id", "judge_usage", "model_used", "judge_cost_usd")
-    for run_id, usage, used, usd in judged.values_list(*fields):
-        judge[run_id].append(judge_cost(usage, used, usd, table))
+    for row in cases.filter(has_tokens=1).values("run_id").annotate(**_SUMS):
+        model = models.get(row["run_id"]) or None
+        agent[row["run_id"]].append(summed_usage_cost(_sums(row), model, table))
+    judge: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
+    judged = _with_tokens(
+        MetricResult.objects.filter(run_id__in=run_ids).filter(
+            Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False)
+        ),
+        "judge_usage",
+    )
+    groups = judged.values("run_id", "model_used", "has_tokens").annotate(
+        **_SUMS,
+        unrecorded=Sum(Case(When(judge_cost_usd__isnull=True, then=1), default=0)),
+        recorded=Sum(Coalesce("judge_cost_usd", 0.0)),
+        nonzero=Sum(Case(When(judge_cost_usd__gt=0, then=1), default=0)),
+    )
+    for row in groups:
+        judge[row["run_id"]].append(_judge_group_cost(row, table))
     return {
         run_id: Priced(SplitCost(total(agent[run_id]), total(judge[run_id]))) for run_id in run_ids
     }
+
+
+_TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "cache_creation_tokens", "cache_read_tokens")
+_SUMS = {
+    "prompt": Sum("t_prompt_tokens"),
+    "completion": Sum("t_completion_tokens"),
+    "cache_write": Sum("t_cache_creation_tokens"),
+    "cache_read": Sum("t_cache_read_tokens"),
+    "billable_prompt": Sum("t_billable"),
+    "rows": Count("pk"),
+}
+
+
+def _with_tokens(rows: QuerySet[Any], column: str) -> QuerySet[Any]:
+    """``rows`` with their usage's token counts (0 where none), ``has_tokens`` (1 when any is
+    not 0: a usage of no tokens costs nothing) and the prompt less its cache reads."""
+    counts = {
+        f"t_{name}": Coalesce(Cast(KT(f"{column}__{name}"), BigIntegerField()), 0)
+        for name in _TOKEN_FIELDS
+    }
+    rows = rows.order_by().annotate(**counts)
+    any_tokens = (
+        F("t_prompt_tokens")
+        + F("t_completion_tokens")
+        + F("t_cache_creation_tokens")
+        + F("t_cache_read_tokens")
+    )
+    return rows.annotate(
+        has_tokens=Case(When(GreaterThan(any_tokens, 0), then=1), default=0),
+        t_billable=Case(
+            When(t_prompt_tokens__gt=F("t_cache_read_tokens"),
+                 then=F("t_prompt_tokens") - F("t_cache_read_tokens")),
+            default=0,
+        ),
+    )  # fmt: skip
+
+
+def _sums(row: dict[str, Any]) -> UsageSums:
+    return UsageSums(
+        prompt=row["prompt"] or 0,
+        completion=row["completion"] or 0,
+        cache_write=row["cache_write"] or 0,
+        cache_read=row["cache_read"] or 0,
+        billable_prompt=row["billable_prompt"] or 0,
+        rows=row["rows"],
+    )
+
+
+def _judge_group_cost(row: dict[str, Any], table: PriceTable) -> Cost:
+    """One run's judge grades by one judge model, with or without tokens, priced as
+    ``judge_cost`` prices each: tokens at the model's price; else the cost the judge library
+    recorded; else unknown (a model without a price) or nothing (no tokens, nothing recorded)."""
+    model = row["model_used"]
+    if not row["has_tokens"]:
+        return Cost(row["recorded"], counted=True) if row["nonzero"] else Cost()
+    if table.price_of(model) is not None:
+        return summed_usage_cost(_sums(row), model, table)
+    recorded = row["rows"] - row["unrecorded"]
+    cost = Cost(row["recorded"], counted=True) if recorded else Cost()
+    if row["unrecorded"]:
+        cost = cost + Cost(unpriced=(model or "unknown model",), counted=True)
+    return cost
 
 
 def turn_row_cost(turn: TurnResult, model: str | None, table: PriceTable) -> SplitCost:

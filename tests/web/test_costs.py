@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -173,3 +174,76 @@ def test_a_running_runs_duration_is_its_time_so_far_on_the_page_and_the_poll(
         reverse("run_progress", args=[run.pk]), headers={"HX-Request": "true"}
     )
     assert re.search(r'data-duration="elapsed">1m 0\ds<', polled.text)
+
+
+def test_a_runs_cost_summed_by_the_database_is_the_sum_of_each_rows_cost(
+    project: AgentProject, price_file: Path
+) -> None:
+    """Every rule of the per-row pricing holds in the sums: cached tokens inside the prompt,
+    usages of no tokens, a judge model without a price whose grades recorded a cost or not."""
+    from runs.report.prices import judge_cost, price_table, total, usage_cost
+    from runs.selectors.costs import runs_costs
+
+    price_file.write_text(
+        PRICES + "  cached-model: {input: 2, output: 8, cache_read: 0.5, cached_in_prompt: true}\n"
+    )
+    run = priced_run(project)
+    Run.objects.filter(pk=run.pk).update(
+        config_snapshot={"model": {"provider": "openai", "name": "cached-model"}}
+    )
+    usages = [
+        dict(prompt_tokens=500, completion_tokens=50, total_tokens=550, cache_read_tokens=400),
+        dict(prompt_tokens=10, completion_tokens=5, total_tokens=15, cache_read_tokens=30),
+    ]
+    for case, usage in zip(run.cases.order_by("index"), usages, strict=True):
+        CaseResult.objects.filter(pk=case.pk).update(token_usage=usage)
+    metrics = list(MetricResult.objects.filter(run=run).order_by("pk"))
+    shapes = [
+        (JUDGE_USAGE, "judge-model", None),
+        (JUDGE_USAGE, "unpriced-judge", 0.25),
+        (JUDGE_USAGE, "unpriced-judge", None),
+        ({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, "judge-model", 0.5),
+        (None, "native-judge", 0.75),
+        (None, "native-judge", 0.0),
+    ]
+    for metric, (usage, model, usd) in zip(metrics, shapes, strict=False):
+        MetricResult.objects.filter(pk=metric.pk).update(
+            judge_usage=usage, model_used=model, judge_cost_usd=usd
+        )
+    table = price_table()
+    agent = total(
+        usage_cost(usage, "cached-model", table)
+        for usage in CaseResult.objects.filter(run=run).values_list("token_usage", flat=True)
+    )
+    judge = total(
+        judge_cost(usage, model, usd, table)
+        for usage, model, usd in MetricResult.objects.filter(run=run).values_list(
+            "judge_usage", "model_used", "judge_cost_usd"
+        )
+    )
+    found = runs_costs(run_ids=[run.pk])[run.pk].cost
+    assert found is not None
+    for summed, row_by_row in ((found.agent, agent), (found.judge, judge)):
+        assert summed.usd == pytest.approx(row_by_row.usd, rel=1e-12)
+        assert set(summed.unpriced) == set(row_by_row.unpriced)
+        assert summed.counted == row_by_row.counted
+    assert found.judge.unpriced == ("unpriced-judge",)
+
+
+def test_a_finished_runs_cost_is_priced_once_and_again_when_the_prices_change(
+    project: AgentProject, price_file: Path, django_assert_num_queries: Any
+) -> None:
+    import os
+
+    from runs.selectors.costs import run_cost
+
+    run = priced_run(project)
+    first = run_cost(run=run)
+    with django_assert_num_queries(0):
+        assert run_cost(run=run) == first
+    price_file.write_text(PRICES.replace("1000, output: 1000", "2000, output: 2000"))
+    stat = price_file.stat()
+    os.utime(price_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    again = run_cost(run=run)
+    assert again.cost is not None and first.cost is not None
+    assert again.cost.agent.usd == pytest.approx(first.cost.agent.usd * 2)
