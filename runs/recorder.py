@@ -466,15 +466,29 @@ def _counted(outcome: str) -> dict[str, Any]:
 
 def case_fail(case: CaseResult, attempt: int, error: str) -> None:
     """The attempt produced no result (it crashed, or was given up): an errored case."""
+    _case_settle_without_result(case, attempt, Outcome.ERROR, error)
+
+
+def case_not_graded(case: CaseResult, attempt: int, reason: str) -> None:
+    """The attempt has nothing to grade (a re-grade of a case that never ran): not graded,
+    with the reason, not an error."""
+    _case_settle_without_result(case, attempt, Outcome.NOT_GRADED, reason)
+
+
+def _case_settle_without_result(
+    case: CaseResult, attempt: int, outcome: Outcome, error: str
+) -> None:
+    """Settle the attempt's case with ``outcome`` and ``error`` alone, counted in its run."""
+    errored = outcome == Outcome.ERROR
     with transaction.atomic():
         if case_owned(case, attempt).update(
-            status=CaseResult.Status.ERROR,
-            passed=False,
-            outcome=Outcome.ERROR.value,
+            status=CaseResult.Status.ERROR if errored else CaseResult.Status.DONE,
+            passed=False if errored else None,
+            outcome=outcome.value,
             errors=[error],
             finished_at=timezone.now(),
         ):
-            Run.objects.filter(pk=case.run_id).update(**_counted(Outcome.ERROR))
+            Run.objects.filter(pk=case.run_id).update(**_counted(outcome))
 
 
 def _pass_rate_after(passed: int, failed: int) -> Round:
@@ -490,42 +504,20 @@ def _pass_rate_after(passed: int, failed: int) -> Round:
     )
 
 
-def case_cancel(case: CaseResult) -> None:
-    """A case of a cancelled run that never started."""
-    if CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.PENDING).update(
-        status=CaseResult.Status.CANCELLED,
-        outcome=Outcome.CANCELLED.value,
-        finished_at=timezone.now(),
-    ):
-        Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
-
-
-def case_not_graded(case: CaseResult, attempt: int, reason: str) -> None:
-    """The attempt has nothing to grade (a re-grade of a case that never ran): not graded,
-    with the reason, not an error."""
+def case_cancel(case: CaseResult, *, running: bool = False) -> bool:
+    """A case of a cancelled run that never started; ``running``: one that was running when its
+    attempt died (it will never stop by itself), cancelled with the turns it wrote kept. False
+    when the case was no longer in that state."""
+    state = CaseResult.Status.RUNNING if running else CaseResult.Status.PENDING
     with transaction.atomic():
-        if case_owned(case, attempt).update(
-            status=CaseResult.Status.DONE,
-            passed=None,
-            outcome=Outcome.NOT_GRADED.value,
-            errors=[reason],
-            finished_at=timezone.now(),
-        ):
-            Run.objects.filter(pk=case.run_id).update(**_counted(Outcome.NOT_GRADED))
-
-
-def case_stop(case: CaseResult) -> bool:
-    """A running case of a cancelled run whose attempt died (it will never stop by itself):
-    cancelled, with the turns it wrote kept. False when it had settled meanwhile."""
-    with transaction.atomic():
-        stopped = CaseResult.objects.filter(pk=case.pk, status=CaseResult.Status.RUNNING).update(
+        cancelled = CaseResult.objects.filter(pk=case.pk, status=state).update(
             status=CaseResult.Status.CANCELLED,
             outcome=Outcome.CANCELLED.value,
             finished_at=timezone.now(),
         )
-        if stopped:
+        if cancelled:
             Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
-    return bool(stopped)
+    return bool(cancelled)
 
 
 def cases_cancel_pending(run: Run) -> int:

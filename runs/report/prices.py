@@ -144,19 +144,15 @@ def usage_cost(
         or tokens.cache_read_tokens
     ):
         return Cost()
-    price = table.price_of(model)
-    if price is None:
-        return Cost(unpriced=(model or "unknown model",), counted=True)
-    prompt = tokens.prompt_tokens
-    if price.cached_in_prompt:
-        prompt = max(0, prompt - tokens.cache_read_tokens)
-    usd = (
-        prompt * price.input
-        + tokens.completion_tokens * price.output
-        + tokens.cache_creation_tokens * price.cache_write
-        + tokens.cache_read_tokens * price.cache_read
-    ) / PER_TOKENS
-    return Cost(usd, counted=True)
+    sums = UsageSums(
+        prompt=tokens.prompt_tokens,
+        completion=tokens.completion_tokens,
+        cache_write=tokens.cache_creation_tokens,
+        cache_read=tokens.cache_read_tokens,
+        billable_prompt=max(0, tokens.prompt_tokens - tokens.cache_read_tokens),
+        rows=1,
+    )
+    return summed_usage_cost(sums, model, table)
 
 
 @dataclass(frozen=True)

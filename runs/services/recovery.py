@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from runs.models import CaseResult, Run
 from runs.owner import owner_alive
-from runs.recorder import case_stop, cases_fail_open, run_abort, run_settle
+from runs.recorder import case_cancel, cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
 
@@ -77,13 +77,13 @@ def run_recover(*, run: Run) -> bool:
 
 
 def stopping_run_recover(*, run: Run) -> bool:
-    """A cancelled run's running case whose attempt is dead is cancelled (``case_stop``); the
+    """A cancelled run's running case whose attempt is dead is cancelled (``case_cancel``); the
     run is finished once no case is running."""
     running = CaseResult.objects.filter(run=run, status=CaseResult.Status.RUNNING)
     stopped = 0
     for case in running.only("id", "run_id", "status", "claimed_by", "heartbeat_at"):
         if case_attempt_dead(case):
-            stopped += case_stop(case)
+            stopped += case_cancel(case, running=True)
     settled = run_settle(run)
     return bool(stopped or settled)
 

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import CaseResult, Run
-from runs.recorder import case_stop, run_settle
+from runs.recorder import case_cancel, run_settle
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import (
     RunSpec,
@@ -106,7 +106,7 @@ def test_cancel_says_stopping_then_ends_the_case_with_tiles_and_rows_that_agree(
 
     # The case stops after its turn (here: as the sweeper stops a dead worker's): the page
     # ends the run by itself.
-    assert case_stop(CaseResult.objects.get(pk=case.pk)) and run_settle(run)
+    assert case_cancel(CaseResult.objects.get(pk=case.pk), running=True) and run_settle(run)
     page.locator("#run-progress.done").wait_for()
     assert not_reloaded(page)
     run.refresh_from_db()

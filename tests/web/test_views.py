@@ -1072,7 +1072,7 @@ def test_the_case_page_of_a_running_case_polls_its_turns_with_whole(
 def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
     staff_client: Client, project: AgentProject
 ) -> None:
-    from runs.recorder import case_stop, run_settle
+    from runs.recorder import case_cancel, run_settle
     from runs.services.launch import run_cancel
 
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
@@ -1095,7 +1095,7 @@ def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
     assert poll.status_code == 200 and "every 1s" in poll.text
 
     # The case stops: the next poll renders the run as it ended, and stops polling.
-    assert case_stop(CaseResult.objects.get(pk=case.pk)) and run_settle(run)
+    assert case_cancel(CaseResult.objects.get(pk=case.pk), running=True) and run_settle(run)
     final = staff_client.get(poll_url_of(page), headers=HTMX)
     assert final.status_code == 286 and "every 1s" not in final.text
     assert "cancelled · stopped" in final.text and "stopping" not in final.text.replace(
