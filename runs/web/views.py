@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
@@ -30,7 +30,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
-from runs.report.repeats import RunRepeatStats, run_repeat_stats
+from runs.report.repeats import RepeatStats, run_repeat_stats
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from runs.report.summary import RunSummary
     from runs.report.writers import ExportFormat
 
+Repeated = Mapping[int, RepeatStats]  # a repeated run's stats by case index ({}: not repeated)
 RUNS_PER_PAGE = 50
 RUNNING = "running"  # CaseResult.Status.RUNNING (views read no model)
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
@@ -361,13 +362,17 @@ def _case_query(only_failures: bool, query: str, only_flaky: bool = False) -> st
     return f"{urlencode(params)}&" if params else ""
 
 
-def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
-    """The case list: its filters and one page of rows (two queries: a count and the page); a
-    refused filter is left out and said at its field (``errors``)."""
+def _case_list_context(
+    request: HtmxHttpRequest, run: Run, repeated: Repeated | None = None
+) -> dict[str, Any]:
+    """The case list: its filters and one page of rows (two queries: a count and the page, and
+    a repeated run's stats per case unless given: ``selectors.case_repeat_stats``); a refused
+    filter is left out and said at its field (``errors``)."""
     (only_failures, query, only_flaky), errors = params_or_errors(request, _case_filters)
     case_page = _case_page(request, run, only_failures, query, only_flaky)
     remaining = case_page.paginator.count - case_page.end_index()
-    repeated = selectors.case_repeat_stats(run=run)
+    if repeated is None:
+        repeated = selectors.case_repeat_stats(run=run)
     return {
         "run": run,
         "case_page": case_page,
@@ -396,9 +401,10 @@ def _case_filters(request: Query) -> tuple[bool, str, bool]:
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+    repeated = selectors.case_repeat_stats(run=run)
     return {
-        **_case_list_context(request, run),
-        **_run_state(run),
+        **_case_list_context(request, run, repeated),
+        **_run_state(run, repeated),
         # The poll's ``since``: rows started or finished after this render are swapped in.
         "poll_since": timezone.now().isoformat(),
         # The re-grade form's: a double submit answers with the first re-grade.
@@ -451,8 +457,9 @@ def _polled_cost(run: Run) -> Priced:
     return cost
 
 
-def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
-    """What the header, the tiles and the progress box show of the run."""
+def _run_state(run: Run, repeated: Repeated, *, polled: bool = False) -> dict[str, Any]:
+    """What the header, the tiles and the progress box show of the run (``repeated``: its
+    stats per case, ``selectors.case_repeat_stats``)."""
     return {
         "run": run,
         # Stored when the run ended; while it runs, live from its rows (the poll's at most
@@ -464,15 +471,9 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         # While it runs: the time since it started, as of this render (each poll renders anew).
         "elapsed_ms": _elapsed_ms(run),
         "version": run_version(run),
-        "repeat_stats": _repeat_stats(run),
+        # A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once).
+        "repeat_stats": run_repeat_stats(repeated, run.repeats) if repeated else None,
     }
-
-
-def _repeat_stats(run: Run) -> RunRepeatStats | None:
-    """A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once)."""
-    if run.repeats == 1:
-        return None
-    return run_repeat_stats(selectors.case_repeat_stats(run=run), run.repeats)
 
 
 def _elapsed_ms(run: Run) -> int | None:
@@ -533,6 +534,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if shown and shown == run_version(progress) and progress.is_live:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
+    repeated = selectors.case_repeat_stats(run=run)
     count = selectors.case_rows(
         run=run, only_failures=only_failures, query=query, only_flaky=only_flaky
     ).count()
@@ -547,7 +549,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             most=CASES_PER_PAGE + 1,
         )
     if changed is None or len(changed) > CASES_PER_PAGE:
-        cases = _case_list_context(request, run) | {"full_list": True}
+        cases = _case_list_context(request, run, repeated) | {"full_list": True}
     else:
         cases = {
             "changed_rows_html": case_rows_html(
@@ -556,14 +558,14 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
                 oob=True,
                 stopping=run.is_stopping,
                 repeats=run.repeats,
-                repeated=selectors.case_repeat_stats(run=run),
+                repeated=repeated,
             ),
             "failures_query": _case_query(only_failures, query, only_flaky),
             "known_cases": count,
         }
     context = {
         **cases,
-        **_run_state(run, polled=True),
+        **_run_state(run, repeated, polled=True),
         "poll_since": timezone.now().isoformat(),
         "oob": True,
         # The status the page shows is the first part of its version (none: show the header);

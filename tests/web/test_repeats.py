@@ -244,3 +244,22 @@ def test_the_launch_form_takes_repeats_and_a_rerun_keeps_them(
     assert 'name="repeats" value="4"' in again
     refused = client.post(reverse("project_launch", args=[project.pk]), {"repeats": "0"})
     assert refused.status_code == 400 and Run.objects.count() == 1
+
+
+def test_the_run_page_and_its_poll_read_the_repetitions_stats_once(
+    tmp_path: Path, client: Client
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    run = flaky_example_run(tmp_path)
+    client.force_login(make_user("viewer"))
+    stats_sql = 'SELECT "runs_caseresult"."index" AS "index", "runs_caseresult"."outcome" AS'
+    for url in (
+        reverse("run_detail", args=[run.pk]),
+        reverse("run_progress", args=[run.pk]) + "?known=9&since=2000-01-01T00:00:00Z",
+    ):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url, headers={"HX-Request": "true"}).status_code in (200, 286)
+        reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith(stats_sql)]
+        assert len(reads) == 1, url
