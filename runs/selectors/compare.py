@@ -47,7 +47,7 @@ from runs.report.significance import ScoreResult
 from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
 from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
-from runs.selectors.significance import RunSignificance, runs_significance
+from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
 
 MAX_RUNS = 12
 # A baseline is a run that ended with its cases graded: finished, but not cancelled.
@@ -309,7 +309,7 @@ def compare_runs(
     if order == COMMIT_ORDER:
         runs = timeline
     ids = [run.pk for run in runs]
-    cases, totals = _cases(ids)
+    cases, totals, repetitions = _cases(ids)
     matrix = build_matrix(
         {run.pk: cases.get(run.pk, []) for run in runs},
         baseline.pk,
@@ -341,42 +341,26 @@ def compare_runs(
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
-        **_repeats_of(runs, matrix.against, cases),
+        **_repeats_of(runs, matrix.against, repetitions),
     )
 
 
 def _repeats_of(
-    runs: list[Run], against: dict[int, int], cases: dict[int, list[CaseData]]
+    runs: list[Run], against: dict[int, int], repetitions: dict[int, tuple[int, int]]
 ) -> dict[str, Any]:
     """With a repeated run among them: each run's significance against the run it is compared
-    with, from their repetitions (``runs.selectors.significance``; 2 queries a pair), and each
-    merged case's passed and graded repetitions; nothing otherwise."""
+    with, from their repetitions (``runs.selectors.significance``; one query for all), and each
+    merged case's passed and graded repetitions (``_cases``); nothing otherwise."""
     if all(run.repeats == 1 for run in runs):
         return {}
-    from runs.report.repeats import repeat_stats
-
-    by_id = {run.pk: run for run in runs}
+    samples = samples_by_run([run.pk for run in runs])
     significance = {
-        run.pk: runs_significance([by_id[other]], [run])
+        run.pk: significance_between(
+            samples[other], samples[run.pk], before_runs=(other,), after_runs=(run.pk,)
+        )
         for run in runs
         if (other := against.get(run.pk)) is not None
     }
-    rows = (
-        CaseResult.objects.filter(run_id__in=[run.pk for run in runs if run.repeats > 1])
-        .order_by()
-        .values_list("run_id", "index", "outcome")
-    )
-    outcomes: dict[tuple[int, int], list[str]] = defaultdict(list)
-    for run_id, index, outcome in rows:
-        outcomes[(run_id, index)].append(outcome)
-    first = {
-        (run_id, case.index): case.case_id for run_id, listed in cases.items() for case in listed
-    }
-    repetitions = {}
-    for unit, values in outcomes.items():
-        stats = repeat_stats(values)
-        if unit in first:
-            repetitions[first[unit]] = (stats.passed, stats.graded)
     return {"significance": significance, "repetitions": repetitions}
 
 
@@ -478,8 +462,12 @@ TURN_LINE = Concat(
 TURNS_SEPARATOR = "\n"  # JSON text holds no raw line break
 
 
-def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals]]:
-    """Every case of the runs with its turns, as plain data, and the turns' sums (2 queries).
+def _cases(
+    run_ids: list[int],
+) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals], dict[int, tuple[int, int]]]:
+    """Every case of the runs with its turns, as plain data, the turns' sums and, for a
+    repeated run's merged cases, (passed, graded) of their repetitions by the case's id (2
+    queries).
 
     The turns come as one line per case: the database joins each case's turn verdicts into one
     text (read from the covering index ``turn_verdicts_cover``, not the wide turn rows). The
@@ -528,25 +516,30 @@ def _cases(run_ids: list[int]) -> tuple[dict[int, list[CaseData]], dict[int, Run
             cases[run_id].append(case)
         else:  # a repeated run: its case's repetitions are merged below
             repeated.setdefault((run_id, index), []).append(case)
-    if repeated:
-        _merge_repetitions(cases, repeated)
-    return cases, totals
+    counts = _merge_repetitions(cases, repeated) if repeated else {}
+    return cases, totals, counts
 
 
 def _merge_repetitions(
     cases: dict[int, list[CaseData]], repeated: dict[tuple[int, int], list[CaseData]]
-) -> None:
+) -> dict[int, tuple[int, int]]:
     """A repeated run's cases, each one case of the comparison with its verdicts merged over
-    its repetitions (``runs.report.repeats.repetitions_merged``)."""
-    from runs.report.repeats import repetitions_merged
+    its repetitions (``runs.report.repeats.repetitions_merged``); (passed, graded) of each
+    merged case's repetitions, by its id."""
+    from runs.report.repeats import repeat_stats, repetitions_merged
 
+    counts = {}
     for run_id, listed in cases.items():
-        cases[run_id] = [
-            repetitions_merged([case, *repeated[(run_id, case.index)]])
-            if (run_id, case.index) in repeated
-            else case
-            for case in listed
-        ]
+        merged = []
+        for case in listed:
+            group = [case, *repeated.get((run_id, case.index), ())]
+            if len(group) > 1:
+                stats = repeat_stats(member.outcome for member in group)
+                counts[case.case_id] = (stats.passed, stats.graded)
+                case = repetitions_merged(group)
+            merged.append(case)
+        cases[run_id] = merged
+    return counts
 
 
 def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:

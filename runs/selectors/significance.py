@@ -54,14 +54,25 @@ def turn_key(case_key: str, turn_index: int) -> str:
 
 
 def side_samples(run_ids: Sequence[int]) -> SideSamples:
-    """The graded outcomes of every case and turn of the runs, over their repetitions (one
-    query). Cases are keyed as compare keys them (their name, else ``#index``)."""
-    rows = (
+    """The graded outcomes of every case and turn of the runs together, over their repetitions
+    (one query). Cases are keyed as compare keys them (their name, else ``#index``)."""
+    return samples_of(_turn_rows(run_ids))
+
+
+def samples_by_run(run_ids: Sequence[int]) -> dict[int, SideSamples]:
+    """``side_samples`` of each run alone (one query for all of them)."""
+    rows: dict[int, list[tuple[int, int, int, str, int, str]]] = {run_id: [] for run_id in run_ids}
+    for row in _turn_rows(run_ids):
+        rows[row[0]].append(row)
+    return {run_id: samples_of(listed) for run_id, listed in rows.items()}
+
+
+def _turn_rows(run_ids: Sequence[int]) -> Iterable[tuple[int, int, int, str, int, str]]:
+    return (
         TurnResult.objects.filter(run_id__in=run_ids)
         .order_by()
         .values_list("run_id", "case_id", "case__index", "case__name", "index", "outcome")
     )
-    return samples_of(rows)
 
 
 def samples_of(rows: Iterable[tuple[int, int, int, str, int, str]]) -> SideSamples:
@@ -85,15 +96,32 @@ def samples_of(rows: Iterable[tuple[int, int, int, str, int, str]]) -> SideSampl
 def runs_significance(
     before: Sequence[Run], after: Sequence[Run], *, alpha: float = DEFAULT_ALPHA
 ) -> RunSignificance:
-    """The significance of the change from the ``before`` runs to the ``after`` runs."""
-    old = side_samples([run.pk for run in before])
-    new = side_samples([run.pk for run in after])
+    """The significance of the change from the ``before`` runs to the ``after`` runs (two
+    queries)."""
+    return significance_between(
+        side_samples([run.pk for run in before]),
+        side_samples([run.pk for run in after]),
+        before_runs=tuple(run.pk for run in before),
+        after_runs=tuple(run.pk for run in after),
+        alpha=alpha,
+    )
+
+
+def significance_between(
+    old: SideSamples,
+    new: SideSamples,
+    *,
+    before_runs: tuple[int, ...],
+    after_runs: tuple[int, ...],
+    alpha: float = DEFAULT_ALPHA,
+) -> RunSignificance:
+    """The significance of the change from the samples ``old`` to ``new`` (no query)."""
     return RunSignificance(
         cases=_classified(old.cases, new.cases, alpha),
         turns=_classified(old.turns, new.turns, alpha),
         pass_rate=pass_rate_difference(old.cases, new.cases),
-        before_runs=tuple(run.pk for run in before),
-        after_runs=tuple(run.pk for run in after),
+        before_runs=before_runs,
+        after_runs=after_runs,
     )
 
 

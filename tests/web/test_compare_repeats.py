@@ -104,3 +104,21 @@ def test_a_metrics_real_drop_over_repetitions_is_marked_and_a_wobble_is_not(
     )
     assert "significant drop" in rows["case 0"]
     assert all("significant" not in rows[f"case {i}"] for i in range(1, 5))
+
+
+def test_the_significance_of_more_repeated_runs_costs_no_more_queries(
+    project: AgentProject, dropped: tuple[int, int]
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    before, after = dropped
+    third = repeated_run(project, [0.9, *STEADY], repeats=30, seed=5, commit="c" * 40).pk
+
+    def queries(runs: list[int]) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            _, comparison = comparison_for(runs, chosen=before)
+        assert len(comparison.significance) == len(runs) - 1
+        return len(captured)
+
+    assert queries([before, after, third]) == queries([before, after])
