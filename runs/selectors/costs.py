@@ -2,8 +2,8 @@
 
 The agent's tokens are priced at the run's agent model (its config snapshot's ``model.name``),
 each judge's at the model it recorded. Fixed queries whatever the size of the run: the run's
-cost reads its cases' roll-up usage and its judge metrics (three queries); a turn's reads the
-rows a case page already holds.
+cost is its cases' roll-up usage and its judge metrics summed by the database (three queries,
+none again for a finished run); a turn's reads the rows a case page already holds.
 """
 
 from __future__ import annotations

@@ -441,3 +441,20 @@ def repeated_run(
             for turn in turns
         )
     return run
+
+
+def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Run:
+    """Repetition ``repetition`` of case ``index`` failed its first turn, as a stochastic
+    agent's would (the case is then flaky); the run's counters and summary are counted from
+    the rows again, as they now are."""
+    from runs.recorder import run_finish
+
+    CaseResult.objects.filter(run=run, index=index, repetition=repetition).update(
+        outcome="failed", passed=False, turns_passed=F("turns_passed") - 1
+    )
+    TurnResult.objects.filter(
+        run=run, case__index=index, case__repetition=repetition, index=0
+    ).update(outcome="failed", passed=False)
+    run_finish(run.pk)
+    run.refresh_from_db()
+    return run

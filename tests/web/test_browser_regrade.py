@@ -27,23 +27,26 @@ pytestmark = [
 ]
 
 
-def test_a_run_regraded_from_its_page_compares_with_its_original(
-    tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
-) -> None:
+def cli_run(agent: Path) -> Run:
+    """The run the CLI stores of ``agent`` (in a thread: Playwright runs an event loop here)."""
     from django.core.management import call_command
 
-    page = browser_page
-    project = example_project(tmp_path)
-
-    # The original run, stored by the CLI (in a thread: Playwright runs an event loop here).
     def cli() -> None:
         with pytest.raises(SystemExit):
-            call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
+            call_command("run_agent", str(agent), "--quiet", "--no-results-file")
 
     thread = threading.Thread(target=cli)
     thread.start()
     thread.join(timeout=120)
-    original = Run.objects.get()
+    return Run.objects.get()
+
+
+def test_a_run_regraded_from_its_page_compares_with_its_original(
+    tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
+) -> None:
+    page = browser_page
+    project = example_project(tmp_path)
+    original = cli_run(project.agent_path)
     # The team makes numeric answers exact: no tolerance.
     agent = project.agent_path
     agent.write_text(
@@ -75,21 +78,10 @@ def test_a_run_regraded_from_its_page_compares_with_its_original(
 def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(
     tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
 ) -> None:
-    from django.core.management import call_command
-
     from runs.models import CaseResult, TurnResult
 
     page = browser_page
-    project = example_project(tmp_path)
-
-    def cli() -> None:
-        with pytest.raises(SystemExit):
-            call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
-
-    thread = threading.Thread(target=cli)
-    thread.start()
-    thread.join(timeout=120)
-    original = Run.objects.get()
+    original = cli_run(example_project(tmp_path).agent_path)
     # As a run cancelled after its first two cases: the last never started.
     last = original.cases.order_by("-index").first()
     assert last is not None

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db.models import F
 from django.urls import reverse
 
-from runs.models import CaseResult, Run, TurnResult
-from runs.recorder import run_finish
+from runs.models import Run
 from tests.web.chromium import CHROMIUM
-from tests.web.factories import make_user
+from tests.web.factories import make_repetition_fail, make_user
 from tests.web.services_helpers import example_project
 from tests.web.test_browser import browser_page, login, open_run, screenshot
 
@@ -42,16 +40,7 @@ def repeated_example(tmp_path: Path) -> Run:
     thread = threading.Thread(target=run)
     thread.start()
     thread.join(timeout=120)
-    found = done[0]
-    CaseResult.objects.filter(run=found, index=0, repetition=1).update(
-        outcome="failed", passed=False, turns_passed=F("turns_passed") - 1
-    )
-    TurnResult.objects.filter(run=found, case__index=0, case__repetition=1, index=0).update(
-        outcome="failed", passed=False
-    )
-    run_finish(found.pk)  # its counters and summary from the rows, as they now are
-    found.refresh_from_db()
-    return found
+    return make_repetition_fail(done[0])
 
 
 def test_a_repeated_run_filters_its_flaky_case_and_switches_between_repetitions(

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import CaseResult, Run, TurnResult
-from runs.recorder import run_finish
+from runs.models import CaseResult, Run
 from runs.selectors.export import run_eval_run
 from runs.services import execution, launch
-from tests.web.factories import make_user
+from tests.web.factories import make_repetition_fail, make_user
 from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -117,15 +115,7 @@ def flaky_example_run(tmp_path: Path, repeats: int = 3) -> Run:
     run = execution.run_execute_inline(
         run_id=launch.run_create(project=example_project(tmp_path), repeats=repeats).pk
     )
-    CaseResult.objects.filter(run=run, index=0, repetition=1).update(
-        outcome="failed", passed=False, turns_passed=F("turns_passed") - 1
-    )
-    TurnResult.objects.filter(run=run, case__index=0, case__repetition=1, index=0).update(
-        outcome="failed", passed=False
-    )
-    run_finish(run.pk)  # its counters and summary from the rows, as they now are
-    run.refresh_from_db()
-    return run
+    return make_repetition_fail(run)
 
 
 def test_the_run_page_marks_each_repetition_and_the_flaky_case(
