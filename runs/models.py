@@ -199,8 +199,7 @@ class Run(models.Model):
     @property
     def repeats(self) -> int:
         """How many times each case runs in this run (``execution.repeats``; 1: once)."""
-        value = (self.options or {}).get("repeats")
-        return value if isinstance(value, int) and value > 1 else 1
+        return repeats_of(self.options)
 
     @property
     def cases_stopping(self) -> int:
@@ -482,6 +481,12 @@ class WorkerHeartbeat(models.Model):
 # --- a run's launch options ----------------------------------------------------------------
 
 
+def repeats_of(options: dict[str, Any] | None) -> int:
+    """How many times a run launched with ``options`` (``Run.options``) ran each case."""
+    value = (options or {}).get("repeats")
+    return value if isinstance(value, int) and value > 1 else 1
+
+
 def run_partial_text(options: dict[str, Any] | None, *, total_cases: int) -> str:
     """The partial badge's text of a run launched with ``options`` (``Run.options``): "partial:
     3 of 8 cases, filter 'cash'" when it selected fewer cases than its agent.yaml had, else "".
@@ -492,9 +497,7 @@ def run_partial_text(options: dict[str, Any] | None, *, total_cases: int) -> str
     options = options or {}
     limit, case_filter = options.get("limit"), options.get("case_filter") or ""
     config_cases = options.get("config_cases")
-    repeats = options.get("repeats")
-    if isinstance(repeats, int) and repeats > 1:  # its rows are its cases' repetitions
-        total_cases //= repeats
+    total_cases //= repeats_of(options)  # its rows are its cases' repetitions
     if isinstance(config_cases, int):
         if total_cases >= config_cases:
             return ""
@@ -523,8 +526,7 @@ def run_launch_options(
     ]
     if options.get("parallel"):
         rows.append(("parallel", str(options["parallel"])))
-    repeats = options.get("repeats")
-    if isinstance(repeats, int) and repeats > 1:
+    if (repeats := repeats_of(options)) > 1:
         rows.append(("repeats", str(repeats)))
     rows.append(("git ref", git_ref or "the working tree"))
     if commit:

@@ -341,11 +341,11 @@ def compare_runs(
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
-        **_repeats_of(runs, matrix.against, repetitions),
+        **_repetition_significance(runs, matrix.against, repetitions),
     )
 
 
-def _repeats_of(
+def _repetition_significance(
     runs: list[Run], against: dict[int, int], repetitions: dict[int, tuple[int, int]]
 ) -> dict[str, Any]:
     """With a repeated run among them: each run's significance against the run it is compared

@@ -223,7 +223,7 @@ def rerun_initial(run: Run) -> dict[str, Any]:
         "parallel": options.get("parallel"),
         "case_filter": options.get("case_filter") or "",
         "limit": options.get("limit"),
-        "repeats": options.get("repeats") if (options.get("repeats") or 1) > 1 else None,
+        "repeats": run.repeats if run.repeats > 1 else None,
     }
 
 
