@@ -20,7 +20,7 @@ from runs.models import AgentProject, CaseResult, MetricResult, Run
 from runs.services.tokens import token_create
 from tests.web.compare_data import LOST, LOW_ROUGE, ThreeRuns, three_runs
 from tests.web.factories import RunSpec, build_run, make_project
-from tests.web.services_helpers import git
+from tests.web.test_compare import three_commits
 
 pytestmark = pytest.mark.django_db
 
@@ -91,13 +91,7 @@ def test_the_headline_deltas_in_commit_order_are_against_the_run_before(
 def test_commit_order_follows_the_git_history_not_the_dates(
     viewer_client: Client, tmp_path: Path
 ) -> None:
-    git(tmp_path, "init", "-q", "-b", "main")
-    commits = []
-    for n in range(3):
-        (tmp_path / "agent.yaml").write_text(f"name: a{n}\n")
-        git(tmp_path, "add", "-A")
-        git(tmp_path, "commit", "-qm", f"commit {n}")
-        commits.append(git(tmp_path, "rev-parse", "HEAD"))
+    commits = three_commits(tmp_path)
     project = make_project("git-agent", str(tmp_path))
     # Made newest commit first: dates and commits disagree.
     runs = [
