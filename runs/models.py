@@ -260,6 +260,11 @@ class Run(models.Model):
     def cancel(self) -> bool:
         return self._end(Run.Status.CANCELLED)
 
+    def end_cancelled(self, **fields: Any) -> bool:
+        """End, with its summary, a run holding cases a cancel stopped (a re-grade of a
+        cancelled run)."""
+        return self._end(Run.Status.CANCELLED, **fields)
+
     def _end(self, status: str, **fields: Any) -> bool:
         now = timezone.now()
         values = {"status": status, "finished_at": now, **fields}

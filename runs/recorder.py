@@ -32,7 +32,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection, transaction
-from django.db.models import F, FloatField, QuerySet
+from django.db.models import Exists, F, FloatField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import NullIf, Round
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -177,7 +177,43 @@ def run_open(
             ],
             common={"run": run},
         )
+        if regrade_of is not None:
+            _regrade_carry_unrun(run, regrade_of)
     return run
+
+
+def _regrade_carry_unrun(run: Run, original: Run) -> None:
+    """A re-grade's cases that its original never ran (cancelled before they started) or that
+    produced no result (errored: their worker crashed or gave up) have no whole transcript to
+    grade: they are settled at once as the original settled them, so the re-grade reads as its
+    original does (the same counts, the same rows in compare) and only the cases with a
+    transcript go to the workers."""
+    ran = TurnResult.objects.filter(case=OuterRef("pk"))
+    same = CaseResult.objects.filter(
+        run=original, index=OuterRef("index"), repetition=OuterRef("repetition")
+    )
+    pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
+    now = timezone.now()
+    not_started = same.filter(status=CaseResult.Status.CANCELLED).filter(~Exists(ran))
+    cancelled = pending.filter(Exists(not_started)).update(
+        status=CaseResult.Status.CANCELLED, outcome=Outcome.CANCELLED.value, finished_at=now
+    )
+    # An errored case produced no result (the turns it may have written are not a whole
+    # case): grading them would make a pass of a case that never finished.
+    errored_in_original = same.filter(status=CaseResult.Status.ERROR)
+    errored = pending.filter(Exists(errored_in_original)).update(
+        status=CaseResult.Status.ERROR,
+        outcome=Outcome.ERROR.value,
+        passed=False,
+        errors=Subquery(errored_in_original.values("errors")[:1]),
+        finished_at=now,
+    )
+    if cancelled or errored:
+        Run.objects.filter(pk=run.pk).update(
+            cases_done=F("cases_done") + cancelled + errored,
+            failed_cases=F("failed_cases") + errored,
+            pass_rate=_pass_rate_after(0, errored) if errored else F("pass_rate"),
+        )
 
 
 GIT_FIELDS = ("git_ref", "git_commit", "git_branch", "git_dirty")
@@ -776,6 +812,8 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
     status = summary.run_status()
     if status == Run.Status.ERROR:
         ended = run.fail("every test case failed to execute", **fields)
+    elif status == Run.Status.CANCELLED:  # a re-grade of a cancelled run (a cancelled run is so)
+        ended = run.end_cancelled(**fields)
     else:
         ended = run.finish(passed=status == Run.Status.PASSED, **fields)
     if not ended:

@@ -34,6 +34,7 @@ from graders.tool_calls import assert_tools, tools_matched
 from runs.engine.metrics import MetricRunner, TurnFacts, skip_reason
 from runs.report.kinds import JUDGE_KINDS
 from runs.report.models import MetricResult, ToolInvocation, TurnResult
+from runs.report.outcomes import Outcome
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -74,14 +75,24 @@ class TurnGrades:
 
 def graded_turn(turn: TurnResult, grades: TurnGrades) -> TurnResult:
     """The turn with its grades (live or re-graded): the one place grades become turn fields.
-    A turn with errors of its own fails whatever the grades say."""
-    return turn.changed(
+    A turn with errors of its own fails whatever the grades say; so does one whose
+    ``fail_on_error`` metric could not grade (``fail_on_error_turn``)."""
+    graded = turn.changed(
         tools_matched=grades.tools_matched,
         arg_match_details=grades.arg_match_details,
         metric_results=grades.metric_results,
         grader_details=grades.grader_details or None,
         passed=not turn.errors and grades.passed,
     )
+    return fail_on_error_turn(graded) if grades.stop_reason is not None else graded
+
+
+def fail_on_error_turn(turn: TurnResult) -> TurnResult:
+    """A turn whose ``fail_on_error`` metric could not grade: failed, not "not graded" — the
+    agent.yaml asked that such a metric fail its case (and the turns after it are skipped)."""
+    if turn.outcome == Outcome.NOT_GRADED:
+        return turn.model_copy(update={"outcome": Outcome.FAILED.value})
+    return turn
 
 
 async def grade_turn(

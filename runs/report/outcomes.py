@@ -166,13 +166,16 @@ def case_outcome(result: TestResult) -> Outcome:
 
 
 def case_outcome_of_turns(outcomes: Iterable[str]) -> Outcome:
-    """Passed when every turn passed; failed when a turn failed, errored or was skipped (turns
-    are skipped after session errors, or after a ``fail_on_error`` metric could not grade);
-    otherwise — some turns could not be graded, none failed — not graded."""
+    """Passed when every turn passed; failed when a turn failed or errored; otherwise — some
+    turns could not be graded or were skipped, none failed — not graded. A case is never failed
+    unless one of its turns is: the turns skipped after session errors follow an errored turn,
+    those skipped after a ``fail_on_error`` metric could not grade follow the turn it failed
+    (``fail_on_error_turn``), and a case stopped by a cancel is ``cancelled`` (the recorder
+    settles it so, and a re-grade of it stays so)."""
     seen = set(outcomes)
     if seen <= {Outcome.PASSED}:
         return Outcome.PASSED
-    if seen & {Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED}:
+    if seen & {Outcome.FAILED, Outcome.ERROR}:
         return Outcome.FAILED
     return Outcome.NOT_GRADED
 

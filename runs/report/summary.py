@@ -102,11 +102,14 @@ class RunSummary(BaseModel):
         return self.cases.pass_rate
 
     def run_status(self) -> str:
-        """The status a finished run ends with: ``error`` when every case that ran failed to
-        execute; ``passed`` when every case passed; else ``failed`` — a case that could not
-        be graded counts in no pass rate, but it is no pass either, so a run (and a CI job)
-        with one does not pass silently."""
+        """The status a finished run ends with: ``cancelled`` when a cancel stopped some of
+        its cases (a re-grade of a cancelled run holds them too, and ends as its original);
+        ``error`` when every case that ran failed to execute; ``passed`` when every case
+        passed; else ``failed`` — a case that could not be graded counts in no pass rate, but
+        it is no pass either, so a run (and a CI job) with one does not pass silently."""
         cases = self.cases
+        if cases.cancelled:
+            return "cancelled"
         if cases.error and cases.error == cases.total - cases.cancelled:
             return "error"
         if cases.total and cases.passed == cases.total:

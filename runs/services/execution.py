@@ -400,7 +400,10 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
             multi_turn=case.is_multi_turn,
         )
     )
-    case_finish(case, attempt, result, turns, unwritten=turns)
+    # A case the original's cancel stopped stays stopped: its skipped turns were never run,
+    # so they neither fail it nor leave it "not graded".
+    stopped = _original_stopped(original_id, case)
+    case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
@@ -412,6 +415,16 @@ def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
         run_id=original_id, case__index=case.index, case__repetition=case.repetition
     ).order_by("index")
     return [turn_to_wire(row, ()) for row in rows]
+
+
+def _original_stopped(original_id: int, case: CaseResult) -> bool:
+    """Whether the original run's case of this index and repetition was stopped by a cancel."""
+    return CaseResult.objects.filter(
+        run_id=original_id,
+        index=case.index,
+        repetition=case.repetition,
+        status=CaseResult.Status.CANCELLED,
+    ).exists()
 
 
 # --- the agent of a run, loaded once per process ---------------------------------------------

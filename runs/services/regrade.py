@@ -69,16 +69,17 @@ def _run_regrade_create(
         )
     sealed = agent_seal(project=project, git_ref=git_ref)
     agent, commit = sealed.agent, sealed.commit
-    # One entry per case (its repetitions, if it was repeated, are re-graded each).
+    # One entry per case of the original (its repetitions, if it was repeated, are re-graded
+    # each); those it never ran are carried over as it settled them (recorder.run_open).
     cases = list(
         {
             index: [index, name, multi, turns]
-            for index, name, multi, turns in _cases_that_ran(original).values_list(
-                "index", "name", "is_multi_turn", "turn_count"
-            )
+            for index, name, multi, turns in original.cases.order_by(
+                "index", "repetition"
+            ).values_list("index", "name", "is_multi_turn", "turn_count")
         }.values()
     )
-    if not cases:
+    if not _cases_that_ran(original).exists():
         raise LaunchError(
             f"run {original.pk} has no case that ran to re-grade"
             + (

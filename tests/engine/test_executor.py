@@ -128,6 +128,9 @@ def test_a_fail_on_error_grader_stops_its_case(tmp_path: Path) -> None:
     assert case.turns[0].metric_results[0].error == "ValueError: grader bug"
     assert [t.skipped for t in case.turns] == [False, True, True]
     assert "fail_on_error" in case.turns[1].errors[0]
+    # The turn it could not grade is failed (fail_on_error), so the case fails through a turn.
+    assert [t.outcome for t in case.turns] == ["failed", "skipped", "skipped"]
+    assert case.outcome == "failed" and not case.passed
     # The other case still ran (its own first turn crashed too, but it had nothing to skip).
     assert len(report.results[1].turns) == 1 and not report.results[1].turns[0].skipped
 

@@ -59,6 +59,7 @@ def test_fail_on_error_stops_the_case_for_a_judge_that_cannot_grade(tmp_path: Pa
     (metric,) = first.metric_results
     assert metric.kind == "geval" and metric.error.startswith("could not grade")
     assert second.skipped and "fail_on_error" in second.errors[0]
+    assert first.outcome == "failed"  # fail_on_error: could not grade fails the turn
 
 
 def write_agent(tmp_path: Path, metric_model: Any, evaluations_model: Any) -> Any:

@@ -41,9 +41,10 @@ def test_a_case_whose_only_failures_could_not_be_graded_is_not_graded() -> None:
     assert case.metric_results[0].outcome == Outcome.NOT_GRADED
 
 
-def test_skipped_and_errored_turns_fail_their_case() -> None:
-    assert case_outcome_of_turns(["passed", "skipped"]) == Outcome.FAILED
+def test_failed_and_errored_turns_fail_their_case() -> None:
     assert case_outcome_of_turns(["passed", "error"]) == Outcome.FAILED
+    assert case_outcome_of_turns(["passed", "failed", "skipped"]) == Outcome.FAILED
+    assert case_outcome_of_turns(["error", "skipped", "skipped"]) == Outcome.FAILED
     assert case_outcome_of_turns(["passed", "passed"]) == Outcome.PASSED
     assert case_outcome_of_turns(["not_graded", "passed"]) == Outcome.NOT_GRADED
 
@@ -64,3 +65,10 @@ def test_a_run_passes_only_when_every_case_passed_and_errors_only_when_all_error
     assert status("error", "error") == "error"
     assert status("error", "passed") == "failed"
     assert status() == "failed"
+
+
+def test_a_case_is_never_failed_when_none_of_its_turns_failed() -> None:
+    # Turns skipped with none failed (not re-gradable, stopped): the case could not be graded
+    # whole; it did not fail. (A cancel makes the case "cancelled": the recorder stores it.)
+    assert case_outcome_of_turns(["passed", "skipped"]) == Outcome.NOT_GRADED
+    assert case_outcome_of_turns(["passed", "not_graded", "skipped"]) == Outcome.NOT_GRADED

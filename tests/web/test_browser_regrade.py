@@ -75,35 +75,48 @@ def test_a_run_regraded_from_its_page_compares_with_its_original(
     assert page.locator("a.regraded-as").inner_text() == f"#{regrade.pk}"
 
 
-def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(
+def test_a_regrade_of_a_cancelled_run_reads_as_its_original(
     tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
 ) -> None:
-    from runs.models import CaseResult, TurnResult
+    from runs.models import TurnResult
+    from tests.web.test_regrade import cancelled_mid_case
 
     page = browser_page
-    original = cli_run(example_project(tmp_path).agent_path)
-    # As a run cancelled after its first two cases: the last never started.
-    last = original.cases.order_by("-index").first()
-    assert last is not None
-    TurnResult.objects.filter(case=last).delete()
-    CaseResult.objects.filter(pk=last.pk).update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", started_at=None
+    made: list[Run] = []
+    # Cancelled for real in its second case, after two of its three turns: that case stops,
+    # the third never starts. (In a thread: Playwright runs an event loop here.)
+    thread = threading.Thread(
+        target=lambda: made.append(
+            cancelled_mid_case(example_project(tmp_path), case_index=1, after_turns=2)
+        )
     )
-    Run.objects.filter(pk=original.pk).update(status=Run.Status.CANCELLED)
+    thread.start()
+    thread.join(timeout=120)
+    (original,) = made
+    stopped, never = original.cases.get(index=1), original.cases.get(index=2)
 
     login(page, live_server, make_user("lead", staff=True))
     page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
-    assert "cancelled · not run" in page.locator(f"#case-{last.pk}").inner_text()
+    assert "cancelled · stopped" in page.locator(f"#case-{stopped.pk}").inner_text()
+    assert "cancelled · not run" in page.locator(f"#case-{never.pk}").inner_text()
+    before = run_page_reading(page)
     page.click(".regrade-form button[type=submit]")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))
     page.wait_for_selector("#run-progress:not([hx-trigger])", timeout=60_000)
     regrade = Run.objects.exclude(pk=original.pk).get()
-    # Only the cases that ran are graded; nothing errored for the one that did not.
-    assert regrade.total_cases == original.total_cases - 1
-    assert not regrade.cases.filter(outcome="error").exists()
-    assert page.locator("#case-rows .case").count() == regrade.total_cases
-    assert "0 errored" not in page.locator("#run-tiles").inner_text()
-    assert page.locator("#run-tiles .count-error").count() == 0
+    # Read as its original: the same status, pass rate, counts and case verdicts; the stopped
+    # case stays stopped (no invented failure), the one that never ran stays not run.
+    assert run_page_reading(page) == before
+    assert not re.search(r"[1-9]\d* failed", page.locator("#run-tiles .summary-cases").inner_text())
+    stopped_again = regrade.cases.get(index=1)
+    assert "cancelled · stopped" in page.locator(f"#case-{stopped_again.pk}").inner_text()
+
+    # Compare: no row changed, under every filter.
+    for show in ("changed", "regressions", "fixes"):
+        page.goto(
+            f"{live_server.url}{reverse('compare')}?runs={original.pk},{regrade.pk}&show={show}"
+        )
+        assert page.locator("tr.matrix-row").count() == 0, show
 
     # A run cancelled before any case ran offers no re-grade.
     TurnResult.objects.filter(run=original).delete()
@@ -111,3 +124,18 @@ def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(
     page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
     assert page.locator(".regrade-form").count() == 0
     assert "Nothing to re-grade" in page.locator(".no-regrade").inner_text()
+
+
+def run_page_reading(page: Any) -> dict[str, Any]:
+    """What a reviewer reads of a finished run's page: its status, pass rate, counts and each
+    case's verdict (not its ids, times or costs)."""
+    return {
+        "status": page.locator("#run-header h1 .chip").first.inner_text(),
+        "pass rate": page.locator("[data-summary=pass_rate]").inner_text(),
+        "cases": page.locator("#run-tiles .summary-cases").inner_text(),
+        "turns": page.locator("#run-tiles .summary-turns").inner_text(),
+        "rows": [
+            row.locator("summary, .case-sum").first.inner_text().split("\n")[0]
+            for row in page.locator("#case-rows .case").all()
+        ],
+    }

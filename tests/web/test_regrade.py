@@ -337,3 +337,79 @@ def test_the_migration_moves_earlier_regrades_to_their_transcripts_commit() -> N
     assert older.regrade.grading.commit == later
     original.refresh_from_db()
     assert original.regrade_sources == {} and original.git_commit == first
+
+
+def cancelled_mid_case(project: Any, *, case_index: int, after_turns: int) -> Run:
+    """A dashboard run of ``project`` cancelled for real while its case ``case_index`` runs,
+    once that case has written ``after_turns`` turns: that case stops ("cancelled · stopped",
+    its later turns skipped) and the cases after it never start."""
+    from runs import recorder
+    from runs.services.launch import run_cancel, run_create
+
+    real = recorder.turns_append
+    written: dict[int, int] = {}
+
+    def append_then_cancel(case: CaseResult, attempt: int, turns: Any) -> bool:
+        written[case.index] = written.get(case.index, 0) + len(turns)
+        if case.index == case_index and written[case.index] >= after_turns:
+            run_cancel(run=Run.objects.get(pk=run.pk))
+        return real(case, attempt, turns)
+
+    with (
+        mock.patch("runs.recorder.turns_append", append_then_cancel),
+        mock.patch("runs.services.execution.TURN_WRITE_SECONDS", 0),  # each turn written alone
+        mock.patch("runs.services.launch.task_enqueue"),  # run here, not by a worker
+    ):
+        run = run_create(project=project, user=None)
+        run_execute_inline(run_id=run.pk)
+    return Run.objects.get(pk=run.pk)
+
+
+def test_a_regrade_of_a_cancelled_run_with_the_same_agent_yaml_reads_as_its_original(
+    tmp_path: Path,
+) -> None:
+    from runs.report.gate import GateOptions
+    from runs.selectors.compare import Baseline, compare_runs
+    from runs.services.gate import gate_evaluate
+
+    original = cancelled_mid_case(example_project(tmp_path), case_index=1, after_turns=2)
+    stopped = original.cases.get(index=1)
+    assert stopped.status == CaseResult.Status.CANCELLED and stopped.outcome == "cancelled"
+    assert list(stopped.turns.order_by("index").values_list("outcome", flat=True))[2:] == [
+        "skipped"
+    ]
+    assert original.cases.get(index=2).started_at is None  # never ran
+
+    regrade = run_execute_inline(run_id=run_regrade_create(original=original, enqueue=False).pk)
+
+    # The run page: the same status, counts and summary; the stopped case stays stopped.
+    assert regrade.status == original.status == Run.Status.CANCELLED
+    assert regrade.summary["cases"] == original.summary["cases"]
+    assert regrade.summary["turns"] == original.summary["turns"]
+    assert (regrade.pass_rate, regrade.failed_cases, regrade.cases_done) == (
+        original.pass_rate,
+        original.failed_cases,
+        original.cases_done,
+    )
+    case_outcomes = "index", "status", "outcome"
+    assert list(regrade.cases.order_by("index").values_list(*case_outcomes)) == list(
+        original.cases.order_by("index").values_list(*case_outcomes)
+    )
+    # Compare (every filter reads the rows): no row differs, nothing regressed or fixed.
+    comparison = compare_runs([original, regrade], original, [])
+    assert all(len(set(row.cells.values())) == 1 for row in comparison.matrix.rows)
+    assert comparison.matrix.totals(regrade.pk) == (0, 0)
+    # The gate: what it says of the re-grade is what it says of the original.
+    baseline = Baseline(run=original, rule="the run it re-grades", added=False)
+    gated = gate_evaluate(regrade, baseline, GateOptions())
+    assert (gated.regressions, gated.fixes, gated.regressed) == (0, 0, [])
+    assert gated.run.summary.cases == gated.baseline.summary.cases
+
+
+def test_a_case_never_fails_on_a_regrade_when_none_of_its_turns_failed(tmp_path: Path) -> None:
+    original = cancelled_mid_case(example_project(tmp_path), case_index=0, after_turns=1)
+    regrade = run_execute_inline(run_id=run_regrade_create(original=original, enqueue=False).pk)
+    for case in regrade.cases.all():
+        turns = set(case.turns.values_list("outcome", flat=True))
+        if case.outcome == "failed":
+            assert turns & {"failed", "error"}, case.name

@@ -367,7 +367,9 @@ def test_a_cancelled_run_waits_for_its_running_case_then_the_sweeper_stops_a_dea
     assert recovery.runs_recover() == 0  # nothing left to do
 
 
-def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(tmp_path: Path) -> None:
+def test_a_regrade_of_a_cancelled_run_grades_the_cases_that_ran_and_carries_the_others(
+    tmp_path: Path,
+) -> None:
     from runs.services.regrade import run_regrade_create
 
     project = example_project(tmp_path)
@@ -383,12 +385,16 @@ def test_a_regrade_of_a_cancelled_run_grades_only_the_cases_that_ran(tmp_path: P
     regrade = execution.run_execute_inline(
         run_id=run_regrade_create(original=Run.objects.get(pk=run.pk), enqueue=False).pk
     )
-    assert list(regrade.cases.values_list("index", "outcome")) == [
-        (0, run.cases.get(index=0).outcome)
+    # The case that ran is graded; the one that never started is carried over, cancelled, not
+    # sent to a worker: the re-grade reads as its original (status, counts, partial badge).
+    assert list(regrade.cases.order_by("index").values_list("index", "outcome", "started_at")) == [
+        (0, run.cases.get(index=0).outcome, regrade.cases.get(index=0).started_at),
+        (1, "cancelled", None),
     ]
-    assert regrade.status in (Run.Status.PASSED, Run.Status.FAILED)
-    # Badged partial as its original: 1 of the agent.yaml's 3 cases, limit 2.
-    assert regrade.partial_text == "partial: 1 of 3 cases, limit 2"
+    assert regrade.status == Run.Status.CANCELLED and not regrade.is_live
+    assert (regrade.cases_done, regrade.total_cases) == (2, 2)
+    assert regrade.summary["cases"]["cancelled"] == 1
+    assert regrade.partial_text == run.partial_text == "partial: 2 of 3 cases, limit 2"
 
     # Cancelled before any case ran: nothing to re-grade, said so.
     TurnResult.objects.filter(run=run).delete()
