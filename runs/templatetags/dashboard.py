@@ -25,7 +25,14 @@ from django.utils.safestring import SafeString, mark_safe
 
 from runs.report import times
 from runs.report.kinds import KIND_LABELS, kind_order
-from runs.report.numbers import case_text, format_rate, format_score, ordinal, turn_text
+from runs.report.numbers import (
+    case_text,
+    format_rate,
+    format_score,
+    ordinal,
+    repetition_text,
+    turn_text,
+)
 from runs.report.outcomes import Outcome, OutcomeLook, look
 from runs.report.prices import Cost, SplitCost, format_cost
 from runs.report.summary import MetricSummary, OutcomeCounts
@@ -167,6 +174,17 @@ def pass_all(stats: Any, k: int) -> float | None:
 number = register.filter("number", ordinal)
 turn_of = register.filter("turn_of", turn_text)
 case_of = register.filter("case_of", case_text)
+
+
+@register.simple_tag
+def turn_place(run: Any, case: Any, turn: Any) -> str:
+    """``"turn 2 of 3, refund case 1, run #12"``: which turn a region of a turn's block belongs
+    to, in its label. A page may hold one turn of several cases (a run page) or of several runs
+    (side by side), so each region's name is unique on the page (axe's landmark-unique)."""
+    where = [turn_text(turn.index, case.turn_count), case.label]
+    if run.repeats > 1:
+        where.append(repetition_text(case.repetition, run.repeats))
+    return ", ".join([*where, f"run #{run.pk}"])
 
 
 @register.simple_tag
