@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
 import markdown
 import nh3
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 from runs.report import times
 from runs.report.kinds import KIND_LABELS, kind_order
@@ -224,6 +227,19 @@ def duration(ms: int | float | None) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m {rest:02d}s"
+
+
+@register.filter
+def ago(moment: datetime | None, now: datetime | None = None) -> str:
+    """How long ago ``moment`` was, for people: "3 minutes ago", "2 days, 4 hours ago"; "just
+    now" under a minute (never "0 minutes ago", nor a time ahead of the clock); "" for none.
+    The one way a page says how long ago something happened."""
+    if moment is None:
+        return ""
+    now = now or timezone.now()
+    if now - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment, now)} ago"
 
 
 @register.filter
