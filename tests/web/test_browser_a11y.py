@@ -209,8 +209,9 @@ def axe_problems(page: Any) -> list[str]:
 
 
 def sideways_scroll(page: Any) -> str | None:
+    """What widens the page past the window (``scrollWidth`` > the window's width), if any."""
     widths = page.evaluate(PAGE_WIDTHS)
-    if widths["scroll"] > widths["client"]:
+    if widths["scroll"] > min(widths["client"], page.viewport_size["width"]):
         return (
             f"the page is {widths['scroll']} px wide in a {widths['client']} px window:"
             f" {', '.join(widths['culprits'])} stick out"
@@ -247,6 +248,9 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
     def expand(page: Any) -> None:
         expand_case(page, case.pk)
 
+    def expand_another(page: Any) -> None:  # two cases' turn blocks: their regions' names
+        expand_case(page, after.cases.get(index=3).pk)
+
     def stopping(page: Any) -> None:
         page.goto(urljoin(page.url, reverse("run_detail", args=[data.stopping.pk])))
         expand_case(page, data.stopping.cases.get(index=2).pk)
@@ -278,6 +282,7 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("runs", reverse("run_list")),
         ("run", reverse("run_detail", args=[after.pk])),
         ("run with a case expanded", expand),
+        ("run with two cases expanded", expand_another),
         ("case", reverse("case_detail", args=[after.pk, case.pk])),
         ("a stopping run with its running case open", stopping),
         ("a run with cases not graded and errored", run_url(data.mixed)),
