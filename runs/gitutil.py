@@ -69,6 +69,34 @@ def git_info(directory: Path) -> GitInfo | None:
     return GitInfo(root, commit, "" if branch == "HEAD" else branch, dirty)
 
 
+# The branches a commit on several is named by, after the ref launched and the checkout's own.
+MAIN_BRANCHES = ("main", "master")
+
+
+def branch_of(directory: Path, commit: str, *, ref: str = "", current: str = "") -> str:
+    """The local branch ``commit`` is on, for a run launched at a commit (a sha, a tag, a ref
+    like ``main~2``): ``ref`` itself when it is a branch holding it, else the checkout's
+    ``current`` branch, ``main`` or ``master`` when they hold it, else the first branch that
+    does; "" when no branch holds it (or on any git error). One ``git for-each-ref``."""
+    if not commit or commit.startswith("-"):
+        return ""
+    try:
+        listing = _git(
+            directory,
+            "for-each-ref",
+            f"--contains={commit}",
+            "--format=%(refname:short)",
+            "refs/heads/",
+        )
+    except GitError:
+        return ""
+    branches = listing.split()
+    for name in (ref, current, *MAIN_BRANCHES):
+        if name and name in branches:
+            return name
+    return branches[0] if branches else ""
+
+
 def resolve_commit(directory: Path, ref: str) -> str:
     if not ref or ref.startswith("-"):
         raise GitError(f"invalid git ref {ref!r}")

@@ -220,12 +220,17 @@ GIT_FIELDS = ("git_ref", "git_commit", "git_branch", "git_dirty")
 
 
 def _git_identity(*, git: gitutil.GitInfo | None, git_ref: str, commit: str) -> dict[str, Any]:
-    """The git fields of a run read at ``commit`` (a ref's), else at the working tree ``git``
-    describes (its branch and dirty flag then say what ran)."""
+    """The git fields of a run read at ``commit`` (a ref's: its branch is the one holding the
+    commit, ``gitutil.branch_of``), else at the working tree ``git`` describes (its branch and
+    dirty flag then say what ran)."""
+    if git is not None and commit:
+        branch = gitutil.branch_of(git.root, commit, ref=git_ref, current=git.branch)
+    else:
+        branch = git.branch if git else ""
     return {
         "git_ref": git_ref,
         "git_commit": commit or (git.commit if git else ""),
-        "git_branch": git.branch if git and not commit else "",
+        "git_branch": branch,
         "git_dirty": bool(git and git.dirty and not commit),
     }
 

@@ -14,18 +14,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
 import markdown
 import nh3
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
 
 from runs.report import times
 from runs.report.kinds import KIND_LABELS, kind_order
-from runs.report.numbers import case_text, format_rate, format_score, ordinal, turn_text
+from runs.report.numbers import (
+    case_text,
+    format_rate,
+    format_score,
+    ordinal,
+    repetition_text,
+    turn_text,
+)
 from runs.report.outcomes import Outcome, OutcomeLook, look
 from runs.report.prices import Cost, SplitCost, format_cost
 from runs.report.summary import MetricSummary, OutcomeCounts
@@ -170,6 +180,17 @@ case_of = register.filter("case_of", case_text)
 
 
 @register.simple_tag
+def turn_place(run: Any, case: Any, turn: Any) -> str:
+    """``"turn 2 of 3, refund case 1, run #12"``: which turn a region of a turn's block belongs
+    to, in its label. A page may hold one turn of several cases (a run page) or of several runs
+    (side by side), so each region's name is unique on the page (axe's landmark-unique)."""
+    where = [turn_text(turn.index, case.turn_count), case.label]
+    if run.repeats > 1:
+        where.append(repetition_text(case.repetition, run.repeats))
+    return ", ".join([*where, f"run #{run.pk}"])
+
+
+@register.simple_tag
 def field_error(errors: dict[str, str] | None, name: str) -> SafeString:
     """The message of a refused filter value, next to its field (``runs.web.params``): the
     field's ``aria-describedby`` names it (``field_invalid``)."""
@@ -206,6 +227,19 @@ def duration(ms: int | float | None) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m {rest:02d}s"
+
+
+@register.filter
+def ago(moment: datetime | None, now: datetime | None = None) -> str:
+    """How long ago ``moment`` was, for people: "3 minutes ago", "2 days, 4 hours ago"; "just
+    now" under a minute (never "0 minutes ago", nor a time ahead of the clock); "" for none.
+    The one way a page says how long ago something happened."""
+    if moment is None:
+        return ""
+    now = now or timezone.now()
+    if now - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment, now)} ago"
 
 
 @register.filter

@@ -17,10 +17,9 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
-from django.utils.timesince import timesince
 
 from runs.report.numbers import ordinal
-from runs.templatetags.dashboard import case_chips, duration, mark, percent, shortsha
+from runs.templatetags.dashboard import ago, case_chips, duration, mark, percent, shortsha
 
 if TYPE_CHECKING:
     from runs.models import AgentProject, CaseResult
@@ -222,5 +221,5 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
         f"    <td>{run.passed_cases}/{run.total_cases} passed</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"
         f'    <td class="mono">{commit}</td>\n'
-        f'    <td class="small">{timesince(run.created_at)} ago</td>'
+        f'    <td class="small">{ago(run.created_at)}</td>'
     )

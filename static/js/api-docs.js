@@ -6,6 +6,22 @@
   var root = document.getElementById("swagger-ui");
   if (!root || typeof SwaggerUIBundle === "undefined") return;
   var csrfToken = root.dataset.csrfToken;
+  // Swagger UI heads its operations' groups with h3 right after the page's h1: a heading for
+  // the operations themselves (read by screen readers, not shown) keeps the levels in order.
+  function OperationsHeading(system) {
+    var h = system.React.createElement;
+    return {
+      wrapComponents: {
+        operations: function (Original) {
+          return function (props) {
+            return h("div", null,
+              h("h2", {className: "visually-hidden"}, "Operations"),
+              h(Original, props));
+          };
+        },
+      },
+    };
+  }
   SwaggerUIBundle({
     url: root.dataset.openapiUrl,
     dom_id: "#swagger-ui",
@@ -14,6 +30,7 @@
     // control inside a control, which screen readers cannot reach).
     deepLinking: false,
     presets: [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset],
+    plugins: [OperationsHeading],
     // No badge from the public validator: the page asks no other host for anything.
     validatorUrl: null,
     requestInterceptor: function (request) {

@@ -458,3 +458,60 @@ def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Ru
     run_finish(run.pk)
     run.refresh_from_db()
     return run
+
+
+def make_errored(run: Run, index: int = 0) -> CaseResult:
+    """Case ``index`` (a finished multi-turn one) errored: its first turn passed, its second
+    got no answer (the agent timed out), the rest were skipped; the run's counters and summary
+    are counted from the rows again."""
+    from runs.recorder import run_finish
+
+    error = "TimeoutError: the model did not answer within 60 s"
+    case = CaseResult.objects.get(run=run, index=index)
+    CaseResult.objects.filter(pk=case.pk).update(
+        outcome="error", passed=False, turns_passed=1, errors=[error], kind_outcomes={}
+    )
+    TurnResult.objects.filter(case=case, index=1).update(
+        outcome="error", passed=False, errors=[error], response=None, kind_outcomes={}
+    )
+    TurnResult.objects.filter(case=case, index__gt=1).update(
+        outcome="skipped", passed=False, skipped=True, response=None, kind_outcomes={}
+    )
+    MetricResult.objects.filter(turn__case=case, turn__index__gt=0).delete()
+    run_finish(run.pk)
+    case.refresh_from_db()
+    return case
+
+
+def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
+    """Case ``index`` of the running ``run`` stopped by a cancel: its first ``written`` turns
+    written (copies of case 0's), the rest skipped, the case "cancelled · stopped"; the run is
+    cancelled (its pending cases "cancelled · not run") and settled as a worker settles it."""
+    from runs.recorder import run_settle
+    from runs.services.launch import run_cancel
+
+    case = running_case(run, index, written=written)
+    for turn in range(written, case.turn_count):
+        TurnResult.objects.create(
+            run=run,
+            case=case,
+            index=turn,
+            input=f"What is the refund for order {index}-{turn}?",
+            passed=False,
+            outcome="skipped",
+            skipped=True,
+            errors=["skipped: the run was cancelled"],
+        )
+    assert run_cancel(run=Run.objects.get(pk=run.pk))
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.CANCELLED,
+        outcome="cancelled",
+        passed=False,
+        turns_passed=written,
+        finished_at=timezone.now(),
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + 1)
+    assert run_settle(Run.objects.get(pk=run.pk))
+    run.refresh_from_db()
+    case.refresh_from_db()
+    return case

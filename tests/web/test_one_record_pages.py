@@ -46,7 +46,7 @@ def test_the_run_page_of_the_mixed_run_shows_its_summary(
     html = run_page(viewer_client, mixed_run)
 
     assert html_numbers(html) == MIXED
-    assert "counted per turn" in html and "passed/evaluated turns" in html
+    assert "counted per turn" in html and "passed/<wbr>evaluated turns" in html
     assert "could not grade" in html and "turns graded" in html
     # Metrics grouped by kind, in the kinds' order, under their labels.
     assert html.index("standard (deterministic, NLP)") < html.index("code graders")

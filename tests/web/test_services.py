@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs import recorder
+from runs import gitutil, recorder
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.services import execution, launch, recovery
 from runs.spec.errors import ConfigError
@@ -218,6 +218,51 @@ def test_a_run_of_an_older_commit_uses_that_commits_agent_yaml(
     assert git(repo, "worktree", "list").count("\n") == 0  # temporary worktrees are removed
     with pytest.raises(launch.LaunchError, match="not a commit"):
         launch_run(project, git_ref="no-such-branch")
+
+
+def test_a_run_launched_at_a_commit_names_the_branch_that_holds_it(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    repo = Path(project.directory)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    git(repo, "checkout", "-qb", "feature")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "three")
+    feature_only = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "on no branch")
+    loose = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+
+    def branch(ref: str) -> str:
+        return launch_run(project, git_ref=ref, limit=1).git_branch
+
+    assert branch(first) == "main"  # a sha on main (and on feature, which the checkout is not)
+    assert branch("main~1") == "main"
+    assert branch(feature_only) == "feature"
+    assert branch("feature") == "feature"
+    assert branch(loose[:10]) == ""
+    assert launch_run(project, limit=1).git_branch == "main"  # the working tree's, as before
+
+
+def test_the_branch_of_a_commit_on_several_is_the_ref_then_the_checkouts_then_main(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "trunk")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    commit = git(repo, "rev-parse", "HEAD")
+    for name in ("aaa", "main", "zzz"):
+        git(repo, "branch", name)
+    assert gitutil.branch_of(repo, commit, ref="zzz", current="aaa") == "zzz"
+    assert gitutil.branch_of(repo, commit, ref=commit, current="aaa") == "aaa"
+    assert gitutil.branch_of(repo, commit, ref=commit, current="gone") == "main"
+    git(repo, "branch", "-D", "main")
+    assert gitutil.branch_of(repo, commit) == "aaa"  # the first, in git's order
+    assert gitutil.branch_of(repo, "f" * 40) == "" and gitutil.branch_of(tmp_path, commit) == ""
 
 
 def stale(settings: Any) -> Any:

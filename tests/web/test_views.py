@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -9,12 +10,13 @@ from unittest import mock
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.report.kinds import KIND_LABELS
 from runs.report.numbers import format_rate
 from runs.report.outcomes import Outcome
-from runs.templatetags.dashboard import mark, percent
+from runs.templatetags.dashboard import ago, mark, percent
 from runs.web.views import CASES_PER_PAGE
 from tests.web.factories import (
     RunSpec,
@@ -217,6 +219,23 @@ def test_the_home_page_shows_each_project_with_its_last_run(
     assert f'href="{reverse("run_detail", args=[last.pk])}"' in html
     assert "3/4 passed" in html
     assert "no runs yet" in html
+
+
+def test_the_home_page_says_a_run_created_under_a_minute_ago_was_created_just_now(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    build_run(project)
+    html = viewer_client.get(reverse("home")).text
+    assert "just now" in html and "0\xa0minutes" not in html and "0 minutes" not in html
+
+
+def test_a_time_ago_reads_just_now_under_a_minute_and_in_words_after() -> None:
+    now = timezone.now()
+    assert ago(now - timedelta(seconds=59), now) == "just now"
+    assert ago(now + timedelta(seconds=5), now) == "just now"  # a clock a little ahead
+    assert ago(now - timedelta(seconds=60), now) == "1\xa0minute ago"
+    assert ago(now - timedelta(hours=2, minutes=3), now) == "2\xa0hours, 3\xa0minutes ago"
+    assert ago(None) == ""
 
 
 def test_the_home_page_escapes_what_users_wrote_and_marks_a_regrade(
