@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.kinds import METRIC_KINDS
 from runs.report.outcomes import BAD, Outcome
 from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.report.summary import RunSummary
@@ -102,9 +103,13 @@ def case_rows(
 
 
 def _cases_failing_metric(run: Run, metric: str) -> QuerySet[Any, Any]:
-    """The ids of the run's cases with a turn that failed ``metric``, as a subquery."""
+    """The ids of the run's cases with a turn that failed ``metric``, as a subquery. Every
+    kind is named so the database seeks the failures in ``metric_summary_cover`` (run, name,
+    kind, outcome) instead of reading every grade of the metric."""
     return (
-        MetricResult.objects.filter(run=run, metric_name=metric, outcome=Outcome.FAILED)
+        MetricResult.objects.filter(
+            run=run, metric_name=metric, kind__in=METRIC_KINDS, outcome=Outcome.FAILED
+        )
         .order_by()
         .values("turn__case_id")
     )

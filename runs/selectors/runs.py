@@ -237,9 +237,11 @@ def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
     return summaries | (summaries_of_rows(live) if live else {})
 
 
-# How many not-graded or errored rows a reason reads to name their most common cause: enough
-# to find it, bounded whatever the size of the run.
+# How many not-graded or errored rows (of how many cases) a reason reads to name their most
+# common cause: enough to find it, bounded whatever the size of the run (the cases are found
+# through the index on run and outcome, their metrics through their turns).
 CAUSE_SAMPLE = 500
+CAUSE_CASES = 100
 
 
 def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
@@ -260,11 +262,11 @@ def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
 def _not_graded_cause(run: Run) -> str:
     """The most common error of the metrics that could not grade in the run's not-graded
     cases; else (a case with nothing to grade) of those cases' own errors."""
+    cases = CaseResult.objects.filter(run=run, outcome=Outcome.NOT_GRADED).order_by()
     errors = (
         MetricResult.objects.filter(
-            run=run,
+            turn__case__in=cases.values("pk")[:CAUSE_CASES],
             outcome__in=(Outcome.NOT_GRADED, Outcome.ERROR),
-            turn__case__outcome=Outcome.NOT_GRADED,
         )
         .exclude(error=None)
         .order_by()
