@@ -24,8 +24,8 @@ CAUSE_CHARS = 100
 
 # The case filters of the run page (``?outcome=``, ``?failures=1``) a reason links to.
 FAILURES_QUERY = "failures=1"
-ERROR_QUERY = "outcome=error"
-NOT_GRADED_QUERY = "outcome=not_graded"
+ERROR_QUERY = f"outcome={Outcome.ERROR.value}"
+NOT_GRADED_QUERY = f"outcome={Outcome.NOT_GRADED.value}"
 
 
 @dataclass(frozen=True)
@@ -170,12 +170,12 @@ def _count_parts(
     parts = []
     if counts.failed:
         # Where errored cases are not told apart, "failed" counts them too (as "only failures").
-        parts.append(StatusPart(_were(counts.failed, "failed"), query=FAILURES_QUERY,
+        parts.append(StatusPart(_were(counts.failed, Outcome.FAILED.label), query=FAILURES_QUERY,
                                 outcome=Outcome.FAILED.value))  # fmt: skip
     if counts.errored:
         parts.append(
             StatusPart(
-                _were(counts.errored, "errored"),
+                _were(counts.errored, Outcome.ERROR.label),
                 _cut(error_cause),
                 ERROR_QUERY,
                 Outcome.ERROR.value,
@@ -191,7 +191,7 @@ def _count_parts(
             )
         )
     if counts.cancelled and cancelled:
-        parts.append(StatusPart(_were(counts.cancelled, "cancelled")))
+        parts.append(StatusPart(_were(counts.cancelled, Outcome.CANCELLED.label)))
     return parts
 
 

@@ -426,15 +426,15 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
         FilterLink("all", url(), unfiltered, "No cases."),
         FilterLink("only failures", url(failures="1"), filters.failures, "No failed cases.",
                    "cases that failed or errored"),
-        FilterLink("errored only", url(outcome="error"), filters.outcome == "error",
+        FilterLink("errored only", url(outcome=Outcome.ERROR), filters.outcome == Outcome.ERROR,
                    "No case errored.", "cases with no answer to grade: the agent failed, timed"
                    " out, or its worker gave up", "filter-error"),
-        FilterLink("not graded only", url(outcome="not_graded"),
-                   filters.outcome == "not_graded", "No case could not be graded.",
+        FilterLink("not graded only", url(outcome=Outcome.NOT_GRADED),
+                   filters.outcome == Outcome.NOT_GRADED, "No case could not be graded.",
                    "cases whose only failures are metrics that could not grade",
                    "filter-not-graded"),
     ]  # fmt: skip
-    if filters.outcome not in ("", "error", "not_graded"):
+    if filters.outcome not in ("", Outcome.ERROR, Outcome.NOT_GRADED):
         label = Outcome(filters.outcome).label
         links.append(FilterLink(f"{label} only", url(outcome=filters.outcome), True,
                                 f"No case {label}."))  # fmt: skip
