@@ -10,7 +10,7 @@ import pytest
 from runs.models import Run
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import make_project, make_user, settled_run
-from tests.web.test_browser import browser_page, login, open_run
+from tests.web.test_browser import browser_page, login, open_run, screenshot
 
 __all__ = ["browser_page"]  # the fixture, used by name
 
@@ -37,6 +37,7 @@ def test_a_reader_learns_why_a_run_at_a_full_pass_rate_failed_and_opens_those_ca
     assert reason.inner_text() == (f"failed: 2 cases could not be graded ({NO_KEY}); none failed")
     # The bar is drawn as not graded, not as failing tests.
     assert page.locator("#run-progress .progress.progress-not_graded").count() == 1
+    screenshot(page, "run_status_reason")
 
     reason.get_by_role("link", name="2 cases could not be graded").click()
     page.wait_for_url("**?outcome=not_graded")
