@@ -6,8 +6,8 @@
 
 Builds, in a throwaway SQLite database (or the configured one with ``--use-configured-db``):
 
-- a finished run of ``--cases`` × ``--turns`` (every 7th case failing), ended by the recorder's
-  ``run_finish`` as a real run is (so its summary is stored);
+- a finished run of ``--cases`` × ``--turns`` (every 7th case failing, every 50th not graded),
+  ended by the recorder's ``run_finish`` as a real run is (so its summary is stored);
 - a running run of the same size, half of its cases done;
 - ``--projects`` projects with ``--runs-per-project`` runs each (the home page lists them).
 
@@ -19,8 +19,8 @@ use the URL the running run's page gives ``#run-progress``, as the browser does:
 - "run finished": the run ended since (the last poll, which stops the polling).
 
 Targets (the 2-core development machine): the run page ≤ 60 ms with or without "only failures",
-whatever the run's size; a poll with nothing new ≤ 20 ms; expanding a case ≤ 50 ms; the home page
-with 200 projects ≤ 30 ms; every page ≤ 300 KB.
+"not graded only" or "a metric failed", whatever the run's size; a poll with nothing new
+≤ 20 ms; expanding a case ≤ 50 ms; the home page with 200 projects ≤ 30 ms; every page ≤ 300 KB.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ KB = 1024
 TARGETS: dict[str, tuple[float | None, int | None]] = {
     "run page": (60.0, 300 * KB),
     "run page, only failures": (60.0, 300 * KB),
+    "run page, not graded only": (60.0, 300 * KB),
+    "run page, a metric failed": (60.0, 300 * KB),
     "run page, next 100 cases": (None, 300 * KB),
     "expand one case": (50.0, None),
     "poll, nothing changed": (20.0, 300 * KB),
@@ -87,13 +89,22 @@ def main() -> int:
 
     from runs.models import AgentProject, Run
     from runs.recorder import run_finish
-    from tests.web.factories import RunSpec, build_run, failing_case, make_project, make_user
+    from tests.web.factories import (
+        RunSpec,
+        build_run,
+        failing_case,
+        make_not_graded,
+        make_project,
+        make_user,
+    )
 
     started = time.perf_counter()
     tag = f"bench-{os.getpid()}"
     project = make_project(tag, "/tmp/bench-agent")
     spec = RunSpec(cases=args.cases, turns=args.turns, failing=range(1, args.cases, 7))
     run = build_run(project, spec)
+    for index in range(3, args.cases, 50):  # could not be graded: the header names why
+        make_not_graded(run, index)
     run_finish(run.pk)  # stores its summary, as every finished run has
     spec.status, spec.done = Run.Status.RUNNING, args.cases // 2
     running = build_run(project, spec)
@@ -120,6 +131,8 @@ def main() -> int:
     case = failing_case(run)
     report("run page", f"/runs/{run.pk}/")
     report("run page, only failures", f"/runs/{run.pk}/?failures=1")
+    report("run page, not graded only", f"/runs/{run.pk}/?outcome=not_graded")
+    report("run page, a metric failed", f"/runs/{run.pk}/?metric=rouge")
     report("run page, next 100 cases", f"/runs/{run.pk}/?page=2", htmx)
     report("expand one case", f"/runs/{run.pk}/cases/{case.pk}/turns/", htmx)
 

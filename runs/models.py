@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from runs.report.numbers import case_text
 from runs.report.regrades import RegradeSources
+from runs.report.status import StatusCounts, StatusReason, run_status_reason
 from runs.spec.test_cases import case_label
 
 
@@ -230,6 +231,27 @@ class Run(models.Model):
         if self.source == Run.Source.REGRADE:
             return []
         return run_launch_options(self.options, git_ref=self.git_ref, commit=self.git_commit)
+
+    @property
+    def status_counts(self) -> StatusCounts:
+        """Its cases by verdict from its counter columns, no query; errored cases told apart
+        from failed ones where a list read them (``errored_cases``, selectors.runs)."""
+        return StatusCounts.of_counters(
+            total=self.total_cases,
+            done=self.cases_done,
+            passed=self.passed_cases,
+            failed_or_errored=self.failed_cases,
+            not_graded=self.not_graded_cases,
+            errored=getattr(self, "errored_cases", None),
+        )
+
+    @property
+    def status_reason(self) -> StatusReason:
+        """Why it has its status, from its counters (no query; without causes): what the lists
+        say beside a status chip. The run page names causes (``run_status_reason_get``)."""
+        return run_status_reason(
+            status=self.status, counts=self.status_counts, run_error=self.error
+        )
 
     @property
     def progress_percent(self) -> int:

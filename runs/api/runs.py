@@ -80,6 +80,14 @@ class RunDetailOut(RunOut):
     case_filter: str
     repeats: int = Field(description="how many times each case ran (execution.repeats; 1: once)")
     summary: RunSummary
+    status_reason: str = Field(
+        description="why it has its status, in words (the run page's header): 'failed: 4 "
+        "cases could not be graded (judge returned invalid JSON); none failed'"
+    )
+
+    @staticmethod
+    def resolve_status_reason(run: "Run") -> str:
+        return selectors.run_status_reason_get(run=run, summary=run_summary(run=run)).sentence
 
     @staticmethod
     def resolve_parallel(run: "Run") -> int | None:
@@ -268,11 +276,21 @@ class CaseOut(Schema):
 
 
 class CaseFilters(Schema):
-    failed: bool = Field(default=False, description="only cases that did not pass")
+    failed: bool = Field(default=False, description="only cases that failed or errored")
     q: SafeText = Field(default="", description="names containing this (case-insensitive)")
     flaky: bool = Field(
         default=False,
         description="only the repetitions of cases that passed in some and failed in others",
+    )
+    outcome: CaseOutcome | None = Field(
+        default=None,
+        description="only cases with this verdict (`not_graded`: could not be graded; "
+        "`error`: no answer to grade)",
+    )
+    metric: SafeText = Field(
+        default="",
+        description="only cases with a turn that failed this metric (by name; not those where "
+        "it could not grade)",
     )
 
 
@@ -282,9 +300,13 @@ def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> 
     run = selectors.run_row(run_id=run_id, only=("id",))
     return selectors.case_rows(
         run=run,
-        only_failures=filters.failed,
-        query=filters.q,
-        only_flaky=filters.flaky,
+        filters=selectors.CaseFilters(
+            failures=filters.failed,
+            query=filters.q,
+            flaky=filters.flaky,
+            outcome=filters.outcome or "",
+            metric=filters.metric,
+        ),
         fields=tuple(CaseOut.model_fields),
     )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,6 +124,11 @@ class Cost:
     @property
     def known(self) -> bool:
         return self.counted and not self.unpriced
+
+    @property
+    def unknown(self) -> bool:
+        """Tokens were counted, but none of them has a price: nothing to show but that."""
+        return self.counted and bool(self.unpriced) and not self.usd
 
 
 def total(costs: Iterable[Cost]) -> Cost:
@@ -286,10 +292,29 @@ def split_text(cost: SplitCost) -> str:
     )
 
 
+# Significant digits a cost below a dollar keeps (at least; four decimals are always shown).
+COST_DIGITS = 3
+# Beyond this many decimals a cost is too small to matter (a millionth of a cent).
+COST_MAX_DECIMALS = 12
+
+
 def format_usd(usd: float) -> str:
-    """``$0.0123`` below a dollar (four decimals: a turn costs fractions of a cent), else
-    ``$12.34``."""
-    return f"${usd:,.4f}" if usd < 1 else f"${usd:,.2f}"
+    """The one cost formatter (pages, exports, compare, the gate): ``$12.34`` from a dollar up;
+    below, four decimals (``$0.0123``, ``$0.5200``) or as many more as keep three significant
+    digits (``$0.000123``, ``$0.00004`` — zeros beyond the fourth decimal dropped), so a turn's
+    or a case's cost never reads ``$0.0000`` beside a run's ``$0.0001``: the parts visibly add
+    up to the whole. Zero is ``$0.0000``."""
+    if usd >= 1:
+        return f"${usd:,.2f}"
+    decimals = 4
+    if usd > 0:
+        leading_zeros = -math.floor(math.log10(usd)) - 1  # 0.000123 -> 3
+        decimals = min(max(decimals, leading_zeros + COST_DIGITS), COST_MAX_DECIMALS)
+    text = f"{usd:.{decimals}f}"
+    if text.startswith("1"):  # 0.99996 rounds up to a dollar
+        return "$1.00"
+    head, tail = text[: 2 + 4], text[2 + 4 :].rstrip("0")  # "0.0001", "23"
+    return f"${head}{tail}"
 
 
 def format_cost(cost: Cost) -> str:

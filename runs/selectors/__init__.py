@@ -20,8 +20,10 @@ The names of the first four are re-exported here (``selectors.run_get``).
 """
 
 from runs.selectors.cases import (
+    CASE_OUTCOMES,
     CASE_PAGE_UNUSED_RUN_FIELDS,
     CASE_ROW_FIELDS,
+    CaseFilters,
     case_get,
     case_repeat_stats,
     case_repetitions,
@@ -59,10 +61,12 @@ from runs.selectors.runs import (
     run_list,
     run_progress_get,
     run_row,
+    run_status_reason_get,
     run_summary,
 )
 
 __all__ = [
+    "CASE_OUTCOMES",
     "CASE_PAGE_UNUSED_RUN_FIELDS",
     "CASE_ROW_FIELDS",
     "MODEL_NAME",
@@ -70,6 +74,7 @@ __all__ = [
     "PROMPT_VERSION",
     "RUN_PROGRESS_FIELDS",
     "RUN_STATUSES",
+    "CaseFilters",
     "JSONListHas",
     "RunFacets",
     "RunListFilters",
@@ -97,6 +102,7 @@ __all__ = [
     "run_list",
     "run_progress_get",
     "run_row",
+    "run_status_reason_get",
     "run_summary",
     "turn_repeat_stats",
 ]

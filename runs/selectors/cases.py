@@ -4,6 +4,7 @@ summary. Verdicts are the stored ``outcome`` of each row; pages draw them as the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,12 +14,39 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.kinds import METRIC_KINDS
 from runs.report.outcomes import BAD, Outcome
 from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.report.summary import RunSummary
 
 # "Only failures": cases that failed or errored (not those that could not be graded).
 FAILURES = tuple(outcome.value for outcome in BAD)
+# The outcomes a case list can be filtered to (``?outcome=``): a case's stored verdicts.
+CASE_OUTCOMES = (
+    Outcome.PASSED.value,
+    Outcome.FAILED.value,
+    Outcome.ERROR.value,
+    Outcome.NOT_GRADED.value,
+    Outcome.CANCELLED.value,
+)
+
+
+@dataclass(frozen=True)
+class CaseFilters:
+    """The filters of a run's case list (the run page's toolbar, the API's case list); the
+    empty value of each means "any".
+
+    ``failures``: failed or errored cases; ``outcome``: cases with that stored verdict;
+    ``metric``: cases with a turn that failed that metric (by name; not those where it could
+    not grade); ``query``: names containing it (case-insensitive); ``flaky``: the repetitions
+    of cases that passed in some repetitions and failed in others."""
+
+    failures: bool = False
+    query: str = ""
+    flaky: bool = False
+    outcome: str = ""
+    metric: str = ""
+
 
 # Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
 CASE_ROW_FIELDS = (
@@ -54,22 +82,37 @@ CASE_PAGE_UNUSED_RUN_FIELDS = (
 def case_rows(
     *,
     run: Run,
-    only_failures: bool = False,
-    query: str = "",
-    only_flaky: bool = False,
+    filters: CaseFilters = CaseFilters(),
     fields: Sequence[str] = CASE_ROW_FIELDS,
 ) -> QuerySet[CaseResult]:
-    """The case rows of a run (reading ``fields``); ``query`` keeps names containing it
-    (case-insensitive); ``only_flaky`` the repetitions of cases that passed in some of them and
-    failed in others."""
+    """The case rows of a run that pass ``filters`` (reading ``fields``), in one query: the
+    verdict filters read the indexed ``outcome`` column; the metric filter is a semi-join on
+    the run's metric rows (``MetricResult``'s index on run and metric name)."""
     cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index", "repetition")
-    if only_failures:
+    if filters.failures:
         cases = cases.filter(outcome__in=FAILURES)
-    if query:
-        cases = cases.filter(name__icontains=query)
-    if only_flaky:
+    if filters.outcome:
+        cases = cases.filter(outcome=filters.outcome)
+    if filters.metric:
+        cases = cases.filter(pk__in=Subquery(_cases_failing_metric(run, filters.metric)))
+    if filters.query:
+        cases = cases.filter(name__icontains=filters.query)
+    if filters.flaky:
         cases = cases.filter(index__in=Subquery(_flaky_indices(run)))
     return cases
+
+
+def _cases_failing_metric(run: Run, metric: str) -> QuerySet[Any, Any]:
+    """The ids of the run's cases with a turn that failed ``metric``, as a subquery. Every
+    kind is named so the database seeks the failures in ``metric_summary_cover`` (run, name,
+    kind, outcome) instead of reading every grade of the metric."""
+    return (
+        MetricResult.objects.filter(
+            run=run, metric_name=metric, kind__in=METRIC_KINDS, outcome=Outcome.FAILED
+        )
+        .order_by()
+        .values("turn__case_id")
+    )
 
 
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
@@ -129,14 +172,12 @@ def case_rows_changed_since(
     *,
     run: Run,
     since: datetime,
-    only_failures: bool = False,
-    query: str = "",
-    only_flaky: bool = False,
+    filters: CaseFilters = CaseFilters(),
     most: int | None = None,
 ) -> list[CaseResult]:
     """Case rows that started or finished after ``since`` (the progress poll swaps just these),
     the first ``most`` of them (by index) when given."""
-    rows = case_rows(run=run, only_failures=only_failures, query=query, only_flaky=only_flaky)
+    rows = case_rows(run=run, filters=filters)
     changed = Q(finished_at__gt=since) | Q(started_at__gt=since)
     return list(rows.filter(changed)[:most])
 

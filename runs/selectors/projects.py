@@ -11,7 +11,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, Run
+from runs.report.status import StatusCounts, StatusReason, run_status_reason
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
+from runs.selectors.runs import ERRORED_CASES
 
 if TYPE_CHECKING:
     from runs.report.trend_chart import TrendRun
@@ -45,12 +47,36 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
+    # What its status reason is read from (``Run.status_counts``, ``runs.report.status``).
+    cases_done: int
+    failed_cases: int  # failed or errored
+    not_graded_cases: int
+    errored_cases: int | None  # out of its stored summary (None: not ended)
+    error: str
     # Its launch's limit, filter, agent.yaml case count and repeats (read out of Run.options,
     # whose case list can be long): what its partial badge says.
     limit: Any = None
     case_filter: Any = None
     config_cases: Any = None
     repeats: Any = None
+
+    @property
+    def status_counts(self) -> StatusCounts:
+        return StatusCounts.of_counters(
+            total=self.total_cases,
+            done=self.cases_done,
+            passed=self.passed_cases,
+            failed_or_errored=self.failed_cases,
+            not_graded=self.not_graded_cases,
+            errored=self.errored_cases,
+        )
+
+    @property
+    def status_reason(self) -> StatusReason:
+        """Why it has its status (no causes: a list reads no case rows)."""
+        return run_status_reason(
+            status=self.status, counts=self.status_counts, run_error=self.error
+        )
 
     @property
     def partial_text(self) -> str:
@@ -74,6 +100,7 @@ def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
     runs = {
         values[0]: LastRun(*values)
         for values in Run.objects.filter(pk__in=ids)
+        .annotate(errored_cases=ERRORED_CASES)
         .order_by()
         .values_list(*fields, *PARTIAL_COLUMNS)
     }

@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models import BooleanField, F, Func, IntegerField, Q, QuerySet, Value
 from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import summaries_of_rows
-from runs.models import Run
+from runs.models import CaseResult, MetricResult, Run
+from runs.report.outcomes import Outcome
+from runs.report.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
 from runs.report.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
@@ -28,6 +31,10 @@ def agent_names() -> list[str]:
     names = Run.objects.order_by("agent_name").values_list("agent_name", flat=True).distinct()
     return [name for name in names if name]
 
+
+# A list's runs read their errored cases out of the stored summary (``Run.errored_cases``:
+# ``failed_cases`` counts them with the failed ones), without loading the summary.
+ERRORED_CASES = Cast(KT("summary__cases__error"), IntegerField())
 
 # Where the list filters look inside a run's JSON columns (key transforms work on both SQLite and
 # PostgreSQL; the tags list needs JSONListHas below).
@@ -121,7 +128,11 @@ def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
     runs = (
         Run.objects.select_related("project")
         .defer("raw_yaml", "config_snapshot", "environment", "summary", "cli_args")
-        .annotate(model_name=KT(MODEL_NAME), version_label=KT(PROMPT_VERSION))
+        .annotate(
+            model_name=KT(MODEL_NAME),
+            version_label=KT(PROMPT_VERSION),
+            errored_cases=ERRORED_CASES,
+        )
     )
     if f.project_id is not None:
         runs = runs.filter(project_id=f.project_id)
@@ -224,6 +235,58 @@ def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
     }
     live = [run.pk for run in runs if run.pk not in summaries]
     return summaries | (summaries_of_rows(live) if live else {})
+
+
+# How many not-graded or errored rows (of how many cases) a reason reads to name their most
+# common cause: enough to find it, bounded whatever the size of the run (the cases are found
+# through the index on run and outcome, their metrics through their turns).
+CAUSE_SAMPLE = 500
+CAUSE_CASES = 100
+
+
+def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
+    """Why ``run`` (with ``summary``, stored or live) has its status (``runs.report.status``),
+    naming the most common error of its not-graded and of its errored cases once it has ended
+    (one bounded query each, only when it has such cases; none while it runs)."""
+    counts = StatusCounts.of_summary(summary.cases)
+    ended = not run.is_live
+    return run_status_reason(
+        status=run.status,
+        counts=counts,
+        run_error=run.error,
+        not_graded_cause=_not_graded_cause(run) if ended and counts.not_graded else "",
+        error_cause=_error_cause(run) if ended and counts.errored else "",
+    )
+
+
+def _not_graded_cause(run: Run) -> str:
+    """The most common error of the metrics that could not grade in the run's not-graded
+    cases; else (a case with nothing to grade) of those cases' own errors."""
+    cases = CaseResult.objects.filter(run=run, outcome=Outcome.NOT_GRADED).order_by()
+    errors = (
+        MetricResult.objects.filter(
+            turn__case__in=cases.values("pk")[:CAUSE_CASES],
+            outcome__in=(Outcome.NOT_GRADED, Outcome.ERROR),
+        )
+        .exclude(error=None)
+        .order_by()
+        .values_list("error", flat=True)[:CAUSE_SAMPLE]
+    )
+    return most_common_cause(errors) or _case_error_cause(run, Outcome.NOT_GRADED)
+
+
+def _error_cause(run: Run) -> str:
+    return _case_error_cause(run, Outcome.ERROR)
+
+
+def _case_error_cause(run: Run, outcome: Outcome) -> str:
+    """The most common first error of the run's cases with ``outcome``."""
+    rows = (
+        CaseResult.objects.filter(run=run, outcome=outcome)
+        .order_by()
+        .values_list("errors", flat=True)[:CAUSE_SAMPLE]
+    )
+    return most_common_cause([str(errors[0]) for errors in rows if errors])
 
 
 def run_row(*, run_id: int, only: Sequence[str] = (), defer: Sequence[str] = ()) -> Run:

@@ -37,7 +37,7 @@ from runs.report.numbers import (
     turn_text,
 )
 from runs.report.outcomes import Outcome, OutcomeLook, look
-from runs.report.prices import Cost, SplitCost, format_cost
+from runs.report.prices import Cost, SplitCost, format_cost, format_usd
 from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.report.times import CaseTimes, TurnTimes
 from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
@@ -501,6 +501,10 @@ def turn_times(turn: Any) -> TurnTimes:
 def case_times(case: Any) -> CaseTimes:
     """A stored case's breakdown: session start + agent + grading = its time."""
     return times.case_times(case.execution_time_ms, [turn_times(t) for t in case.turns.all()])
+
+
+# The one cost formatter (runs.report.prices.format_usd): "$0.0123", "$0.00004", "$12.34".
+usd = register.filter("usd", format_usd)
 
 
 @register.filter

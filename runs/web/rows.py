@@ -213,13 +213,33 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
         else ""
     )
     status = escape(run.status)
+    reason = run.status_reason
     commit = escape(shortsha(run.git_commit)) or "–"
     partial = partial_badge(run.partial_text)
     return (
         f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
-        f'    <td><span class="chip chip-{status}">{status}</span></td>\n'
-        f"    <td>{run.passed_cases}/{run.total_cases} passed</td>\n"
+        f'    <td><span class="chip chip-{escape(reason.look)}" title="{escape(reason.sentence)}">'
+        f"{status}</span></td>\n"
+        f"    <td>{run.passed_cases}/{run.total_cases} passed{_unpassed_counts(run)}</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"
         f'    <td class="mono">{commit}</td>\n'
         f'    <td class="small">{ago(run.created_at)}</td>'
     )
+
+
+def _unpassed_counts(run: LastRun) -> str:
+    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
+    to grade, and those neither passed nor failed)."""
+    counts = run.status_counts
+    parts = []
+    if counts.errored:
+        parts.append(
+            f' <span class="err small" title="cases with no answer to grade: the agent failed,'
+            f' timed out, or its worker gave up">· {counts.errored} errored</span>'
+        )
+    if counts.not_graded:
+        parts.append(
+            f' <span class="warn small" title="cases neither passed nor failed: only metrics'
+            f' that could not grade failed">· {counts.not_graded} not graded</span>'
+        )
+    return "".join(parts)

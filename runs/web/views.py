@@ -30,7 +30,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.report.outcomes import Outcome
 from runs.report.repeats import RepeatStats, run_repeat_stats
+from runs.selectors.cases import CaseFilters
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
@@ -343,22 +345,22 @@ def _until_param(request: Query) -> datetime | None:
     return datetime_param(request, "until", margin=-step)
 
 
-def _case_page(
-    request: HtmxHttpRequest, run: Run, only_failures: bool, query: str, only_flaky: bool
-) -> Page[CaseResult]:
-    cases: QuerySet[CaseResult] = selectors.case_rows(
-        run=run, only_failures=only_failures, query=query, only_flaky=only_flaky
-    )
+def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page[CaseResult]:
+    cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
     return Paginator(cases, CASES_PER_PAGE).get_page(request.GET.get("page"))
 
 
-def _case_query(only_failures: bool, query: str, only_flaky: bool = False) -> str:
+def _case_query(filters: CaseFilters) -> str:
     """The case-list filters as a query-string prefix ("failures=1&q=abc&", or "")."""
-    params = {"failures": "1"} if only_failures else {}
-    if only_flaky:
+    params = {"failures": "1"} if filters.failures else {}
+    if filters.flaky:
         params["flaky"] = "1"
-    if query:
-        params["q"] = query
+    if filters.outcome:
+        params["outcome"] = filters.outcome
+    if filters.metric:
+        params["metric"] = filters.metric
+    if filters.query:
+        params["q"] = filters.query
     return f"{urlencode(params)}&" if params else ""
 
 
@@ -368,11 +370,12 @@ def _case_list_context(
     """The case list: its filters and one page of rows (two queries: a count and the page, and
     a repeated run's stats per case unless given: ``selectors.case_repeat_stats``); a refused
     filter is left out and said at its field (``errors``)."""
-    (only_failures, query, only_flaky), errors = params_or_errors(request, _case_filters)
-    case_page = _case_page(request, run, only_failures, query, only_flaky)
+    filters, errors = params_or_errors(request, _case_filters)
+    case_page = _case_page(request, run, filters)
     remaining = case_page.paginator.count - case_page.end_index()
     if repeated is None:
         repeated = selectors.case_repeat_stats(run=run)
+    query = filters.query
     return {
         "run": run,
         "case_page": case_page,
@@ -383,11 +386,13 @@ def _case_list_context(
             repeats=run.repeats,
             repeated=repeated,
         ),
-        "only_flaky": only_flaky,
+        "filters": filters,
+        "filter_links": _filter_links(run, filters),
+        "only_flaky": filters.flaky,
         "next_page_size": min(remaining, CASES_PER_PAGE),
-        "only_failures": only_failures,
+        "only_failures": filters.failures,
         "query": query,
-        "failures_query": _case_query(only_failures, query, only_flaky),
+        "failures_query": _case_query(filters),
         "search_query": urlencode({"q": query}) if query else "",
         "known_cases": case_page.paginator.count,
         "errors": errors,
@@ -395,9 +400,80 @@ def _case_list_context(
     }
 
 
-def _case_filters(request: Query) -> tuple[bool, str, bool]:
-    """(only failures, the name searched for, only flaky cases) of the run page's case list."""
-    return flag_param(request, "failures"), text_param(request, "q"), flag_param(request, "flaky")
+@dataclass(frozen=True)
+class FilterLink:
+    """One filter of the case toolbar: its words, its query string (the search kept), whether
+    it is the one shown, and what the list says when no case passes it."""
+
+    label: str
+    query: str
+    on: bool
+    empty: str
+    title: str = ""
+    css: str = ""
+
+
+def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
+    """The case toolbar's filters: all, only failures, errored only, not graded only, flaky
+    only (a repeated run's), and the metric filter when one is given (the metric summary links
+    each metric's failures to it)."""
+
+    def url(**params: str) -> str:
+        return urlencode({**({"q": filters.query} if filters.query else {}), **params})
+
+    unfiltered = not (filters.failures or filters.flaky or filters.outcome or filters.metric)
+    links = [
+        FilterLink("all", url(), unfiltered, "No cases."),
+        FilterLink("only failures", url(failures="1"), filters.failures, "No failed cases.",
+                   "cases that failed or errored"),
+        FilterLink("errored only", url(outcome=Outcome.ERROR), filters.outcome == Outcome.ERROR,
+                   "No case errored.", "cases with no answer to grade: the agent failed, timed"
+                   " out, or its worker gave up", "filter-error"),
+        FilterLink("not graded only", url(outcome=Outcome.NOT_GRADED),
+                   filters.outcome == Outcome.NOT_GRADED, "No case could not be graded.",
+                   "cases whose only failures are metrics that could not grade",
+                   "filter-not-graded"),
+    ]  # fmt: skip
+    if filters.outcome not in ("", Outcome.ERROR, Outcome.NOT_GRADED):
+        label = Outcome(filters.outcome).label
+        links.append(FilterLink(f"{label} only", url(outcome=filters.outcome), True,
+                                f"No case {label}."))  # fmt: skip
+    if run.repeats > 1 or filters.flaky:
+        links.append(
+            FilterLink(
+                "flaky only",
+                url(flaky="1"),
+                filters.flaky,
+                "No flaky case: every case passed in all its graded repetitions or failed in"
+                " all of them.",
+                "cases that passed in some repetitions and failed in others",
+                "filter-flaky",
+            )
+        )
+    if filters.metric:
+        links.append(
+            FilterLink(
+                f"{filters.metric} failed",
+                url(metric=filters.metric),
+                True,
+                f"No case failed metric “{filters.metric}”.",
+                f"cases with a turn that failed the metric {filters.metric}",
+                "filter-metric",
+            )
+        )
+    return links
+
+
+def _case_filters(request: Query) -> CaseFilters:
+    """The run page's case-list filters (``selectors.CaseFilters``): ``failures``, ``q``,
+    ``flaky``, ``outcome`` (a stored verdict) and ``metric`` (a metric's name)."""
+    return CaseFilters(
+        failures=flag_param(request, "failures"),
+        query=text_param(request, "q"),
+        flaky=flag_param(request, "flaky"),
+        outcome=choice_param(request, "outcome", selectors.CASE_OUTCOMES),
+        metric=text_param(request, "metric"),
+    )
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -460,11 +536,16 @@ def _polled_cost(run: Run) -> Priced:
 def _run_state(run: Run, repeated: Repeated, *, polled: bool = False) -> dict[str, Any]:
     """What the header, the tiles and the progress box show of the run (``repeated``: its
     stats per case, ``selectors.case_repeat_stats``)."""
+    # Stored when the run ended; while it runs, live from its rows (the poll's at most
+    # LIVE_SUMMARY_SECONDS old).
+    summary = _polled_summary(run) if polled else selectors.run_summary(run=run)
     return {
         "run": run,
-        # Stored when the run ended; while it runs, live from its rows (the poll's at most
-        # LIVE_SUMMARY_SECONDS old).
-        "summary": _polled_summary(run) if polled else selectors.run_summary(run=run),
+        "summary": summary,
+        # Why it has its status, in words, each part linked to the cases it counts.
+        "reason": selectors.run_status_reason_get(run=run, summary=summary),
+        # The metric summary links each metric's failed count to its case filter.
+        "metric_filter_url": reverse("run_detail", args=[run.pk]) + "?metric=",
         # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
         "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
         "cost": _polled_cost(run) if polled else run_cost(run=run),
@@ -525,7 +606,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     page) when rows appeared or disappeared, when more rows changed than a page holds, or once
     the run is no longer active — then status 286 stops the polling.
     """
-    only_failures, query, only_flaky = _case_filters(request)
+    filters = _case_filters(request)
     # A small overlap: a case finishing during the previous render is swapped twice, not never.
     since = datetime_param(request, "since", margin=timedelta(seconds=2))
     known = int_param(request, "known")
@@ -535,17 +616,13 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
     repeated = selectors.case_repeat_stats(run=run)
-    count = selectors.case_rows(
-        run=run, only_failures=only_failures, query=query, only_flaky=only_flaky
-    ).count()
+    count = selectors.case_rows(run=run, filters=filters).count()
     changed = None
     if since is not None and known == count and run.is_live:
         changed = selectors.case_rows_changed_since(
             run=run,
             since=since,
-            only_failures=only_failures,
-            query=query,
-            only_flaky=only_flaky,
+            filters=filters,
             most=CASES_PER_PAGE + 1,
         )
     if changed is None or len(changed) > CASES_PER_PAGE:
@@ -560,7 +637,7 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
                 repeats=run.repeats,
                 repeated=repeated,
             ),
-            "failures_query": _case_query(only_failures, query, only_flaky),
+            "failures_query": _case_query(filters),
             "known_cases": count,
         }
     context = {

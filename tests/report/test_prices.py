@@ -14,6 +14,7 @@ from runs.report.prices import (
     PriceTable,
     case_cost,
     format_cost,
+    format_usd,
     price_table,
     turn_cost,
     usage_cost,
@@ -100,6 +101,42 @@ def test_a_model_without_a_price_is_an_unknown_price_never_zero() -> None:
     assert format_cost(cost.judge) == "unknown price (mystery-judge)"
     assert format_cost(cost.both).endswith("+ unknown price (mystery-judge)")
     assert "$0" not in format_cost(cost.judge)
+
+
+@pytest.mark.parametrize(
+    ("usd", "shown"),
+    [
+        (0.00004, "$0.00004"),
+        (0.0000412, "$0.0000412"),
+        (0.000123, "$0.000123"),
+        (0.0001, "$0.0001"),
+        (0.0123, "$0.0123"),
+        (0.52, "$0.5200"),
+        (0.0, "$0.0000"),
+        (0.99996, "$1.00"),
+        (12.345, "$12.35"),
+        (1234.5, "$1,234.50"),
+    ],
+)
+def test_a_cost_keeps_three_significant_digits_below_four_decimals(usd: float, shown: str) -> None:
+    assert format_usd(usd) == shown
+
+
+def test_the_parts_of_a_small_cost_visibly_add_up_to_the_whole() -> None:
+    """A run of $0.0001 whose turns cost $0.00004 and $0.00006 no longer reads as turns of
+    $0.0000 each."""
+    turns = [0.00004, 0.00006]
+    shown = [format_usd(usd) for usd in turns]
+    assert shown == ["$0.00004", "$0.00006"]
+    assert "$0.0000" not in shown
+    assert sum(float(text.removeprefix("$")) for text in shown) == pytest.approx(0.0001)
+    assert format_usd(sum(turns)) == "$0.0001"
+    cases = [0.000123, 0.0000412]  # 3 significant digits each: the shown sum is the whole's
+    whole = format_usd(sum(cases))
+    assert whole == "$0.000164"
+    assert sum(float(format_usd(usd).removeprefix("$")) for usd in cases) == pytest.approx(
+        float(whole.removeprefix("$")), abs=1e-6
+    )
 
 
 def test_no_recorded_tokens_is_no_cost_rather_than_zero() -> None:

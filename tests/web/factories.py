@@ -270,10 +270,11 @@ def failing_case(run: Run) -> CaseResult:
     return CaseResult.objects.filter(run=run, passed=False).order_by("index").first()  # type: ignore[return-value]
 
 
-def make_not_graded(run: Run, index: int = 0) -> CaseResult:
+def make_not_graded(
+    run: Run, index: int = 0, *, judge_error: str = "judge returned invalid JSON"
+) -> CaseResult:
     """Turn the (passed) case ``index`` into one whose only failure is a judge that errored."""
     case = CaseResult.objects.get(run=run, index=index)
-    judge_error = "judge returned invalid JSON"
     case.passed = False
     case.outcome = "not_graded"
     case.errors = []
@@ -515,3 +516,43 @@ def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
     run.refresh_from_db()
     case.refresh_from_db()
     return case
+
+
+def make_given_up(run: Run, index: int, error: str) -> CaseResult:
+    """Case ``index`` errored: its worker gave up on it (no result, no turns), as
+    ``runs.recorder.case_fail`` stores it."""
+    case = CaseResult.objects.get(run=run, index=index)
+    TurnResult.objects.filter(case=case).delete()
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.ERROR, passed=False, outcome="error", errors=[error],
+        turns_passed=0,
+    )  # fmt: skip
+    case.refresh_from_db()
+    return case
+
+
+def settled_run(
+    project: AgentProject | None,
+    *,
+    cases: int,
+    failing: Iterable[int] = (),
+    not_graded: Iterable[int] = (),
+    errored: Iterable[int] = (),
+    judge_error: str = "judge returned invalid JSON",
+    case_error: str = "WorkerLostError: the worker died",
+) -> Run:
+    """A run of ``cases`` two-turn cases, ended by the recorder (``run_finish``: its status,
+    counters and summary counted from the rows): ``failing`` failed, ``not_graded`` could not be
+    graded (a judge that errored with ``judge_error``), ``errored`` got no answer
+    (``case_error``), the rest passed."""
+    from runs.recorder import run_finish
+
+    spec = RunSpec(cases=cases, turns=2, failing=failing, status=Run.Status.RUNNING)
+    run = build_run(project, spec)
+    for index in not_graded:
+        make_not_graded(run, index, judge_error=judge_error)
+    for index in errored:
+        make_given_up(run, index, case_error)
+    run_finish(run.pk)
+    run.refresh_from_db()
+    return run

@@ -74,6 +74,52 @@ def test_a_judge_model_without_a_price_reads_unknown_price_never_zero(
     assert "judge unknown price (mystery-judge)" in html
 
 
+def test_a_run_whose_model_has_no_price_shows_a_small_note_not_a_cost_tile(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project)
+    Run.objects.filter(pk=run.pk).update(
+        config_snapshot={"model": {"provider": "openai", "name": "mystery-agent"}}
+    )
+    MetricResult.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert (
+        '<span class="small cost-unknown" data-cost="unknown" title="no price for mystery-agent:'
+        in html
+    )
+    assert ">price unknown (mystery-agent)</span>" in html
+    assert 'data-cost="total"' not in html  # no large tile of "unknown price"
+    assert '<span class="tile-label">Cost</span>' not in html
+
+
+def test_a_partly_priced_run_shows_its_priced_part_as_a_lower_bound(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project, judge="mystery-judge")
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert (
+        '<span class="tile-value" data-cost="total" title="$0.4800 + unknown price'
+        ' (mystery-judge): at least this much">≥ $0.4800</span>'
+    ) in html
+
+
+def test_small_costs_of_a_run_its_cases_and_turns_visibly_add_up(
+    viewer_client: Client, project: AgentProject, price_file: Path
+) -> None:
+    """A run of $0.000288 whose cases read $0.000144 and turns $0.000072, not $0.0003 beside
+    $0.0001 and $0.0000."""
+    price_file.write_text(PRICES.replace("1000, output: 1000", "0.6, output: 0.6"))
+    run = priced_run(project)
+    MetricResult.objects.filter(run=run).update(judge_usage=None)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert '<span class="tile-value" data-cost="total">$0.000288</span>' in html
+    case = CaseResult.objects.get(run=run, index=0)
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "cost $0.000144 (agent $0.000144 · judge —)" in page
+    assert "cost $0.000072</span>" in page
+    assert "$0.0000<" not in page
+
+
 def test_the_case_page_shows_each_turns_cost_and_the_cases_time_breakdown(
     viewer_client: Client, project: AgentProject
 ) -> None:

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from runs.models import AgentProject, Run
 from runs.web.views import RUNS_PER_PAGE
-from tests.web.factories import RunSpec, build_run, failing_case
+from tests.web.factories import RunSpec, build_run, failing_case, make_not_graded
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +62,29 @@ def test_the_run_page_and_expanding_a_case_stay_within_budget_for_1000_cases_of_
         )
     assert expanded.status_code == 200
     assert expanded.text.count('<section class="turn') == 5
+
+
+def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cases(
+    viewer_client: Client,
+    project: AgentProject,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    """Each filter is one query on stored, indexed columns (a metric's a bounded semi-join),
+    and the header's reason reads at most one bounded query per cause, whatever the size."""
+    small = build_run(project, RunSpec(cases=10, turns=5))
+    big = build_run(project, RunSpec(cases=1000, turns=5, failing=range(1, 1000, 7)))
+    for index in (2, 500, 998):
+        make_not_graded(big, index)
+    make_not_graded(small, 2)
+    for query in ("?outcome=not_graded", "?outcome=error", "?metric=rouge"):
+        counts = []
+        for run in (small, big):
+            with django_assert_max_num_queries(DETAIL_BUDGET) as captured:
+                response = viewer_client.get(reverse("run_detail", args=[run.pk]) + query)
+            assert response.status_code == 200
+            assert len(response.content) <= MAX_PAGE_BYTES
+            counts.append(len(captured))  # type: ignore[arg-type]
+        assert counts[0] == counts[1], query
 
 
 def test_the_progress_poll_stays_within_budget(
