@@ -279,7 +279,8 @@ def test_the_side_by_side_names_each_runs_regions_apart(
         page = context.new_page()
         login(page, live_server, make_user("reviewer"))
         for runs in (f"{data.oldest.pk},{data.newest.pk}", data.ids):
-            page.goto(f"{live_server.url}/compare/case/?runs={runs}&key=refund+case+1")
+            # Turn 2 (index 1) differs, so every run's turn is open: each table is a region.
+            page.goto(f"{live_server.url}/compare/case/?runs={runs}&key=refund+case+1&turn=1")
             page.add_script_tag(path=str(AXE))
             found = page.evaluate(
                 """async () => (await axe.run(document, {runOnly: ["landmark-unique"]}))
