@@ -867,7 +867,7 @@ def _repetitions_html(cell: CellView) -> str:
     passed, graded = cell.repetitions
     return (
         f' <span class="rep-frac" title="passed in {passed} of its {graded} graded '
-        f'repetitions">{passed}/{graded}</span>'
+        f'repetition{"s" if graded != 1 else ""}">{passed}/{graded}</span>'
     )
 
 
