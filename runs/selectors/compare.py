@@ -22,7 +22,18 @@ from datetime import datetime
 from pathlib import Path
 from statistics import fmean
 
-from django.db.models import Avg, Prefetch, Q, StringAgg, Sum, TextField, Value
+from django.db.models import (
+    Avg,
+    Count,
+    OuterRef,
+    Prefetch,
+    Q,
+    StringAgg,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
 from django.db.models.functions import Cast, Concat
 
 from runs import gitutil
@@ -707,8 +718,19 @@ def _headline(
 
 def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
     """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
-    turns and metrics (3 queries, whatever the number of runs)."""
-    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    turns and metrics (3 queries, whatever the number of runs). A repeated run's case is its
+    first repetition (as the matrix's links open it), with ``repetition_count``: how many
+    repetitions the case has (1 without repeats)."""
+    siblings = (
+        CaseResult.objects.filter(run_id=OuterRef("run_id"), index=OuterRef("index"))
+        .order_by()
+        .values("run_id")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    cases = CaseResult.objects.filter(run_id__in=run_ids, repetition=0).annotate(
+        repetition_count=Subquery(siblings)
+    )
     # ASCII digits within 64 bits: "#²" passes isdigit() but not int(), and a longer number
     # overflows the database's integer.
     digits = key[1:]

@@ -962,6 +962,11 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     cases = {case.run_id: case for case in cases_by_key([run.pk for run in runs], key)}
     if not cases:
         raise Http404(f"no run has a case {key!r}")
+    # A repeated run's column is one repetition: whether the case changed is said over all of
+    # them (the compare page's significance), never by one repetition against another.
+    repeated = {
+        run_id for run_id, case in cases.items() if getattr(case, "repetition_count", 1) > 1
+    }
     turns = {run_id: list(case.turns.all()) for run_id, case in cases.items()}
     count = max((len(found) for found in turns.values()), default=0)
     if chosen is not None and chosen >= count:
@@ -980,7 +985,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     }
     sections = [
         replace(
-            _turn_across(index, runs, cases, turns, against, kinds, q),
+            _turn_across(index, runs, cases, turns, against, kinds, q, repeated),
             only_link=_query(base_query, turn=str(index)),
         )
         for index in indexes
@@ -995,6 +1000,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
             for run in runs
         ],
         "missing": [run for run in runs if run.pk not in cases],
+        "repeated": [run for run in runs if run.pk in repeated],
         # Two runs side by side; more, one under another: a turn's tables need the width.
         "stacked": len(runs) > SIDE_BY_SIDE_MOST,
         "sections": sections,
@@ -1162,7 +1168,10 @@ def _turn_across(
     against: dict[int, int],
     kinds: list[str],
     q: str,
+    repeated: frozenset[int] | set[int] = frozenset(),
 ) -> TurnAcross:
+    """One turn in every run; ``repeated``: the runs whose column is one repetition of the
+    case, which is never marked regressed or fixed against another run's."""
     of_run = {
         run.pk: (turns[run.pk][index] if index < len(turns.get(run.pk, [])) else None)
         for run in runs
@@ -1184,7 +1193,7 @@ def _turn_across(
                 against=by_id.get(other) if other is not None else None,
                 verdict=_turn_verdict(turn, kinds),
                 change=None
-                if other is None
+                if other is None or {run.pk, other} & repeated
                 else change_of(_turn_verdict(before, kinds), _turn_verdict(turn, kinds)),
                 response_diff=diff,
                 calls=calls,

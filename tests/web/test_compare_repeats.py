@@ -189,3 +189,19 @@ def test_the_significance_note_explains_the_test_on_the_page_not_by_a_file_path(
     assert "docs/significance.md" not in page  # the app serves no docs: a dead reference
     how = re.search(r'<details class="small significance-how">(.*?)</details>', page, re.S)
     assert how is not None and "Benjamini–Hochberg" in how.group(1)
+
+
+def test_side_by_side_a_repeated_case_is_its_first_repetition_never_marked_regressed(
+    client: Client, wobbled: tuple[int, int]
+) -> None:
+    before, after = wobbled
+    client.force_login(make_user("viewer"))
+    response = client.get(reverse("compare_case"), {"runs": f"{before},{after}", "key": "case 0"})
+    assert response.status_code == 200
+    context = response.context
+    assert {case.repetition for case in context["cases"].values()} == {0}
+    assert [run.pk for run in context["repeated"]] == [before, after]
+    (section,) = context["sections"]
+    assert [column.change for column in section.columns] == [None, None]
+    assert "judged over all its repetitions" in response.text
+    assert "regression</span>" not in response.text
