@@ -440,6 +440,12 @@ COUNT_LINES: tuple[tuple[str, str, str | None], ...] = (
     (Outcome.NOT_GRADED.label, Outcome.NOT_GRADED.value, None),
 )
 ALWAYS_SHOWN = frozenset({Outcome.PASSED.value, Outcome.FAILED.value})
+# The other outcomes a cell can show, each a line where a run has any (never coloured, and not
+# marked data-summary: the run page shows them as words, not as summary numbers).
+OTHER_COUNT_LINES: tuple[tuple[str, str], ...] = tuple(
+    (outcome.label, outcome.value)
+    for outcome in (Outcome.SKIPPED, Outcome.CANCELLED, Outcome.PENDING)
+)
 
 
 def _first_against(count: int) -> list[int | None]:
@@ -522,6 +528,10 @@ def _count_lines(
             if name in ALWAYS_SHOWN or any(values):
                 marked = f"{summary}.{name}" if summary else ""
                 lines.append(line(f"{prefix} {word}", values, str, better, summary=marked))
+        for word, name in OTHER_COUNT_LINES:
+            values = [getattr(counts_of(h), name) for h in headlines]
+            if any(values):
+                lines.append(line(f"{prefix} {word}", values, str, None))
     return lines
 
 

@@ -432,6 +432,9 @@ def test_a_case_cancelled_then_failed_is_changed_in_every_count_but_no_regressio
     assert row is not None and "cancelled → failed" in row.group(1)
     assert "regressed" not in row.group(1)
     assert re.search(r"<span data-changed-cases>1</span> case<", html)
+    # The headline counts the cancelled case too, as the cells show it.
+    lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
+    assert lines["cases cancelled"] == ["1", "0"] and lines["cases failed"] == ["0", "1"]
 
 
 def test_the_compare_api_filters_and_counts_rows_as_the_page_does(project: AgentProject) -> None:
