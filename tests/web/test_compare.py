@@ -348,6 +348,15 @@ def test_the_api_kind_type_is_the_kinds_module() -> None:
     assert get_args(Kind) == KINDS
 
 
+def test_the_api_show_type_is_the_pages_filters() -> None:
+    from typing import get_args
+
+    from runs.api.compare import Show
+    from runs.report.compare import SHOW_ALIASES, SHOWS
+
+    assert get_args(Show) == (*SHOWS, *SHOW_ALIASES)
+
+
 # --- numbering and the lone run -------------------------------------------------------------
 
 
