@@ -248,7 +248,8 @@ def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or
     section = page.locator("section#turn-0")
     assert section.locator(".run-column").count() == 3
     assert page.viewport_size["width"] == 1400
-    assert page.evaluate(SIDE_MISFITS) == []
+    misfits = page.evaluate(SIDE_MISFITS)
+    assert misfits == [], "\n".join(misfits)
     # Numbers and names read whole: the long number is on one line in every run.
     totals = section.locator(".side table.diff td.mono", has_text="1810.01")
     assert totals.count() == 2 * 3  # expected and actual, in each run
@@ -259,6 +260,17 @@ def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or
     )
     assert section.locator(".side table.metrics th", has_text="Reasoning").first.is_visible()
     screenshot(page, "compare-three-runs-stacked")
+    # Two runs stay side by side, and their tables fit their half of the page just as well.
+    pair = f"{data.oldest.pk},{data.newest.pk}"
+    page.goto(f"{live_server.url}/compare/case/?runs={pair}&key=refund+case+0&turn=0")
+    tops = page.locator("section#turn-0 .run-column").evaluate_all(
+        "columns => columns.map(c => Math.round(c.getBoundingClientRect().top))"
+    )
+    assert len(tops) == 2 and tops[0] == tops[1]
+    misfits = page.evaluate(SIDE_MISFITS)
+    # In half the page a judge's model id may wrap at its hyphens; nothing else may.
+    assert [m for m in misfits if "gpt-4o-mini-2024-07-18" not in m] == [], "\n".join(misfits)
+    screenshot(page, "compare-two-runs-side-by-side")
 
 
 def test_the_side_by_side_names_each_runs_regions_apart(
