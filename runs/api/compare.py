@@ -17,7 +17,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.report.compare import Row, attach_hits, attach_scores, rows_matching
+from runs.report.compare import Row, attach_hits, attach_scores, rows_matching, select_rows
 from runs.report.kinds import MetricKind
 from runs.report.prices import Cost, SplitCost
 from runs.report.regrades import RegradeSources
@@ -37,6 +37,8 @@ router = Router(tags=["compare"])
 
 # ``runs.report.compare.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
+# ``runs.report.compare.SHOWS`` and its alias, as on the compare page.
+Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
 # ``runs.report.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
 # they agree).
 Kind = Literal[MetricKind, "tools"]
@@ -50,8 +52,15 @@ class CompareQuery(Schema):
     kinds: list[Kind] = Field(default_factory=list)
     order: Order = Field(
         default="baseline",
-        description="baseline: every run against the baseline (listed first); commits: the "
-        "runs oldest first (commit order), each against the one before it",
+        description="the runs are listed oldest first (commit order, else date) either way; "
+        "baseline: every run against the baseline; commits: each against the one before it",
+    )
+    show: Show = Field(
+        default="all",
+        description="the rows the compare page's show= keeps: regressions (a turn graded "
+        "passed in the compared run failed or errored; with repeats, only significant ones), "
+        "fixes, unstable, changed (any verdict differs from the compared run's, or not in "
+        "every run), partial",
     )
     metric: SafeText | None = Field(
         default=None,
@@ -120,6 +129,10 @@ class HeadlineOut(Schema):
     )
     regressions: int
     fixes: int
+    changed: int = Field(
+        description="cases where a verdict (the case's or a turn's) differs from the compared "
+        "run's: the rows of show=changed that are in every run"
+    )
 
 
 class ChangesOut(Schema):
@@ -143,6 +156,17 @@ class RowOut(Schema):
         "meant flakiness, which needs repeated runs of one commit"
     )
     partial: bool
+    changed: bool = Field(
+        description="a verdict differs between a run and the run it is compared with, or a "
+        "turn changed back and forth: the rows show=changed keeps (with the partial ones)"
+    )
+    changed_in: list[int] = Field(
+        description="the runs where a verdict of the row differs from the compared run's"
+    )
+    noise: int = Field(
+        description="with repeats: turns whose verdict moved within noise (not significant), "
+        "counted neither as regressions nor as fixes"
+    )
     scores: dict[str, float] = Field(
         default_factory=dict,
         description="with metric: run id -> the case's score (runs without one left out)",
@@ -194,7 +218,7 @@ class CompareOut(Schema):
     headline: list[HeadlineOut]
     by_kind: dict[str, list[ChangesOut]]
     rows: list[RowOut]
-    row_count: int = Field(description="rows in all (those matching q, with q)")
+    row_count: int = Field(description="rows in all (those that show and q keep)")
     mixed_projects: bool
     significance: list[SignificanceOut] = Field(
         default_factory=list,
@@ -220,7 +244,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
         if query.metric not in comparison.metric_names:
             raise HttpError(422, f"no metric {query.metric[:60]!r} in these runs")
         attach_scores(matrix, case_scores(matrix.run_ids, query.metric))
-    matched = matrix.rows
+    matched = select_rows(matrix.rows, query.show)
     if query.q:
         attach_hits(matrix, turn_hits(matrix.run_ids, query.q))
         matched = rows_matching(matched)
@@ -247,6 +271,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "cost": _cost_out(h.cost),
                 "regressions": h.regressions,
                 "fixes": h.fixes,
+                "changed": h.changed,
             }
             for h in comparison.headlines
         ],
@@ -264,6 +289,9 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "unstable": row.unstable,
                 "flaky": row.unstable,
                 "partial": row.partial,
+                "changed": row.changed,
+                "changed_in": list(row.changed_in),
+                "noise": row.noise,
                 "scores": {str(k): v for k, v in row.scores.items()},
                 "deltas": {str(k): v for k, v in row.deltas.items()},
                 "hits": {str(k): list(v) for k, v in row.hits.items()},

@@ -18,6 +18,21 @@ default) every run with the baseline; in the chronological mode (``order=commits
 columns oldest first and each is compared with the column before it, so "regressed" and "fixed"
 always read forward in time.
 
+What counts, everywhere compare counts (the matrix's marks, its filters, the headline, the
+regressions and fixes by kind, the API):
+
+- a **regression** is a turn that was *graded and passed* in the run it is compared with and
+  failed or errored (a **fix** the other way round); nothing else is: a case cancelled in one
+  run and failed in the other, or a turn not graded then failed, is not a graded pass that
+  broke;
+- a row **changed** for a run when any of its verdicts (the case's or a turn's) differs from
+  the compared run's: every regression and fix, and also cancelled → failed, not graded →
+  passed, skipped → failed... Whatever a row shows as different is in ``show=changed``;
+- with a repeated run among them (``significance`` given to ``build_matrix``), a turn's change
+  is a regression or a fix only when it is significant over the repetitions
+  (``runs.report.significance``); a change within noise is counted as such (``Row.noise``),
+  never drawn as a regression, and the row still changed.
+
 A case "changed back and forth" (``Row.unstable``) when one of its turns went from passed to
 failed (or errored) and back again, or the other way round, along the runs in commit order.
 That is not flakiness: runs of different commits differ because the code did. Nothing here is
@@ -33,17 +48,23 @@ summaries) are their stored summaries, never recounted from cells.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
 from runs.report.kinds import KINDS
 from runs.report.outcomes import BAD, Outcome, combined
+from runs.report.significance import SIGNIFICANTLY_BETTER, SIGNIFICANTLY_WORSE
 
-Change = Literal["regression", "fix"]
+Change = Literal["regression", "fix", "noise"]
 REGRESSION: Change = "regression"
 FIX: Change = "fix"
+# A regression or a fix that is within noise over the runs' repetitions (not significant).
+NOISE: Change = "noise"
+# With repeated runs: (run id, case key, turn index) -> the significance class of that turn's
+# change against the compared run (``runs.report.significance``), None when it was not tested.
+TurnSignificance = Callable[[int, str, int], str | None]
 # Case states (runs.models.CaseResult.Status): with no verdict yet, and given up on.
 OPEN_CASE_STATES = ("pending", "running")
 GAVE_UP_CASE_STATE = "error"
@@ -100,6 +121,13 @@ class Row:
     unstable: bool = False
     # run id -> (regressions, fixes) of that run's turns against its compared run (runs with any)
     changes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # The runs where a verdict of the row (the case's or a turn's) differs from the compared
+    # run's: every regression and fix, and any other change (cancelled -> failed, ...).
+    changed_in: tuple[int, ...] = ()
+    # With repeated runs: turns whose change is within noise (not significant), over the runs.
+    noise: int = 0
+    # run id -> per turn index, its change against the compared run (None: none), as drawn.
+    marks: dict[int, tuple[Change | None, ...]] = field(default_factory=dict)
     # With a chosen metric (``attach_scores``): run id -> the case's score, and run id -> its
     # delta against the compared run's (only where both have a stored score).
     scores: dict[int, float] = field(default_factory=dict)
@@ -113,7 +141,9 @@ class Row:
 
     @property
     def changed(self) -> bool:
-        return bool(self.regressions or self.fixes or self.unstable)
+        """Any verdict differs between a run and the run it is compared with, or a turn
+        changed back and forth: what ``show=changed`` keeps (with the partial rows)."""
+        return bool(self.regressions or self.fixes or self.unstable or self.changed_in)
 
     @property
     def flaky(self) -> bool:
@@ -147,6 +177,10 @@ class Matrix:
                 regressions += found[0]
                 fixes += found[1]
         return regressions, fixes
+
+    def changed_cases(self, run_id: int) -> int:
+        """The rows where a verdict of run ``run_id`` differs from its compared run's."""
+        return sum(1 for row in self.rows if run_id in row.changed_in)
 
     def cells_of(self, run_id: int) -> list[Outcome]:
         """The case verdicts of one run (``absent`` where it lacks a case)."""
@@ -189,6 +223,15 @@ def change_of(before: Outcome, after: Outcome) -> Change | None:
     return None
 
 
+def significant_change(change: Change | None, significance: str | None) -> Change | None:
+    """A change as drawn when the runs' repetitions were tested: a regression only when the
+    turn is significantly worse, a fix only when significantly better, else within noise."""
+    if change is None:
+        return None
+    wanted = SIGNIFICANTLY_WORSE if change == REGRESSION else SIGNIFICANTLY_BETTER
+    return change if significance == wanted else NOISE
+
+
 def changed_back_and_forth(verdicts: Iterable[Outcome]) -> bool:
     """Verdicts in time order went from passed to failed (or errored) and back, or the other
     way round; the others (not graded, absent, ...) are passed over."""
@@ -208,22 +251,25 @@ def build_matrix(
     *,
     against: Mapping[int, int] | None = None,
     timeline: Sequence[int] | None = None,
+    significance: TurnSignificance | None = None,
 ) -> Matrix:
     """Align the cases of ``runs`` (run id -> its cases, in the order runs are shown) and count
     regressions and fixes of every run against the run it is compared with (``against``; by
     default the baseline), overall and per kind. ``timeline``: the run ids oldest first (by
-    default the order of ``runs``), along which a case changes back and forth."""
+    default the order of ``runs``), along which a case changes back and forth.
+    ``significance``: with repeated runs, each turn's significance class against the compared
+    run; only significant changes are then regressions and fixes (``significant_change``)."""
     chosen = frozenset(selected)
     run_ids = list(runs)
     if against is None:
         against = compared_with(run_ids, baseline_id, BASELINE_ORDER)
     pairs = dict(against)
     by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
-    decided = _RowMemo(run_ids, by_run, chosen, pairs, list(timeline or run_ids))
+    decided = _RowMemo(run_ids, by_run, chosen, pairs, list(timeline or run_ids), significance)
     rows = [decided(key) for key in _keys(run_ids, by_run)]
     matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows, against=pairs)
     for kind in (kind for kind in KINDS if kind in chosen) if chosen else KINDS:
-        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, pairs, kind)
+        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, pairs, kind, significance)
     return matrix
 
 
@@ -262,12 +308,14 @@ class _RowMemo:
         selected: frozenset[str],
         against: dict[int, int],
         timeline: list[int],
+        significance: TurnSignificance | None = None,
     ) -> None:
         self.run_ids = run_ids
         self.by_run = by_run
         self.selected = selected
         self.against = against
         self.timeline = timeline
+        self.significance = significance
         self.seen: dict[tuple[object, ...], Row] = {}
 
     def __call__(self, key: str) -> Row:
@@ -276,15 +324,23 @@ class _RowMemo:
             for run_id in self.run_ids
             if key in self.by_run[run_id]
         }
-        alike = tuple(
+        alike: tuple[object, ...] = tuple(
             (id(case.turns), case.status, case.outcome, id(case.kinds)) if case else None
             for case in (present.get(run_id) for run_id in self.run_ids)
         )
+        if self.significance is not None:  # a row's marks depend on its key's significance
+            alike = (key, *alike)
         first = next(iter(present.values()))
         known = self.seen.get(alike)
         if known is None:
             known = self.seen[alike] = _row(
-                key, self.run_ids, present, self.selected, self.against, self.timeline
+                key,
+                self.run_ids,
+                present,
+                self.selected,
+                self.against,
+                self.timeline,
+                self.significance,
             )
         return Row(
             key=key,
@@ -297,6 +353,9 @@ class _RowMemo:
             fixes=known.fixes,
             unstable=known.unstable,
             changes=dict(known.changes),
+            changed_in=known.changed_in,
+            noise=known.noise,
+            marks=dict(known.marks),
         )
 
 
@@ -307,6 +366,7 @@ def _row(
     selected: frozenset[str],
     against: dict[int, int],
     timeline: list[int],
+    significance: TurnSignificance | None = None,
 ) -> Row:
     """The row of the cases ``present`` (run id -> its case called ``key``)."""
     first = next(iter(present.values()))
@@ -335,9 +395,13 @@ def _row(
         case_ids={run_id: case.case_id for run_id, case in present.items()},
         turns=turns,
     )
-    for line in turns:
+    marks: dict[int, list[Change | None]] = {run_id: [] for run_id in against}
+    for turn_index, line in enumerate(turns):
         for run_id, other in against.items():
             change = change_of(line.get(other, Outcome.ABSENT), line[run_id])
+            if significance is not None:
+                change = significant_change(change, significance(run_id, key, turn_index))
+            marks[run_id].append(change)
             if change is not None:
                 regressions, fixes = row.changes.get(run_id, (0, 0))
                 row.changes[run_id] = (
@@ -346,12 +410,24 @@ def _row(
                 )
                 row.regressions += change == REGRESSION
                 row.fixes += change == FIX
+                row.noise += change == NOISE
         row.unstable = row.unstable or changed_back_and_forth(line[run_id] for run_id in timeline)
+    row.marks = {run_id: tuple(found) for run_id, found in marks.items()}
+    row.changed_in = tuple(
+        run_id
+        for run_id, other in against.items()
+        if row.cells[run_id] != row.cells[other]
+        or any(line[run_id] != line[other] for line in turns)
+    )
     return row
 
 
 def _kind_changes(
-    run_ids: list[int], by_run: dict[int, dict[str, CaseData]], against: dict[int, int], kind: str
+    run_ids: list[int],
+    by_run: dict[int, dict[str, CaseData]],
+    against: dict[int, int],
+    kind: str,
+    significance: TurnSignificance | None = None,
 ) -> dict[int, tuple[int, int]]:
     only = frozenset({kind})
     counts: dict[int, tuple[int, int]] = {}
@@ -367,20 +443,35 @@ def _kind_changes(
             before = base.get(key)
             if before is None or before.turns is case.turns:
                 continue  # not in the baseline, or the very same turns: no change
-            pair = (id(before.turns), id(case.turns))
-            found = seen.get(pair)
-            if found is None:
-                found = seen[pair] = _turn_changes(before.turns, case.turns, only)
+            found: tuple[int, int] | None
+            if significance is not None:  # repeated runs: each turn's own significance
+                found = _turn_changes(
+                    before.turns, case.turns, only, _of_case(significance, run_id, key)
+                )
+            else:
+                pair = (id(before.turns), id(case.turns))
+                found = seen.get(pair)
+                if found is None:
+                    found = seen[pair] = _turn_changes(before.turns, case.turns, only)
             regressions += found[0]
             fixes += found[1]
         counts[run_id] = (regressions, fixes)
     return counts
 
 
+def _of_case(significance: TurnSignificance, run_id: int, key: str) -> Callable[[int], str | None]:
+    """The significance of one case's turns in one run, by turn index."""
+    return lambda index: significance(run_id, key, index)
+
+
 def _turn_changes(
-    before: Sequence[TurnData], after: Sequence[TurnData], only: frozenset[str]
+    before: Sequence[TurnData],
+    after: Sequence[TurnData],
+    only: frozenset[str],
+    significance: Callable[[int], str | None] | None = None,
 ) -> tuple[int, int]:
-    """(regressions, fixes) of a case's turns ``after`` against ``before`` under ``only``."""
+    """(regressions, fixes) of a case's turns ``after`` against ``before`` under ``only``;
+    ``significance``: a turn's class by its position, when only significant changes count."""
     regressions = fixes = 0
     for turn in after:
         if turn.index >= len(before):
@@ -391,6 +482,8 @@ def _turn_changes(
         change = change_of(
             verdict(old.outcome, old.kinds, only), verdict(turn.outcome, turn.kinds, only)
         )
+        if significance is not None:
+            change = significant_change(change, significance(turn.index))
         regressions += change == REGRESSION
         fixes += change == FIX
     return regressions, fixes

@@ -21,20 +21,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
-from typing import Any
 
-from django.db.models import Avg, Prefetch, Q, StringAgg, Sum, TextField, Value
+from django.db.models import (
+    Avg,
+    Count,
+    OuterRef,
+    Prefetch,
+    Q,
+    StringAgg,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
 from django.db.models.functions import Cast, Concat
 
 from runs import gitutil
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report.compare import (
     BASELINE_ORDER,
-    COMMIT_ORDER,
     CaseData,
     Matrix,
     TurnData,
+    TurnSignificance,
     build_matrix,
+    case_verdict,
     compared_with,
 )
 from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
@@ -85,8 +96,18 @@ class Headline:
     cost_error: str | None = None
     regressions: int = 0
     fixes: int = 0
+    # The cases where a verdict (the case's or a turn's) differs from the compared run's.
+    changed: int = 0
     # The summary's metrics of the selected kinds (every metric without a filter).
     metrics: list[MetricSummary] = field(default_factory=list)
+    # A repeated run: its cases counted once each, by their verdict over their repetitions
+    # (the matrix's cells); its summary counts every repetition (None: not repeated).
+    merged_cases: OutcomeCounts | None = None
+
+    @property
+    def cases(self) -> OutcomeCounts:
+        """Its cases as the matrix shows them: each once, a repeated one by its merged verdict."""
+        return self.merged_cases if self.merged_cases is not None else self.summary.cases
 
     @property
     def pass_rate(self) -> float | None:
@@ -100,7 +121,7 @@ class Headline:
 
 @dataclass
 class Comparison:
-    runs: list[Run]  # the columns: the baseline first, or oldest first (order=commits)
+    runs: list[Run]  # the columns, oldest first (in commit order, else by date)
     baseline: Run
     kinds: list[str]
     matrix: Matrix
@@ -120,6 +141,11 @@ class Comparison:
         """The run ``run`` is compared with (None: the reference column)."""
         other = self.matrix.against.get(run.pk)
         return next((r for r in self.runs if r.pk == other), None)
+
+    @property
+    def repeated(self) -> bool:
+        """A run among them has repeats: its cases are merged over their repetitions."""
+        return any(headline.merged_cases is not None for headline in self.headlines)
 
     @property
     def metric_names(self) -> list[str]:
@@ -166,10 +192,9 @@ def comparison_for(
     kinds: list[str] | None = None,
     order: str = BASELINE_ORDER,
 ) -> tuple[Baseline, Comparison]:
-    """The runs ``run_ids`` compared with their baseline (the baseline first, then the others
-    in the order asked), filtered by ``kinds``; ``chosen``: the user's pick of the baseline.
-    With ``order="commits"``, the runs (the baseline found or chosen among them) oldest first,
-    each compared with the one before it.
+    """The runs ``run_ids`` and their baseline (found or chosen among them, or added), oldest
+    first, filtered by ``kinds``; ``chosen``: the user's pick of the baseline. Each is compared
+    with the baseline or, with ``order="commits"``, with the one before it.
 
     Raises ``RunsMissing`` when a run does not exist, ``NoBaseline`` when a lone run has no
     baseline (5–7 queries).
@@ -183,7 +208,10 @@ def comparison_for(
     if baseline is None:
         raise NoBaseline(runs[0], _next_run(runs[0]))
     shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-    return baseline, compare_runs(shown, baseline.run, list(kinds or []), order=order)
+    compared = compare_runs(
+        shown, baseline.run, list(kinds or []), order=order, only_significant=True
+    )
+    return baseline, compared
 
 
 def runs_for_compare(run_ids: list[int]) -> list[Run]:
@@ -243,8 +271,11 @@ def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline |
         and _same_project(run, subject)
     )
     if match is not None:
-        branch = subject.git_branch or "no branch"
-        return Baseline(match, f"the latest earlier finished run of {branch}", added)
+        if subject.git_branch:
+            rule = f"the latest earlier finished run of {subject.git_branch}"
+        else:
+            rule = "the latest earlier finished run without a branch, as this one has none"
+        return Baseline(match, rule, added)
     match = _latest(earlier) or (_latest(pool) if others else None)
     if match is not None:
         return Baseline(match, "the run before it", added)
@@ -300,22 +331,30 @@ def _same_project(a: Run, b: Run) -> bool:
 
 
 def compare_runs(
-    runs: list[Run], baseline: Run, kinds: list[str], *, order: str = BASELINE_ORDER
+    runs: list[Run],
+    baseline: Run,
+    kinds: list[str],
+    *,
+    order: str = BASELINE_ORDER,
+    only_significant: bool = False,
 ) -> Comparison:
     """Align the runs' cases and turns and sum up each run (3 queries, 6 when a run is active
-    or has no stored summary). ``order="commits"``: the runs oldest first, each compared with
-    the one before it; else as given, each compared with ``baseline``."""
-    timeline, timeline_note = runs_in_time_order(runs)
-    if order == COMMIT_ORDER:
-        runs = timeline
+    or has no stored summary). The runs are laid out oldest first (as in commit order, whatever
+    the order asked); ``order="commits"``: each compared with the one before it; else each with
+    ``baseline``. ``only_significant`` (the compare page and API): with a repeated run among
+    them, only significant changes are regressions and fixes (``runs.report.compare``)."""
+    runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
     cases, totals, repetitions = _cases(ids)
+    against = compared_with(ids, baseline.pk, order)
+    significance = _repetition_significance(runs, against) if repetitions else {}
     matrix = build_matrix(
         {run.pk: cases.get(run.pk, []) for run in runs},
         baseline.pk,
         kinds,
-        against=compared_with(ids, baseline.pk, order),
-        timeline=[run.pk for run in timeline],
+        against=against,
+        timeline=ids,
+        significance=_turn_classes(significance) if significance and only_significant else None,
     )
     summaries = run_summaries(runs)
     judge = _judge_sums(ids, kinds)
@@ -329,6 +368,7 @@ def compare_runs(
             judge=judge.get(run.pk, (0, None)),
             totals=totals.get(run.pk, RunTotals()),
             priced=costs[run.pk],
+            merged=_merged_counts(cases.get(run.pk, []), repetitions),
         )
         for run in runs
     ]
@@ -341,27 +381,46 @@ def compare_runs(
         mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
-        **_repetition_significance(runs, matrix.against, repetitions),
+        significance=significance,
+        repetitions=repetitions if significance else {},
     )
 
 
 def _repetition_significance(
-    runs: list[Run], against: dict[int, int], repetitions: dict[int, tuple[int, int]]
-) -> dict[str, Any]:
-    """With a repeated run among them: each run's significance against the run it is compared
-    with, from their repetitions (``runs.selectors.significance``; one query for all), and each
-    merged case's passed and graded repetitions (``_cases``); nothing otherwise."""
-    if all(run.repeats == 1 for run in runs):
-        return {}
+    runs: list[Run], against: dict[int, int]
+) -> dict[int, RunSignificance]:
+    """With a repeated run among them (a case with repetitions): each run's significance
+    against the run it is compared with, from their repetitions
+    (``runs.selectors.significance``; one query for all)."""
     samples = samples_by_run([run.pk for run in runs])
-    significance = {
+    return {
         run.pk: significance_between(
             samples[other], samples[run.pk], before_runs=(other,), after_runs=(run.pk,)
         )
         for run in runs
         if (other := against.get(run.pk)) is not None
     }
-    return {"significance": significance, "repetitions": repetitions}
+
+
+def _turn_classes(significance: dict[int, RunSignificance]) -> TurnSignificance:
+    """(run id, case key, turn index) -> that turn's significance class against the run it is
+    compared with (None: not tested)."""
+
+    def of(run_id: int, key: str, turn_index: int) -> str | None:
+        found = significance.get(run_id)
+        return found.turn_class(key, turn_index) if found is not None else None
+
+    return of
+
+
+def _merged_counts(
+    cases: list[CaseData], repetitions: dict[int, tuple[int, int]]
+) -> OutcomeCounts | None:
+    """A repeated run's cases by their verdicts over their repetitions, as the matrix's cells
+    show them (no kind filter); None for a run without repetitions."""
+    if not any(case.case_id in repetitions for case in cases):
+        return None
+    return OutcomeCounts.counted(case_verdict(case, frozenset()).value for case in cases)
 
 
 @dataclass(frozen=True)
@@ -627,6 +686,7 @@ def _headline(
     judge: tuple[int, float | None],
     totals: RunTotals,
     priced: Priced | None = None,
+    merged: OutcomeCounts | None = None,
 ) -> Headline:
     regressions, fixes = matrix.totals(run.pk) if run.pk in matrix.against else (0, 0)
     kind_pass_rate = None
@@ -648,6 +708,8 @@ def _headline(
         metrics=[metric for metric in summary.metrics if not kinds or metric.kind in kinds],
         regressions=regressions,
         fixes=fixes,
+        changed=matrix.changed_cases(run.pk) if run.pk in matrix.against else 0,
+        merged_cases=merged,
     )
 
 
@@ -656,8 +718,19 @@ def _headline(
 
 def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
     """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
-    turns and metrics (3 queries, whatever the number of runs)."""
-    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    turns and metrics (3 queries, whatever the number of runs). A repeated run's case is its
+    first repetition (as the matrix's links open it), with ``repetition_count``: how many
+    repetitions the case has (1 without repeats)."""
+    siblings = (
+        CaseResult.objects.filter(run_id=OuterRef("run_id"), index=OuterRef("index"))
+        .order_by()
+        .values("run_id")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    cases = CaseResult.objects.filter(run_id__in=run_ids, repetition=0).annotate(
+        repetition_count=Subquery(siblings)
+    )
     # ASCII digits within 64 bits: "#²" passes isdigit() but not int(), and a longer number
     # overflows the database's integer.
     digits = key[1:]

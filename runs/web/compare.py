@@ -30,6 +30,7 @@ from runs.report.compare import (
     BASELINE_ORDER,
     COMMIT_ORDER,
     FIX,
+    NOISE,
     ORDERS,
     REGRESSION,
     SHOW_ALIASES,
@@ -68,7 +69,7 @@ from runs.report.significance import (
     UnitResult,
     classify_score_changes,
 )
-from runs.report.summary import MetricSummary
+from runs.report.summary import MetricSummary, OutcomeCounts
 from runs.selectors.compare import (
     MAX_RUNS,
     Comparison,
@@ -137,6 +138,9 @@ ORDER_LABELS = {
     COMMIT_ORDER: "in commit order, each against the one before",
 }
 MAX_SEARCH = 200  # characters of ?q=
+# Side by side, the most runs laid out as columns; more are stacked, one under another, each
+# turn's tables (arg-match, metrics with their reasoning) at the page's width.
+SIDE_BY_SIDE_MOST = 2
 MAX_METRIC = 200  # MetricResult.metric_name's length
 
 
@@ -203,7 +207,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         "baseline": baseline,
         "chosen": settings.chosen is not None and baseline.rule == "chosen by you",
         "runs": shown,
-        "others": shown[1:],
+        # The compared runs (every column but the reference: the baseline, or the oldest).
+        "others": [run for run in shown if run.pk in comparison.matrix.against],
         "columns": _columns(comparison),
         "kinds": settings.kinds,
         "all_kinds": KINDS,
@@ -223,12 +228,20 @@ def compare(request: HttpRequest) -> HttpResponse:
         "metric": settings.metric,
         "metrics": _metric_choices(comparison),
         "lines": headline_lines(
-            comparison.headlines, settings.kinds, _against_positions(shown, comparison)
+            comparison.headlines,
+            settings.kinds,
+            _against_positions(shown, comparison),
+            repeated=comparison.repeated,
         )
         + significance_lines(comparison),
         "significance": bool(comparison.significance),
         "legend": LEGEND,
         "kind_changes": _kind_changes(comparison),
+        "changed_cases": [
+            headline.changed
+            for headline in comparison.headlines
+            if headline.run.pk in comparison.matrix.against
+        ],
         "page": page,
         "rows": views,
         "matrix_html": matrix_html(views),
@@ -427,6 +440,12 @@ COUNT_LINES: tuple[tuple[str, str, str | None], ...] = (
     (Outcome.NOT_GRADED.label, Outcome.NOT_GRADED.value, None),
 )
 ALWAYS_SHOWN = frozenset({Outcome.PASSED.value, Outcome.FAILED.value})
+# The other outcomes a cell can show, each a line where a run has any (never coloured, and not
+# marked data-summary: the run page shows them as words, not as summary numbers).
+OTHER_COUNT_LINES: tuple[tuple[str, str], ...] = tuple(
+    (outcome.label, outcome.value)
+    for outcome in (Outcome.SKIPPED, Outcome.CANCELLED, Outcome.PENDING)
+)
 
 
 def _first_against(count: int) -> list[int | None]:
@@ -434,10 +453,17 @@ def _first_against(count: int) -> list[int | None]:
 
 
 def headline_lines(
-    headlines: Sequence[Headline], kinds: Sequence[str] = (), against: Against | None = None
+    headlines: Sequence[Headline],
+    kinds: Sequence[str] = (),
+    against: Against | None = None,
+    *,
+    repeated: bool = False,
 ) -> list[Line]:
     """One line per measure, one cell per run; deltas against the column each run is compared
-    with (``against``; by default the first, the baseline)."""
+    with (``against``; by default the first, the baseline). ``repeated``: a run has repeats,
+    so cases are counted as the matrix shows them (each once, by its verdict over its
+    repetitions), the runs' own counts (every repetition) as "repetitions", and the turns and
+    pass rate say they are over repetitions."""
     ids = [h.run.pk for h in headlines]
     pairs = list(against) if against is not None else _first_against(len(headlines))
 
@@ -451,7 +477,8 @@ def headline_lines(
         return _line(label, ids, values, shown, better, against=pairs, **options)
 
     rates = [h.pass_rate for h in headlines]
-    lines = [line("pass rate", rates, format_rate, "higher", points=True, summary="pass_rate")]
+    rate_label = "pass rate, over repetitions" if repeated else "pass rate"
+    lines = [line(rate_label, rates, format_rate, "higher", points=True, summary="pass_rate")]
     if kinds:
         lines.append(
             line(
@@ -463,17 +490,7 @@ def headline_lines(
                 kind_rate=True,
             )
         )
-    for scope, counts_of in (
-        ("cases", lambda h: h.summary.cases),
-        ("turns", lambda h: h.summary.turns),
-    ):
-        lines.append(line(scope, [counts_of(h).total for h in headlines], str, None))
-        for label, name, better in COUNT_LINES:
-            values = [getattr(counts_of(h), name) for h in headlines]
-            if name in ALWAYS_SHOWN or any(values):
-                lines.append(
-                    line(f"{scope} {label}", values, str, better, summary=f"{scope}.{name}")
-                )
+    lines += _count_lines(headlines, line, repeated=repeated)
     tools = [h.tool_pass_rate for h in headlines]
     if any(rate is not None for rate in tools):
         lines.append(line("tool assertions (turns)", tools, format_rate, "higher", points=True))
@@ -484,6 +501,37 @@ def headline_lines(
         line("judge time", [h.judge_ms or None for h in headlines], duration, "lower"),
     ]
     lines += _cost_lines(headlines, pairs)
+    return lines
+
+
+def _count_lines(
+    headlines: Sequence[Headline], line: Callable[..., Line], *, repeated: bool
+) -> list[Line]:
+    """The cases and turns by outcome. Each number marked ``data-summary`` is the run's
+    summary's; with repeats, the cases (merged over their repetitions, as the matrix counts
+    them) are not: the summary's case counts are then its repetitions."""
+    scopes: list[tuple[str, str, Callable[[Headline], OutcomeCounts], str]] = [
+        ("cases", "cases", lambda h: h.summary.cases, "cases"),
+        ("turns", "turns", lambda h: h.summary.turns, "turns"),
+    ]
+    if repeated:
+        scopes = [
+            ("cases", "cases", lambda h: h.cases, ""),
+            ("repetitions", "repetitions", lambda h: h.summary.cases, "cases"),
+            ("turns, over repetitions", "turns", lambda h: h.summary.turns, "turns"),
+        ]
+    lines = []
+    for label, prefix, counts_of, summary in scopes:
+        lines.append(line(label, [counts_of(h).total for h in headlines], str, None))
+        for word, name, better in COUNT_LINES:
+            values = [getattr(counts_of(h), name) for h in headlines]
+            if name in ALWAYS_SHOWN or any(values):
+                marked = f"{summary}.{name}" if summary else ""
+                lines.append(line(f"{prefix} {word}", values, str, better, summary=marked))
+        for word, name in OTHER_COUNT_LINES:
+            values = [getattr(counts_of(h), name) for h in headlines]
+            if any(values):
+                lines.append(line(f"{prefix} {word}", values, str, None))
     return lines
 
 
@@ -581,9 +629,9 @@ def _metric_order(key: tuple[str, str]) -> tuple[int, str]:
 
 
 def _kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int]]]]:
-    """Per kind, (regressions, fixes) of each compared run (every column but the first), in
-    the columns' order."""
-    others = [run.pk for run in comparison.runs[1:]]
+    """Per kind, (regressions, fixes) of each compared run (every column but the reference),
+    in the columns' order."""
+    others = [run.pk for run in comparison.runs if run.pk in comparison.matrix.against]
     return [
         (kind, [counts.get(run_id, (0, 0)) for run_id in others])
         for kind, counts in comparison.matrix.by_kind.items()
@@ -641,7 +689,12 @@ class CellLinks:
         # The ids with plain commas (a query string may hold them): a page has hundreds of
         # these links, and "%2C" between a dozen ids is kilobytes.
         runs = ",".join(str(run.pk) for run in comparison.runs)
+        baseline = comparison.baseline.pk
         query = {
+            # The reference column, wherever it is (the columns are oldest first).
+            "baseline": str(baseline)
+            if settings.order == BASELINE_ORDER and baseline != comparison.runs[0].pk
+            else "",
             "order": settings.order if settings.order != BASELINE_ORDER else "",
             "kinds": ",".join(settings.kinds),
             "q": settings.q,
@@ -660,11 +713,12 @@ def _row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:
     for run in comparison.runs:
         other = against.get(run.pk)
         hits = frozenset(row.hits.get(run.pk, ()))
+        changes = row.marks.get(run.pk, ())
         marks = [
             TurnMark(
                 index,
                 line[run.pk],
-                None if other is None else change_of(line.get(other, Outcome.ABSENT), line[run.pk]),
+                changes[index] if index < len(changes) else None,
                 index in hits,
             )
             for index, line in enumerate(row.turns)
@@ -734,9 +788,15 @@ def _row_html(view: RowView) -> str:
     )
     changes = []
     if row.regressions:
-        changes.append(f'<span class="worse">{row.regressions} regressed</span>')
+        changes.append(f'<span class="worse">{_turns(row.regressions)} regressed</span>')
     if row.fixes:
-        changes.append(f'<span class="better">{row.fixes} fixed</span>')
+        changes.append(f'<span class="better">{_turns(row.fixes)} fixed</span>')
+    if row.noise:
+        changes.append(
+            f'<span class="chip chip-muted noise" title="{NOISE_HINT}">'
+            f"{_turns(row.noise)} changed within noise</span>"
+        )
+    changes += [_verdict_change_html(view, run_id) for run_id in _other_changes(row)]
     if row.unstable:
         changes.append(_UNSTABLE_CHIP)
     if row.partial:
@@ -751,6 +811,39 @@ def _row_html(view: RowView) -> str:
         f'<tr class="matrix-row {classes}" data-key="{key}"><th scope="row" class="case-key">'
         f'{key}</th>{cells}<td class="small">{" ".join(changes)}</td></tr>'
     )
+
+
+NOISE_HINT = (
+    "the verdict moved, but not more than the repetitions' own variation: not significant "
+    "(Fisher's exact test, Benjamini–Hochberg), so neither a regression nor a fix"
+)
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn{'s' if count != 1 else ''}"
+
+
+def _other_changes(row: Row) -> list[int]:
+    """The runs where a verdict of the row differs from the compared run's with no regression,
+    fix or change within noise of a turn to say so (cancelled -> failed, not graded -> ...)."""
+    return [run_id for run_id in row.changed_in if run_id not in row.changes and not row.noise]
+
+
+def _verdict_change_html(view: RowView, run_id: int) -> str:
+    """A changed verdict that is neither a regression nor a fix: the case's from -> to, or
+    that a turn's verdict differs."""
+    cells = {cell.run_id: cell for cell in view.cells}
+    cell = cells[run_id]
+    before = cells[cell.against].verdict if cell.against in cells else Outcome.ABSENT
+    if before != cell.verdict:
+        text = f"{before.label} → {cell.verdict.label}"
+    else:
+        text = "a turn's verdict changed"
+    title = (
+        f"#{run_id} against #{cell.against}: a verdict differs, but no turn went from a graded "
+        "pass to a fail or the other way round, so it is neither a regression nor a fix"
+    )
+    return f'<span class="chip chip-muted verdict-change" title="{title}">{text}</span>'
 
 
 _UNSTABLE_CHIP = (
@@ -784,7 +877,7 @@ def _repetitions_html(cell: CellView) -> str:
     passed, graded = cell.repetitions
     return (
         f' <span class="rep-frac" title="passed in {passed} of its {graded} graded '
-        f'repetitions">{passed}/{graded}</span>'
+        f'repetition{"s" if graded != 1 else ""}">{passed}/{graded}</span>'
     )
 
 
@@ -848,7 +941,8 @@ def _chip_html(verdict: Outcome) -> str:
 @cache
 def _dot_html(index: int, total: int, verdict: Outcome, change: Change | None, hit: bool) -> str:
     """A turn's dot (a few distinct ones on a page: each drawn once)."""
-    title = f"{turn_text(index, total)}: {verdict.label}" + (f" ({change})" if change else "")
+    said = "changed within noise" if change == NOISE else change
+    title = f"{turn_text(index, total)}: {verdict.label}" + (f" ({said})" if said else "")
     if hit:
         title += " · the text searched for occurs in it"
     classes = " ".join(part for part in (change or "", "hit" if hit else "") if part)
@@ -862,9 +956,12 @@ def _dot_html(index: int, total: int, verdict: Outcome, change: Change | None, h
 @require_GET
 def compare_case(request: HttpRequest) -> HttpResponse:
     """The case ``key`` in every run of ``runs`` (2–12, as columns in that order), turn by
-    turn (``turn``: only that one, by its stored index): each run against the first (the
-    baseline) or, with ``order=commits``, against the run before it (3 queries)."""
+    turn (``turn``: only that one, by its stored index): each run against the baseline
+    (``baseline``, one of them; by default the first) or, with ``order=commits``, against the
+    run before it (3 queries)."""
     runs = _compared_runs(request)
+    picked = int_param(request, "baseline")
+    baseline = next((run for run in runs if run.pk == picked), runs[0])
     key = text_param(request, "key", max_length=600)
     if not key:
         raise BadRequest("?key= names the case to compare (its name, or #index)")
@@ -875,16 +972,22 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     cases = {case.run_id: case for case in cases_by_key([run.pk for run in runs], key)}
     if not cases:
         raise Http404(f"no run has a case {key!r}")
+    # A repeated run's column is one repetition: whether the case changed is said over all of
+    # them (the compare page's significance), never by one repetition against another.
+    repeated = {
+        run_id for run_id, case in cases.items() if getattr(case, "repetition_count", 1) > 1
+    }
     turns = {run_id: list(case.turns.all()) for run_id, case in cases.items()}
     count = max((len(found) for found in turns.values()), default=0)
     if chosen is not None and chosen >= count:
         raise BadRequest(
             f"?turn= is a turn's index: the case has {count} turn(s), 0 to {count - 1}"
         )
-    against = compared_with([run.pk for run in runs], runs[0].pk, order)
+    against = compared_with([run.pk for run in runs], baseline.pk, order)
     indexes = range(count) if chosen is None else [chosen]
     base_query = {
         "runs": ",".join(str(run.pk) for run in runs),
+        "baseline": str(baseline.pk) if baseline.pk != runs[0].pk else "",
         "key": key,
         "order": order if order != BASELINE_ORDER else "",
         "kinds": ",".join(kinds),
@@ -892,15 +995,14 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     }
     sections = [
         replace(
-            _turn_across(index, runs, cases, turns, against, kinds, q),
+            _turn_across(index, runs, cases, turns, against, kinds, q, repeated),
             only_link=_query(base_query, turn=str(index)),
         )
         for index in indexes
     ]
     context = {
         "runs": runs,
-        "left": runs[0],
-        "right": runs[1],
+        "left": baseline,
         "key": key,
         "cases": cases,
         "columns": [
@@ -908,6 +1010,9 @@ def compare_case(request: HttpRequest) -> HttpResponse:
             for run in runs
         ],
         "missing": [run for run in runs if run.pk not in cases],
+        "repeated": [run for run in runs if run.pk in repeated],
+        # Two runs side by side; more, one under another: a turn's tables need the width.
+        "stacked": len(runs) > SIDE_BY_SIDE_MOST,
         "sections": sections,
         "turn_total": count,
         "chosen": chosen,
@@ -923,7 +1028,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
         + _query(
             {
                 "runs": base_query["runs"],
-                "baseline": str(runs[0].pk) if order == BASELINE_ORDER else "",
+                "baseline": str(baseline.pk) if order == BASELINE_ORDER else "",
                 "order": base_query["order"],
                 "kinds": base_query["kinds"],
                 "q": q,
@@ -1067,7 +1172,10 @@ def _turn_across(
     against: dict[int, int],
     kinds: list[str],
     q: str,
+    repeated: frozenset[int] | set[int] = frozenset(),
 ) -> TurnAcross:
+    """One turn in every run; ``repeated``: the runs whose column is one repetition of the
+    case, which is never marked regressed or fixed against another run's."""
     of_run = {
         run.pk: (turns[run.pk][index] if index < len(turns.get(run.pk, [])) else None)
         for run in runs
@@ -1089,7 +1197,7 @@ def _turn_across(
                 against=by_id.get(other) if other is not None else None,
                 verdict=_turn_verdict(turn, kinds),
                 change=None
-                if other is None
+                if other is None or {run.pk, other} & repeated
                 else change_of(_turn_verdict(before, kinds), _turn_verdict(turn, kinds)),
                 response_diff=diff,
                 calls=calls,

@@ -150,3 +150,158 @@ def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_sea
     metrics = page.locator("section#turn-1 table.metric-across")
     assert metrics.locator("thead th").count() == 2 + 3  # metric, kind, one per run
     screenshot(page, "compare-three-runs-side-by-side")
+
+
+# --- the side by side of three runs at 1400 px (issue 27) ------------------------------------
+
+REASONING = (
+    "The net change in operating cash flow from 2008 to 2009 is 206588 minus 181001, that is "
+    "25587; divided by the 2008 operating cash flow of 181001 it gives 14.14 %, which the "
+    "response states, naming the operating activities behind it and the amounts it used."
+)
+
+
+def literal_arg(name: str, value: Any) -> dict[str, Any]:
+    """An argument a literal matcher compared as the grader records it: its "normalised"
+    values are the values themselves (nothing was normalised)."""
+    return {
+        "arg": name,
+        "matcher": "literal",
+        "expected": value,
+        "actual": value,
+        "actual_present": True,
+        "expected_normalized": value,
+        "actual_normalized": value,
+        "passed": True,
+        "reason": None,
+    }
+
+
+def convfinqa_like(runs: list[Run]) -> None:
+    """Turn 1 of "refund case 0" in each run as a ConvFinQA turn reads: a calculator call
+    with long numbers matched literally, and metrics whose judge wrote a paragraph."""
+    from runs.models import MetricResult, TurnResult
+
+    details = [
+        {
+            "tool": "calculator",
+            "args_asserted": ["expression", "total"],
+            "matched_call_index": 0,
+            "closest_call_index": 0,
+            "unmatched_reason": None,
+            "passed": True,
+            "count": 1,
+            "matching_calls": [0],
+            "args": [
+                literal_arg("expression", "divide(subtract(206588, 181001), 181001)"),
+                literal_arg("total", 1810.01),
+            ],
+        }
+    ]
+    turns = TurnResult.objects.filter(run__in=runs, case__name="refund case 0", index=0)
+    turns.update(arg_match_details=details)
+    MetricResult.objects.filter(turn__in=turns).update(
+        reasoning=REASONING, model_used="gpt-4o-mini-2024-07-18", evaluation_time_ms=1810
+    )
+
+
+# In each run's column: the tables that scroll sideways, the texts of those tables broken
+# inside a word or a number (a word's own box on more than one line) and the cells allowed to
+# break words anywhere.
+SIDE_MISFITS = """() => {
+  const out = [];
+  for (const box of document.querySelectorAll(".side .table-scroll")) {
+    if (box.scrollWidth > box.clientWidth + 1)
+      out.push(`${box.getAttribute("aria-label")}: ${box.scrollWidth} px in ${box.clientWidth} px`);
+  }
+  const cells = document.querySelectorAll(".side :is(table.diff, table.metrics) td");
+  for (const cell of cells) {
+    const style = getComputedStyle(cell);
+    if (style.overflowWrap === "anywhere" || ["break-all", "break-word"].includes(style.wordBreak))
+      out.push(`a cell may break words anywhere: ${cell.textContent.trim().slice(0, 40)}`);
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      for (const word of text.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(text, word.index);
+        range.setEnd(text, word.index + word[0].length);
+        const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (lines.size > 1) out.push(`"${word[0]}" breaks over ${lines.size} lines`);
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or_number(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from tests.web.compare_data import three_runs
+    from tests.web.factories import make_project
+
+    page = browser_page
+    data = three_runs(make_project())
+    convfinqa_like([data.oldest, data.middle, data.newest])
+    login(page, live_server, make_user("reviewer"))
+    page.goto(f"{live_server.url}/compare/case/?runs={data.ids}&key=refund+case+0&turn=0")
+    section = page.locator("section#turn-0")
+    assert section.locator(".run-column").count() == 3
+    assert page.viewport_size["width"] == 1400
+    misfits = page.evaluate(SIDE_MISFITS)
+    assert misfits == [], "\n".join(misfits)
+    # Numbers and names read whole: the long number is on one line in every run.
+    totals = section.locator(".side table.diff td.mono", has_text="1810.01")
+    assert totals.count() == 2 * 3  # expected and actual, in each run
+    # Nothing was normalised: no normalised column, in any run.
+    normalised = section.locator(".side table.diff th", has_text="normalised")
+    assert [normalised.nth(i).is_visible() for i in range(normalised.count())] == [False] * (
+        normalised.count()
+    )
+    assert section.locator(".side table.metrics th", has_text="Reasoning").first.is_visible()
+    screenshot(page, "compare-three-runs-stacked")
+    # Two runs stay side by side, and their tables fit their half of the page just as well.
+    pair = f"{data.oldest.pk},{data.newest.pk}"
+    page.goto(f"{live_server.url}/compare/case/?runs={pair}&key=refund+case+0&turn=0")
+    tops = page.locator("section#turn-0 .run-column").evaluate_all(
+        "columns => columns.map(c => Math.round(c.getBoundingClientRect().top))"
+    )
+    assert len(tops) == 2 and tops[0] == tops[1]
+    misfits = page.evaluate(SIDE_MISFITS)
+    # In half the page a judge's model id may wrap at its hyphens; nothing else may.
+    assert [m for m in misfits if "gpt-4o-mini-2024-07-18" not in m] == [], "\n".join(misfits)
+    screenshot(page, "compare-two-runs-side-by-side")
+
+
+def test_the_side_by_side_names_each_runs_regions_apart(
+    chromium: Any, live_server: Any, transactional_db: None
+) -> None:
+    """axe's landmark-unique: the runs' columns each hold a turn's tables, each a region, and
+    each region needs a name of its own."""
+    from tests.web.compare_data import three_runs
+    from tests.web.factories import make_project
+    from tests.web.test_browser_a11y import AXE
+
+    if not AXE.exists():
+        pytest.skip(f"{AXE} is absent (python3 dev.py setup installs it with npm ci)")
+    data = three_runs(make_project())
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000}, bypass_csp=True)
+    context.set_default_timeout(10_000)
+    try:
+        page = context.new_page()
+        login(page, live_server, make_user("reviewer"))
+        for runs in (f"{data.oldest.pk},{data.newest.pk}", data.ids):
+            # Turn 2 (index 1) differs, so every run's turn is open: each table is a region.
+            page.goto(f"{live_server.url}/compare/case/?runs={runs}&key=refund+case+1&turn=1")
+            page.add_script_tag(path=str(AXE))
+            found = page.evaluate(
+                """async () => (await axe.run(document, {runOnly: ["landmark-unique"]}))
+                  .violations.flatMap(v => v.nodes.map(n => n.target.join(" ")))"""
+            )
+            assert found == [], (runs, found)
+            labels = page.locator(".side [role=region]").evaluate_all(
+                "boxes => boxes.map(box => box.getAttribute('aria-label'))"
+            )
+            assert labels and len(labels) == len(set(labels))
+    finally:
+        context.close()

@@ -348,6 +348,15 @@ def test_the_api_kind_type_is_the_kinds_module() -> None:
     assert get_args(Kind) == KINDS
 
 
+def test_the_api_show_type_is_the_pages_filters() -> None:
+    from typing import get_args
+
+    from runs.api.compare import Show
+    from runs.report.compare import SHOW_ALIASES, SHOWS
+
+    assert get_args(Show) == (*SHOWS, *SHOW_ALIASES)
+
+
 # --- numbering and the lone run -------------------------------------------------------------
 
 
@@ -387,3 +396,125 @@ def test_compare_with_baseline_on_the_only_run_says_there_is_no_other_run(
     html = compare(viewer_client, only).text
     assert "There is no other run of" in html
     assert "earlier" not in html
+
+
+# --- what counts: a row whose verdicts differ is changed; a regression is a graded pass broken
+
+
+def cancelled_then_failed(project: AgentProject) -> tuple[Run, Run]:
+    """Case 0 stopped by a cancel in the first run (two turns passed, two skipped) and, with
+    the very same turn verdicts, "failed" in the second: as a re-grade of a cancelled run read
+    before issue 27."""
+    first = build_run(project, RunSpec(cases=3, turns=4, failing=(), status=Run.Status.CANCELLED))
+    second = build_run(project, RunSpec(cases=3, turns=4, failing=()), created_at=later(5))
+    TurnResult.objects.filter(run__in=[first, second], case__index=0, index__gte=2).update(
+        outcome="skipped", passed=False, kind_outcomes={}, skipped=True
+    )
+    CaseResult.objects.filter(run=first, index=0).update(
+        status=CaseResult.Status.CANCELLED, outcome="cancelled", passed=None
+    )
+    CaseResult.objects.filter(run=second, index=0).update(outcome="failed", passed=False)
+    return first, second
+
+
+def test_a_case_cancelled_then_failed_is_changed_in_every_count_but_no_regression(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    first, second = cancelled_then_failed(project)
+    key = "refund case 0"
+
+    def keys(**params: str) -> list[str]:
+        context = compare(viewer_client, first, second, baseline=str(first.pk), **params).context
+        return [view.row.key for view in context["rows"]]
+
+    context = compare(viewer_client, first, second, baseline=str(first.pk)).context
+    (view,) = [view for view in context["rows"] if view.row.key == key]
+    assert [cell.verdict for cell in view.cells] == [Outcome.CANCELLED, Outcome.FAILED]
+    # No turn went from a graded pass to a fail: not a regression, anywhere...
+    assert keys(show="regressions") == [] and keys(show="fixes") == []
+    assert all(counts == [(0, 0)] for _, counts in context["kind_changes"])
+    # ...but the row shows two verdicts, so it is changed, and counted so.
+    assert keys(show="changed") == [key]
+    assert context["changed_cases"] == [1]
+    html = compare(viewer_client, first, second, baseline=str(first.pk)).text
+    row = re.search(rf'<tr class="matrix-row[^"]*" data-key="{key}">(.*?)</tr>', html, re.S)
+    assert row is not None and "cancelled → failed" in row.group(1)
+    assert "regressed" not in row.group(1)
+    assert re.search(r"<span data-changed-cases>1</span> case<", html)
+    # The headline counts the cancelled case too, as the cells show it.
+    lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
+    assert lines["cases cancelled"] == ["1", "0"] and lines["cases failed"] == ["0", "1"]
+
+
+def test_the_compare_api_filters_and_counts_rows_as_the_page_does(project: AgentProject) -> None:
+    from runs.services.tokens import token_create
+    from tests.web.factories import make_user
+
+    first, second = cancelled_then_failed(project)
+    _, secret = token_create(user=make_user("ci"), name="ci")
+    client = Client(headers={"Authorization": f"Bearer {secret}"})
+
+    def api(**params: str) -> Any:
+        response = client.get("/api/v1/compare", {"runs": [first.pk, second.pk], **params})
+        assert response.status_code == 200, response.content[:2000]
+        return response.json()
+
+    data = api(baseline=str(first.pk), show="changed")
+    assert [row["key"] for row in data["rows"]] == ["refund case 0"] and data["row_count"] == 1
+    (row,) = data["rows"]
+    assert row["changed"] and row["changed_in"] == [second.pk] and row["regressions"] == 0
+    assert row["cells"] == {str(first.pk): "cancelled", str(second.pk): "failed"}
+    assert api(baseline=str(first.pk), show="regressions")["rows"] == []
+    headline = {h["run_id"]: h for h in data["headline"]}
+    assert (headline[second.pk]["changed"], headline[second.pk]["regressions"]) == (1, 0)
+
+
+# --- words and order -------------------------------------------------------------------------
+
+
+def test_one_turn_graded_is_said_in_the_singular(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    first = build_run(project, RunSpec(cases=1, turns=1, failing=()))
+    second = build_run(project, RunSpec(cases=1, turns=1, failing=()), created_at=later(5))
+    html = compare(viewer_client, first, second).text
+    assert re.search(r">1</span> turn graded:", html)
+    assert "turns graded" not in html.replace(">1</span> turn graded", "")
+
+
+def test_the_baseline_of_a_run_without_a_branch_is_said_in_plain_words(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    first = build_run(project, RunSpec(cases=2, turns=1, failing=()))
+    second = build_run(project, RunSpec(cases=2, turns=1, failing=()), created_at=later(5))
+    Run.objects.filter(pk__in=[first.pk, second.pk]).update(git_branch="")
+    context = compare(viewer_client, first, second).context
+    assert context["baseline"].run.pk == first.pk
+    assert "no branch" not in context["baseline"].rule
+    assert "without a branch" in context["baseline"].rule
+
+
+def test_the_columns_are_oldest_first_even_against_a_newer_baseline(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    older = build_run(project, RunSpec(cases=2, turns=1, failing=()))
+    newer = build_run(project, RunSpec(cases=2, turns=1, failing=(1,)), created_at=later(5))
+    same_names(older, newer)
+    response = compare(viewer_client, newer, older, baseline=str(newer.pk))
+    context = response.context
+    assert context["baseline"].run.pk == newer.pk
+    assert [run.pk for run in context["runs"]] == [older.pk, newer.pk]
+    assert [c.against.pk if c.against else None for c in context["columns"]] == [newer.pk, None]
+    heads = re.findall(r"<th>(baseline )?#(\d+)", response.text.split('class="grid matrix"')[1])
+    assert heads[:2] == [("", str(older.pk)), ("baseline ", str(newer.pk))]
+    # Against the newer baseline the older run "fixed" case 1 (it passed there): both its
+    # column's counts and its side by side say so, the baseline named in the link.
+    assert dict(context["kind_changes"])["code"] == [(0, 1)]
+    (view,) = [view for view in context["rows"] if view.row.key == "refund case 1"]
+    assert f"baseline={newer.pk}" in view.cells[0].link
+    side = viewer_client.get(view.cells[0].link.split("#")[0])
+    assert side.status_code == 200
+    assert [c.against.pk if c.against else None for c in side.context["columns"]] == [
+        newer.pk,
+        None,
+    ]

@@ -56,7 +56,13 @@ def test_in_commit_order_the_runs_are_oldest_first_each_against_the_one_before(
     by_baseline = page(viewer_client, shuffled).context
     in_time = page(viewer_client, shuffled, order="commits").context
 
-    assert by_baseline["runs"][0].pk == data.middle.pk  # the rule's baseline
+    # Against the rule's baseline (the middle run) too, the columns are oldest first.
+    assert by_baseline["baseline"].run.pk == data.middle.pk
+    assert [run.pk for run in by_baseline["runs"]] == [
+        data.oldest.pk,
+        data.middle.pk,
+        data.newest.pk,
+    ]
     assert [run.pk for run in in_time["runs"]] == [data.oldest.pk, data.middle.pk, data.newest.pk]
     assert [c.against.pk if c.against else None for c in in_time["columns"]] == [
         None,

@@ -5,6 +5,7 @@ headline's pass-rate change with its interval."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -122,3 +123,85 @@ def test_the_significance_of_more_repeated_runs_costs_no_more_queries(
         return len(captured)
 
     assert queries([before, after, third]) == queries([before, after])
+
+
+@pytest.fixture
+def wobbled(project: AgentProject) -> tuple[int, int]:
+    """Case 0 passes in 6 of 10 repetitions, then in 4 of 10: its merged verdict goes from
+    passed to failed, which is well within noise."""
+    before = repeated_run(project, [0.6, 1.0, 1.0], repeats=10, seed=1, exact=True)
+    after = repeated_run(
+        project, [0.4, 1.0, 1.0], repeats=10, seed=2, commit="b" * 40, exact=True, minutes=5
+    )
+    return before.pk, after.pk
+
+
+def test_a_change_within_noise_is_never_drawn_nor_counted_as_a_regression(
+    client: Client, wobbled: tuple[int, int]
+) -> None:
+    before, after = wobbled
+    client.force_login(make_user("viewer"))
+
+    def compared(**params: str) -> Any:
+        query = {"runs": f"{before},{after}", "baseline": before, **params}
+        return client.get(reverse("compare"), query)
+
+    response = compared()
+    page = response.text
+    row = re.search(r'<tr class="matrix-row([^"]*)" data-key="case 0">(.*?)</tr>', page, re.S)
+    assert row is not None
+    classes, cells = row.groups()
+    assert "no evidence" in cells and "changed within noise" in cells
+    assert "regressed" not in cells and "has-regression" not in classes
+    # Every count agrees: no regression by kind nor in the headline, and the row is changed.
+    context = response.context
+    (view,) = [view for view in context["rows"] if view.row.key == "case 0"]
+    assert [mark.change for mark in view.cells[1].turns] == ["noise"]  # its turn's mark
+    assert all(counts == [(0, 0)] for _, counts in context["kind_changes"])
+    assert {headline.regressions for headline in context["comparison"].headlines} == {0}
+    assert context["changed_cases"] == [1]
+    keys = [view.row.key for view in compared(show="regressions").context["rows"]]
+    assert keys == []
+    assert [view.row.key for view in compared(show="changed").context["rows"]] == ["case 0"]
+
+
+def test_the_headline_of_repeated_runs_counts_cases_as_the_matrix_does(
+    client: Client, wobbled: tuple[int, int]
+) -> None:
+    before, after = wobbled
+    client.force_login(make_user("viewer"))
+    context = client.get(reverse("compare"), {"runs": f"{before},{after}"}).context
+    lines = {line.label: [cell.text for cell in line.cells] for line in context["lines"]}
+    assert len(context["rows"]) == 3
+    assert lines["cases"] == ["3", "3"]  # as many as the matrix's rows, not 30
+    assert lines["cases passed"] == ["3", "2"]  # the cells' verdicts
+    assert lines["repetitions"] == ["30", "30"]
+    assert lines["repetitions passed"] == ["26", "24"]
+    assert "pass rate, over repetitions" in lines
+
+
+def test_the_significance_note_explains_the_test_on_the_page_not_by_a_file_path(
+    client: Client, wobbled: tuple[int, int]
+) -> None:
+    before, after = wobbled
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("compare"), {"runs": f"{before},{after}"}).text
+    assert "docs/significance.md" not in page  # the app serves no docs: a dead reference
+    how = re.search(r'<details class="small significance-how">(.*?)</details>', page, re.S)
+    assert how is not None and "Benjamini–Hochberg" in how.group(1)
+
+
+def test_side_by_side_a_repeated_case_is_its_first_repetition_never_marked_regressed(
+    client: Client, wobbled: tuple[int, int]
+) -> None:
+    before, after = wobbled
+    client.force_login(make_user("viewer"))
+    response = client.get(reverse("compare_case"), {"runs": f"{before},{after}", "key": "case 0"})
+    assert response.status_code == 200
+    context = response.context
+    assert {case.repetition for case in context["cases"].values()} == {0}
+    assert [run.pk for run in context["repeated"]] == [before, after]
+    (section,) = context["sections"]
+    assert [column.change for column in section.columns] == [None, None]
+    assert "judged over all its repetitions" in response.text
+    assert "regression</span>" not in response.text
