@@ -33,7 +33,6 @@ from runs.report.numbers import (
     format_rate,
     format_score,
     ordinal,
-    repetition_text,
     turn_text,
 )
 from runs.report.outcomes import Outcome, OutcomeLook, look
@@ -185,8 +184,8 @@ def turn_place(run: Any, case: Any, turn: Any) -> str:
     to, in its label. A page may hold one turn of several cases (a run page) or of several runs
     (side by side), so each region's name is unique on the page (axe's landmark-unique)."""
     where = [turn_text(turn.index, case.turn_count), case.label]
-    if run.repeats > 1:
-        where.append(repetition_text(case.repetition, run.repeats))
+    if case.repetition:  # a later repetition (not ``run.repeats``: compare defers the options)
+        where.append(f"repetition {case.repetition + 1}")
     return ", ".join([*where, f"run #{run.pk}"])
 
 
