@@ -130,3 +130,22 @@ def test_a_regrade_launched_behind_a_big_run_runs_before_the_rest_of_the_big_run
     for case in regrade.cases.all():
         execution.case_execute(case_id=case.pk)
     assert len(ran) == count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_runs_cases_are_never_taken_by_a_slot(
+    tmp_path: Path, ran: list[tuple[int, int, int, set[int]]]
+) -> None:
+    project = example_project(tmp_path)
+    big = launch.run_create(project=project, parallel=1, repeats=2)
+    execution.run_start(run_id=big.pk)
+    small = launch.run_create(project=project)
+    execution.run_start(run_id=small.pk)  # its cases queued to the broker, none started
+    launch.run_cancel(run=small)
+
+    execution.case_execute(case_id=big.cases.get(enqueued=True).pk)
+
+    assert {run_id for run_id, _, _, _ in ran} == {big.pk}
+    small.refresh_from_db()
+    assert small.status == Run.Status.CANCELLED and small.cases_done == small.total_cases
+    assert not small.cases.filter(status=CaseResult.Status.DONE).exists()
