@@ -102,6 +102,8 @@ def test_an_equal_run_exits_0_with_a_passing_summary(project: AgentProject) -> N
     assert said.code == 0, said.err
     assert said.out.startswith("## ✅ HoloDeck gate passed")
     assert "Regressed cases" not in said.out and "Failed because" not in said.out
+    # Unchanged metrics: no change reads +0.000, never a negative zero.
+    assert "-0.000" not in said.out and "| 0.82 | 0.82 | +0.000 |" in said.out
 
 
 def test_the_links_start_with_the_public_url_setting(project: AgentProject, settings: Any) -> None:
