@@ -234,8 +234,11 @@ def _md_table(result: GateResult) -> str:
             for label, name in _COUNT_ROWS
         ]
     lines += _md_cost_rows(run, base)
+    # With significance, the plain count holds every regressed turn; the rows under it say
+    # how many were significant and how many changes were noise.
+    regressed = "regressed turns" if result.significance is None else "regressed turns (all)"
     lines += [
-        f"| regressed turns | {result.regressions} | | |",
+        f"| {regressed} | {result.regressions} | | |",
         f"| fixed turns | {result.fixes} | | |",
     ]
     if result.significance is not None:

@@ -209,6 +209,7 @@ def test_significant_only_lists_the_significant_regressions_and_the_noise_apart(
     assert "balance" not in significant
     assert "| balance | turn 2 | 16 of 30 | 14 of 30 | -6.7 pts |" in noise
     assert "| totals | turn 1 | 20 of 30 | 21 of 30 | +3.3 pts |" in noise
+    assert "| regressed turns (all) | 2 | | |" in text
     assert "| significantly regressed turns | 1 | | |" in text
     assert "| changes within noise | 2 | | |" in text
 
