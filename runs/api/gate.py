@@ -39,6 +39,22 @@ class GateIn(Schema):
     alpha: float = Field(default=0.05, gt=0, lt=1, description="the false discovery rate")
 
 
+class RegressedCaseOut(Schema):
+    key: str
+    turns: list[int] = Field(description="the regressed turns' stored indexes (from 0)")
+    url: str
+
+
+class NoisyTurnOut(Schema):
+    key: str
+    turn: int = Field(description="the turn's stored index (from 0)")
+    passed_before: int = Field(description="of n_before graded outcomes on the baseline's side")
+    n_before: int
+    passed_after: int = Field(description="of n_after graded outcomes on the run's side")
+    n_after: int
+    url: str
+
+
 class SignificanceOut(Schema):
     worse: int = Field(description="turns significantly worse")
     better: int = Field(description="turns significantly better")
@@ -50,12 +66,12 @@ class SignificanceOut(Schema):
     confidence: float
     before_runs: list[int]
     after_runs: list[int]
-
-
-class RegressedCaseOut(Schema):
-    key: str
-    turns: list[int]
-    url: str
+    regressed: list[RegressedCaseOut] = Field(
+        description="the significantly worse turns, by case (`worse` turns in all)"
+    )
+    noise_turns: list[NoisyTurnOut] = Field(
+        description="the turns whose pass rate changed within noise (`noise` of them)"
+    )
 
 
 class MetricChangeOut(Schema):

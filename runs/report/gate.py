@@ -9,6 +9,7 @@ writes them everywhere ("–" for a run with no pass rate, never 0 %).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from runs.report.numbers import (
@@ -17,7 +18,8 @@ from runs.report.numbers import (
     format_rate,
     format_score,
     format_score_change,
-    ordinal,
+    pass_rate_of,
+    turn_text,
 )
 from runs.report.outcomes import Outcome
 from runs.report.prices import Cost, SplitCost, format_cost, format_usd
@@ -52,12 +54,29 @@ class GateSignificance:
     confidence: float
     before_runs: tuple[int, ...]
     after_runs: tuple[int, ...]
+    # The significantly worse turns by case (``worse`` turns in all), and the ``noise`` turns
+    # whose pass rate changed without significance, in the compare page's case order.
+    regressed: tuple[RegressedCase, ...] = ()
+    noise_turns: tuple[NoisyTurn, ...] = ()
 
 
 @dataclass(frozen=True)
 class RegressedCase:
     key: str
     turns: list[int]  # stored turn indexes (from 0); the Markdown numbers them from 1
+    url: str  # the side-by-side page of the case
+
+
+@dataclass(frozen=True)
+class NoisyTurn:
+    """A turn whose pass rate over the repetitions changed, but not significantly."""
+
+    key: str  # its case's
+    turn: int  # the stored turn index (from 0)
+    passed_before: int  # of n_before graded outcomes on the baseline's side
+    n_before: int
+    passed_after: int  # of n_after on the run's side
+    n_after: int
     url: str  # the side-by-side page of the case
 
 
@@ -215,10 +234,18 @@ def _md_table(result: GateResult) -> str:
             for label, name in _COUNT_ROWS
         ]
     lines += _md_cost_rows(run, base)
+    # With significance, the plain count holds every regressed turn; the rows under it say
+    # how many were significant and how many changes were noise.
+    regressed = "regressed turns" if result.significance is None else "regressed turns (all)"
     lines += [
-        f"| regressed turns | {result.regressions} | | |",
+        f"| {regressed} | {result.regressions} | | |",
         f"| fixed turns | {result.fixes} | | |",
     ]
+    if result.significance is not None:
+        lines += [
+            f"| significantly regressed turns | {result.significance.worse} | | |",
+            f"| changes within noise | {result.significance.noise} | | |",
+        ]
     return "\n".join(lines)
 
 
@@ -260,19 +287,64 @@ def _md_reasons(result: GateResult) -> str:
 
 
 def _md_regressed(result: GateResult) -> str:
-    if not result.regressed:
+    """The regressed cases: how many of their turns regressed (the counts add up to the
+    headline's regressed turns) and which ones. With significance, the significantly regressed
+    turns, and apart the changes within noise (which the gate does not count)."""
+    found = result.significance
+    if found is None:
+        return _regressed_table("Regressed cases", "regressed turns", result.regressed)
+    tables = [
+        _regressed_table(
+            "Significant regressions", "significantly regressed turns", found.regressed
+        ),
+        _noise_table(found.noise_turns),
+    ]
+    return "\n\n".join(table for table in tables if table)
+
+
+def _regressed_table(title: str, counted: str, cases: Sequence[RegressedCase]) -> str:
+    if not cases:
         return ""
+    total = sum(len(case.turns) for case in cases)
     lines = [
-        f"### Regressed cases ({len(result.regressed)})",
+        f"### {title} ({plural(len(cases), 'case')}, {plural(total, 'turn')})",
         "",
-        "| case | regressed turns | side by side |",
-        "| --- | --- | --- |",
+        f"| case | {counted} (count) | which turns | side by side |",
+        "| --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {_md(case.key)} | {', '.join(str(ordinal(turn)) for turn in case.turns)} | "
+        f"| {_md(case.key)} | {len(case.turns)} | {_turns_text(case.turns)} | "
         f"[compare]({case.url}) |"
-        for case in result.regressed
+        for case in cases
     ]
+    lines.append(f"| total | {total} | | |")
+    return "\n".join(lines)
+
+
+def _turns_text(turns: Sequence[int]) -> str:
+    """``"turn 1, turn 3"``: the turns numbered as every page numbers them (from 1)."""
+    return ", ".join(turn_text(turn) for turn in turns)
+
+
+def _noise_table(turns: Sequence[NoisyTurn]) -> str:
+    if not turns:
+        return ""
+    lines = [
+        f"### Changes within noise ({plural(len(turns), 'turn')}; not significant, "
+        "not counted as regressions)",
+        "",
+        "| case | turn | baseline side passed | run side passed | change | side by side |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for turn in turns:
+        before = pass_rate_of(turn.passed_before, turn.n_before)
+        after = pass_rate_of(turn.passed_after, turn.n_after)
+        change = None if before is None or after is None else after - before
+        lines.append(
+            f"| {_md(turn.key)} | {turn_text(turn.turn)} | "
+            f"{turn.passed_before} of {turn.n_before} | {turn.passed_after} of {turn.n_after} | "
+            f"{format_points(change)} | [compare]({turn.url}) |"
+        )
     return "\n".join(lines)
 
 

@@ -32,13 +32,13 @@ def format_rate(value: float | None) -> str:
 
 def format_score(value: float | None) -> str:
     """A metric score (0..1 for built-in metrics) with two decimals."""
-    return NONE_TEXT if value is None else f"{value:.2f}"
+    return NONE_TEXT if value is None else f"{_no_negative_zero(value, 2):.2f}"
 
 
 def format_score_change(value: float | None) -> str:
     """A change of a score, with a sign and three decimals ("+0.125"): small moves of a 0..1
-    score show."""
-    return NONE_TEXT if value is None else f"{value:+.3f}"
+    score show; no change reads "+0.000", never "-0.000"."""
+    return NONE_TEXT if value is None else f"{_no_negative_zero(value, 3):+.3f}"
 
 
 def format_score_delta(value: float | None) -> str:
@@ -53,10 +53,17 @@ def format_score_delta(value: float | None) -> str:
 
 
 def format_points(value: float | None) -> str:
-    """A change of a pass rate, in percentage points with a sign ("+12.5 pts")."""
+    """A change of a pass rate, in percentage points with a sign ("+12.5 pts"); none (or less
+    than the decimal shown) reads "+0 pts", never "-0 pts"."""
     if value is None:
         return NONE_TEXT
-    return f"{value:+.1f} pts".replace(".0 pts", " pts")
+    return f"{_no_negative_zero(value, 1):+.1f} pts".replace(".0 pts", " pts")
+
+
+def _no_negative_zero(value: float, digits: int) -> float:
+    """``value`` rounded to the ``digits`` shown, a negative that rounds to zero (-0.0,
+    -0.0004 at three digits) made a plain zero: a number never reads "-0.000"."""
+    return round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
 
 
 def format_count(passed: int, total: int) -> str:

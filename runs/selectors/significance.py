@@ -26,6 +26,7 @@ from runs.report.significance import (
 
 Samples = dict[str, list[bool]]  # unit key -> its graded outcomes (True: passed)
 GRADED_VALUES = frozenset(outcome.value for outcome in GRADED)
+TURN_SEPARATOR = " · turn "  # in a turn's key, between its case's key and its number
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,13 @@ class RunSignificance:
 
 
 def turn_key(case_key: str, turn_index: int) -> str:
-    return f"{case_key} · {turn_text(turn_index)}"
+    return f"{case_key} · {turn_text(turn_index)}"  # turn_text: "turn 2"
+
+
+def turn_key_parse(key: str) -> tuple[str, int]:
+    """``turn_key``'s case key and turn index back ("refund · turn 2" -> ("refund", 1))."""
+    case_key, _, number = key.rpartition(TURN_SEPARATOR)
+    return case_key, int(number) - 1
 
 
 def side_samples(run_ids: Sequence[int]) -> SideSamples:

@@ -1,6 +1,8 @@
 """Execute a run in the workers: start it, then run each case as a real agent session.
 
-One Celery task per case, at most ``parallel`` cases of a run in flight (``case_pump``). Each
+One Celery task per case, at most ``parallel`` cases of a run in flight (``case_pump``); a task
+that finished its case takes the next one itself, fairly across runs (``case_next_fair``: the
+run with the fewest cases running), so a small run never queues behind a big one. Each
 case is run by the process that claims it (``runs.recorder.case_claim``) and written through the
 recorder as its turns finish. The agent is loaded from the run's snapshot (the files sealed at
 launch, unpacked once per machine into ``HOLODECK_SNAPSHOT_CACHE``), never from the project's
@@ -10,7 +12,7 @@ backend built for them.
 
 What a case costs besides its own work is kept small (benchmarks/case_task_profile.py): the run
 row is read once per task, without the columns a task never uses (the config snapshot holds
-every test case); a task that finished its case takes the run's next one itself (one read, one
+every test case); a task that finished its case takes the next one itself (two reads, one
 claim); the recorder's connection lives as long as the task; a case's turns are written within
 TURN_WRITE_SECONDS of finishing, those that finish closer together in one transaction (a case
 of fast turns: one, with its result).
@@ -24,16 +26,17 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from graders.result import error_text
@@ -145,6 +148,7 @@ def case_execute(*, case_id: int) -> None:
     """
     case = _cases_with_run().get(pk=case_id)
     run = case.run
+    touched = [run]
     if run.status == Run.Status.RUNNING and case.status in (
         CaseResult.Status.PENDING,
         CaseResult.Status.RUNNING,
@@ -154,47 +158,176 @@ def case_execute(*, case_id: int) -> None:
             with _recorder_connection():
                 agent = _case_run(case, attempt)
                 if agent is not None:
-                    _cases_chain(run, agent)
+                    touched = _cases_chain(run, agent)
     elif run.status == Run.Status.CANCELLED:
         case_cancel(case)
-    case_pump(run=run)
-    if run_settle(run):
-        run_agent_forget(run.pk)
+    for each in touched:  # the runs whose cases it ran: refilled, and finished when done
+        case_pump(run=each)
+        if run_settle(each):
+            run_agent_forget(each.pk)
 
 
-# A task that finished its case takes the run's next queued-to-be case itself, for this long,
-# instead of sending it through the broker: the slot it frees is the one it fills, so the run's
-# parallelism is unchanged, and a run of many short cases (a re-grade) does not pay a broker
-# round trip per case. Past the budget it hands the next case to the broker as usual.
+# A task that finished its case takes the next case itself, for this long, instead of ending
+# and leaving its worker slot to the broker's next message: the slot it frees is the one it
+# fills, and a run of many short cases (a re-grade) does not pay a broker round trip per case.
+# Which case is fair across runs (``case_next_fair``): a run launched meanwhile does not wait
+# behind the budget. Past the budget it hands the next case to the broker as usual.
 CHAIN_SECONDS = 20.0
 
 
-def _cases_chain(run: Run, agent: LoadedAgent) -> None:
+def _cases_chain(run: Run, agent: LoadedAgent) -> list[Run]:
+    """Run the slot's next cases (``case_next_fair``) until none is left or the budget is
+    spent; the runs whose cases it ran and that it did not finish, ``run`` first.
+
+    Every case that ends here frees a slot of its run's ``parallel``: the task holds it (in
+    ``freed``) until it fills it with that run's next case not queued yet, or gives it back to
+    the broker when it ends (``case_pump``)."""
     deadline = time.monotonic() + CHAIN_SECONDS
+    runs = {run.pk: run}
+    agents = {run.pk: agent}
+    freed = Counter({run.pk: 1})
+    last = run
     while time.monotonic() < deadline:
-        case = _case_next_unqueued(run)
+        loads = runs_load()
+        _runs_settle_ended(runs, loads)
+        case = case_next_fair(after=last, freed=freed, loads=loads)
         if case is None:
-            return
-        attempt = case_claim(case, unqueued=True)
-        if attempt is not None:  # else another task or a pump took it first: the next one
-            _case_run(case, attempt, agent)
+            break
+        attempt = case_claim(case, unqueued=not case.enqueued)
+        if attempt is None:  # another task or a pump took it first: the next one
+            continue
+        if not case.enqueued:
+            freed[case.run_id] -= 1
+        runs.setdefault(case.run_id, case.run)
+        loaded = _case_run(case, attempt, agents.get(case.run_id))
+        if loaded is not None:
+            agents[case.run_id] = loaded
+        freed[case.run_id] += 1
+        last = case.run
+    return list(runs.values())
 
 
-def _case_next_unqueued(run: Run) -> CaseResult | None:
+def _runs_settle_ended(runs: dict[int, Run], loads: Mapping[int, RunLoad]) -> None:
+    """Finish the runs whose last case ended in this task (no open case left: not in
+    ``loads``) now, not when the task ends; they are dropped from ``runs``."""
+    for run_id, each in list(runs.items()):
+        if run_id not in loads and run_settle(each):
+            run_agent_forget(run_id)
+            del runs[run_id]
+
+
+@dataclass
+class RunLoad:
+    """What a worker slot weighs of an active run: its cases running, those queued to the
+    broker and not started (``waiting``), and those not queued yet (over its ``parallel``)."""
+
+    run_id: int
+    status: str
+    created_at: datetime
+    running: int = 0
+    waiting: int = 0
+    unqueued: int = 0
+
+
+def runs_load() -> dict[int, RunLoad]:
+    """The load of every active run the workers run (one query; a CLI run's command runs its
+    own cases), by run id; a run with no open case is left out."""
+    rows = (
+        CaseResult.objects.filter(
+            status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING],
+            run__status__in=Run.ACTIVE,
+        )
+        .exclude(run__source=Run.Source.CLI)
+        .order_by()
+        .values_list("run_id", "run__status", "run__created_at", "status", "enqueued")
+        .annotate(count=Count("pk"))
+    )
+    loads: dict[int, RunLoad] = {}
+    for run_id, status, created_at, case_status, enqueued, count in rows:
+        load = loads.setdefault(run_id, RunLoad(run_id, status, created_at))
+        if case_status == CaseResult.Status.RUNNING:
+            load.running += count
+        elif enqueued:
+            load.waiting += count
+        else:
+            load.unqueued += count
+    return loads
+
+
+def run_fairest(
+    loads: Mapping[int, RunLoad], *, after: int, freed: Mapping[int, int]
+) -> RunLoad | None:
+    """The run a worker slot serves next, when it just finished a case of run ``after``: of the
+    runs with a case the slot may start, the one with the fewest cases running; on a tie a run
+    other than ``after`` first (round robin), then the oldest.
+
+    The slot may start a running run's case queued to the broker and not started yet (counted
+    in the run's ``parallel`` already: its message finds it taken and only refills the run), a
+    queued run (started first, which queues its cases up to its ``parallel``), or the next case
+    not queued yet of a run whose slot it holds (``freed``: run id -> slots; a case that ended
+    in it freed one). A run is never given more than its ``parallel`` cases at once."""
+    startable = [
+        load
+        for load in loads.values()
+        if load.status == Run.Status.QUEUED
+        or (load.status == Run.Status.RUNNING and load.waiting)
+        or (load.status == Run.Status.RUNNING and load.unqueued and freed.get(load.run_id, 0) > 0)
+    ]
+    if not startable:
+        return None
+    return min(
+        startable,
+        key=lambda load: (load.running, load.run_id == after, load.created_at, load.run_id),
+    )
+
+
+def case_next_fair(
+    *, after: Run, freed: Mapping[int, int], loads: Mapping[int, RunLoad] | None = None
+) -> CaseResult | None:
+    """The case a worker slot takes when it finished a case of ``after`` (``run_fairest`` of
+    ``loads``, read when not given), its run row attached; None when no run has one to start.
+    A run of a few cases (a re-grade) launched while a big run keeps every slot busy starts at
+    the next case that ends, instead of queueing behind the big run's cases."""
+    fairest = run_fairest(runs_load() if loads is None else loads, after=after.pk, freed=freed)
+    if fairest is None:
+        return None
+    run = after if fairest.run_id == after.pk else None
+    if fairest.status == Run.Status.QUEUED:
+        run_start(run_id=fairest.run_id)  # its START_RUN message then finds it running
+    elif freed.get(fairest.run_id, 0) > 0 and fairest.unqueued:
+        found = _case_next_unqueued(fairest.run_id, run=run)
+        if found is not None:
+            return found
+    return _case_next_waiting(fairest.run_id, run=run)
+
+
+def _case_next_unqueued(run_id: int, run: Run | None = None) -> CaseResult | None:
     """The next pending case nobody queued yet of the run, while it runs (one read: a cancelled
     run's pending cases are cancelled, and it is not running any more)."""
+    return _case_next(run_id, run, enqueued=False)
+
+
+def _case_next_waiting(run_id: int, run: Run | None = None) -> CaseResult | None:
+    """The run's next case queued to the broker and not started yet, while the run runs."""
+    return _case_next(run_id, run, enqueued=True)
+
+
+def _case_next(run_id: int, run: Run | None, *, enqueued: bool) -> CaseResult | None:
+    """With ``run`` given (the task's row: what a case needs of it does not change), the case
+    is read alone and given it; else with its run row."""
+    cases = _cases_with_run() if run is None else CaseResult.objects.all()
     case = (
-        CaseResult.objects.filter(
-            run_id=run.pk,
+        cases.filter(
+            run_id=run_id,
             run__status=Run.Status.RUNNING,
-            enqueued=False,
+            enqueued=enqueued,
             status=CaseResult.Status.PENDING,
         )
         .order_by("index", "repetition")
         .first()
     )
-    if case is not None:
-        case.run = run  # the task's run row (what a case needs of it does not change)
+    if case is not None and run is not None:
+        case.run = run
     return case
 
 

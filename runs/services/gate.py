@@ -12,6 +12,7 @@ selected kinds only, and only the metrics of those kinds are listed (every kind 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from runs.report.gate import (
     GateRun,
     GateSignificance,
     MetricChange,
+    NoisyTurn,
     RegressedCase,
     gate_markdown,
     plural,
@@ -31,6 +33,7 @@ from runs.report.gate import (
 from runs.report.kinds import kind_order, kinds_parse
 from runs.report.numbers import format_rate, format_score, format_score_change
 from runs.report.outcomes import Outcome
+from runs.report.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.report.summary import MetricSummary, RunSummary
 from runs.selectors.compare import (
     FINISHED,
@@ -41,7 +44,7 @@ from runs.selectors.compare import (
     runs_for_compare,
 )
 from runs.selectors.costs import run_cost
-from runs.selectors.significance import runs_significance, same_commit_runs
+from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -195,7 +198,9 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
         regressed=_regressed_cases(comparison, run, base_url, options.kinds),
         metric_changes=changes,
         compare_url=_compare_url(base_url, before, run, options.kinds),
-        significance=_significance(before, run, options) if options.significant_only else None,
+        significance=(
+            _significance(comparison, run, options) if options.significant_only else None
+        ),
     )
     result.reasons = _reasons(result, options)
     result.passed = not result.reasons
@@ -203,11 +208,35 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
     return result
 
 
-def _significance(before: Run, run: Run, options: GateOptions) -> GateSignificance:
+def _significance(comparison: Comparison, run: Run, options: GateOptions) -> GateSignificance:
     """The turns' changes tested over the repetitions of both runs and the other finished runs
-    of their commits (``runs.selectors.significance``)."""
+    of their commits (``runs.selectors.significance``): how many, and which."""
+    before = comparison.baseline
     found = runs_significance(same_commit_runs(before), same_commit_runs(run), alpha=options.alpha)
     rate = found.pass_rate
+    order = {row.key: position for position, row in enumerate(comparison.matrix.rows)}
+    units = sorted(
+        ((turn_key_parse(key), unit) for key, unit in found.turns.units.items()),
+        key=lambda item: (order.get(item[0][0], len(order)), item[0][0], item[0][1]),
+    )
+    link = _CaseLink(options.base_url.rstrip("/"), before.pk, run.pk, options.kinds)
+    worse: dict[str, list[int]] = {}
+    noise: list[NoisyTurn] = []
+    for (key, turn), unit in units:
+        if unit.classification == SIGNIFICANTLY_WORSE:
+            worse.setdefault(key, []).append(turn)
+        elif unit.changed and unit.classification == NO_EVIDENCE:
+            noise.append(
+                NoisyTurn(
+                    key,
+                    turn,
+                    unit.passed_before,
+                    unit.n_before,
+                    unit.passed_after,
+                    unit.n_after,
+                    link.url(key, turn),
+                )
+            )
     return GateSignificance(
         worse=found.turns.worse,
         better=found.turns.better,
@@ -219,6 +248,10 @@ def _significance(before: Run, run: Run, options: GateOptions) -> GateSignifican
         confidence=rate.confidence,
         before_runs=found.before_runs,
         after_runs=found.after_runs,
+        regressed=tuple(
+            RegressedCase(key, turns, link.url(key, turns[0])) for key, turns in worse.items()
+        ),
+        noise_turns=tuple(noise),
     )
 
 
@@ -281,17 +314,29 @@ def _drop_reason(change: MetricChange) -> str:
 def _regressed_cases(
     comparison: Comparison, run: Run, base_url: str, kinds: tuple[str, ...]
 ) -> list[RegressedCase]:
-    base_id = comparison.baseline.pk
+    link = _CaseLink(base_url, comparison.baseline.pk, run.pk, kinds)
     regressed = []
     for row in comparison.matrix.rows:
-        turns = _regressed_turns(row, base_id, run.pk)
+        turns = _regressed_turns(row, link.base_id, run.pk)
         if turns:
-            query = {"runs": f"{base_id},{run.pk}", "key": row.key}
-            if kinds:
-                query["kinds"] = ",".join(kinds)
-            url = f"{base_url}/compare/case/?{urlencode(query)}#turn-{turns[0]}"
-            regressed.append(RegressedCase(row.key, turns, url))
+            regressed.append(RegressedCase(row.key, turns, link.url(row.key, turns[0])))
     return regressed
+
+
+@dataclass(frozen=True)
+class _CaseLink:
+    """Links to the side-by-side page of a case of the two runs, at one of its turns."""
+
+    base_url: str
+    base_id: int
+    run_id: int
+    kinds: tuple[str, ...]
+
+    def url(self, key: str, turn: int) -> str:
+        query = {"runs": f"{self.base_id},{self.run_id}", "key": key}
+        if self.kinds:
+            query["kinds"] = ",".join(self.kinds)
+        return f"{self.base_url}/compare/case/?{urlencode(query)}#turn-{turn}"
 
 
 def _regressed_turns(row: Row, base_id: int, run_id: int) -> list[int]:

@@ -6,7 +6,9 @@ from runs.report.gate import (
     GateOptions,
     GateResult,
     GateRun,
+    GateSignificance,
     MetricChange,
+    NoisyTurn,
     RegressedCase,
     gate_markdown,
 )
@@ -79,7 +81,8 @@ def test_a_failed_gate_says_why_which_cases_regressed_and_which_metrics_dropped(
     assert "| cases errored | 0 | 0 | +0 |" in text
     assert "| turns passed | 4 | 6 | -2 |" in text
     assert "- 1 regressed turn (at most 0 allowed)" in text
-    assert "| rev \\| 2009 | 2 |" in text  # a case name cannot break the table; turns from 1
+    # a case name cannot break the table; turns numbered from 1
+    assert "| rev \\| 2009 | 1 | turn 2 |" in text
     assert "(https://holodeck.example/compare/case/?key=x#turn-1)" in text  # the anchor: index
     assert "### Metric drops (1, counted per turn)" in text
     assert "| rouge ❌ | standard | 8 | 6 | 1 | 1 | 0.70 | 0.80 | -0.100 | 0.05 |" in text
@@ -126,3 +129,96 @@ def test_with_no_drop_there_is_no_metric_drops_heading() -> None:
 
     assert "Metric drops" not in text
     assert "### Other metrics (risen, unchanged or new; counted per turn)" in text
+
+
+def test_the_regressed_turns_column_counts_turns_and_adds_up_to_the_headline() -> None:
+    """Turn numbers in a count column read as counts: "2" and "1" read as 3 regressions when
+    the headline says 2. The count and the turns it counts are columns of their own."""
+    cases = [
+        RegressedCase("refund", [1], f"{URL}/a"),
+        RegressedCase("balance", [0], f"{URL}/b"),
+    ]
+    text = gate_markdown(result(regressions=2, regressed=cases), GateOptions(base_url=URL))
+
+    assert "| regressed turns | 2 | | |" in text
+    assert "### Regressed cases (2 cases, 2 turns)" in text
+    assert "| case | regressed turns (count) | which turns | side by side |" in text
+    assert "| refund | 1 | turn 2 | [compare](https://holodeck.example/a) |" in text
+    assert "| balance | 1 | turn 1 | [compare](https://holodeck.example/b) |" in text
+    assert "| total | 2 | | |" in text
+
+
+def test_a_case_with_several_regressed_turns_counts_each_and_names_them() -> None:
+    cases = [RegressedCase("refund", [0, 2], f"{URL}/a")]
+    text = gate_markdown(result(regressions=2, regressed=cases), GateOptions(base_url=URL))
+
+    assert "| refund | 2 | turn 1, turn 3 |" in text
+
+
+def test_an_unchanged_metric_never_reads_a_negative_zero() -> None:
+    same = MetricChange("bleu", "standard", 0.4, 0.4, None)
+    text = gate_markdown(result(metric_changes=[same]), GateOptions(base_url=URL))
+
+    assert "-0.000" not in text
+    assert "| bleu | standard | – | – | – | – | 0.40 | 0.40 | +0.000 |  |" in text
+
+
+def significance(**changes: object) -> GateSignificance:
+    values: dict[str, object] = {
+        "worse": 1,
+        "better": 0,
+        "noise": 2,
+        "text": "1 significant regression, 0 significant fixes; 2 changes are within noise",
+        "difference": -5.0,
+        "ci_low": -9.0,
+        "ci_high": -1.0,
+        "confidence": 0.95,
+        "before_runs": (1,),
+        "after_runs": (2,),
+        "regressed": (RegressedCase("refund", [0], f"{URL}/refund"),),
+        "noise_turns": (
+            NoisyTurn("balance", 1, 16, 30, 14, 30, f"{URL}/balance"),
+            NoisyTurn("totals", 0, 20, 30, 21, 30, f"{URL}/totals"),
+        ),
+    }
+    values.update(changes)
+    return GateSignificance(**values)  # type: ignore[arg-type]
+
+
+def test_significant_only_lists_the_significant_regressions_and_the_noise_apart() -> None:
+    """The plain regressed cases (significant or not, unmarked) are not the table: the
+    significantly regressed turns are, and the changes within noise have a section of their
+    own."""
+    noisy = [
+        RegressedCase("refund", [0], f"{URL}/refund"),
+        RegressedCase("balance", [1], f"{URL}/balance"),
+    ]
+    text = gate_markdown(
+        result(regressions=2, regressed=noisy, significance=significance()),
+        GateOptions(base_url=URL, significant_only=True),
+    )
+
+    assert "### Regressed cases" not in text
+    significant, noise = text.split("### Significant regressions (1 case, 1 turn)")[1].split(
+        "### Changes within noise (2 turns; not significant, not counted as regressions)"
+    )
+    assert "| case | significantly regressed turns (count) | which turns | side by side |" in (
+        significant
+    )
+    assert "| refund | 1 | turn 1 | [compare](https://holodeck.example/refund) |" in significant
+    assert "balance" not in significant
+    assert "| balance | turn 2 | 16 of 30 | 14 of 30 | -6.7 pts |" in noise
+    assert "| totals | turn 1 | 20 of 30 | 21 of 30 | +3.3 pts |" in noise
+    assert "| regressed turns (all) | 2 | | |" in text
+    assert "| significantly regressed turns | 1 | | |" in text
+    assert "| changes within noise | 2 | | |" in text
+
+
+def test_significant_only_without_a_significant_regression_has_no_such_table() -> None:
+    text = gate_markdown(
+        result(significance=significance(worse=0, regressed=())),
+        GateOptions(base_url=URL, significant_only=True),
+    )
+
+    assert "### Significant regressions" not in text
+    assert "### Changes within noise (2 turns;" in text

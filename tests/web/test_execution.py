@@ -62,8 +62,10 @@ def test_a_run_runs_from_its_snapshot_when_the_projects_directory_is_gone(
 ) -> None:
     project = example_project(tmp_path)
     expected = launch.run_create(project=project)  # not eager: queued, nothing ran yet
-    run = launch.run_create(project=project)
     run_here(expected)
+    # Launched once the first has ended: a slot that finishes a case starts a queued run itself
+    # (runs.services.execution.case_next_fair), and this one must run in a process of its own.
+    run = launch.run_create(project=project)
     # The second run is run as a worker on another machine would: no project directory, and a
     # cache of its own, so the snapshot is unpacked from the database.
     execution.run_agents_forget()

@@ -85,7 +85,7 @@ def test_a_regressed_run_exits_1_and_names_the_regressed_cases_and_turns(
     assert "1 regressed turn (at most 0 allowed)" in said.out
     # Turns numbered from 1 for people ("2": the second turn); the link's anchor keeps the
     # stored 0-based index.
-    assert "| refund case 1 | 2 |" in said.out
+    assert "| refund case 1 | 1 | turn 2 |" in said.out
     link = f"https://holodeck.example/compare/case/?runs={base.pk}%2C{run.pk}&key=refund+case+1"
     assert f"[compare]({link}#turn-1)" in said.out
     assert "| pass rate | 75% | 100% | -25 pts |" in said.out
@@ -102,6 +102,8 @@ def test_an_equal_run_exits_0_with_a_passing_summary(project: AgentProject) -> N
     assert said.code == 0, said.err
     assert said.out.startswith("## ✅ HoloDeck gate passed")
     assert "Regressed cases" not in said.out and "Failed because" not in said.out
+    # Unchanged metrics: no change reads +0.000, never a negative zero.
+    assert "-0.000" not in said.out and "| 0.82 | 0.82 | +0.000 |" in said.out
 
 
 def test_the_links_start_with_the_public_url_setting(project: AgentProject, settings: Any) -> None:
@@ -304,7 +306,7 @@ def test_case_names_are_escaped_in_the_summary(project: AgentProject) -> None:
     run = regressed_run(project)
     CaseResult.objects.filter(name="refund case 1").update(name="a | b <script>")
     said = gate("--run", run.pk, "--baseline", base.pk)
-    assert "| a \\| b \\<script\\> | 2 |" in said.out
+    assert "| a \\| b \\<script\\> | 1 | turn 2 |" in said.out
 
 
 # --- running the agent first --------------------------------------------------------------------
@@ -401,3 +403,26 @@ def test_the_api_gate_says_404_for_an_unknown_run_and_422_without_a_baseline(
     response = post(client, {"run": run.pk, "min_pass_rate": 101}, headers)
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", "payload", "min_pass_rate"]
+
+
+def test_the_api_gate_with_significant_only_answers_which_turns_are_noise(
+    client: Client, viewer: User, project: AgentProject
+) -> None:
+    base = passing_run(project)
+    run = regressed_run(project)
+    Run.objects.filter(pk=run.pk).update(git_commit="b" * 40)  # a side of its own
+    body = {"run": run.pk, "baseline": base.pk, "significant_only": True}
+    data = post(client, body, bearer(viewer)).json()
+    # One run a side is never significant: the regressed turn is a change within noise.
+    assert data["passed"] is True
+    found = data["significance"]
+    assert (found["worse"], found["noise"], found["regressed"]) == (0, 1, [])
+    noisy = found["noise_turns"][0]
+    assert (noisy["key"], noisy["turn"], noisy["passed_before"], noisy["passed_after"]) == (
+        "refund case 1",
+        1,
+        1,
+        0,
+    )
+    assert "### Changes within noise (1 turn;" in data["markdown"]
+    assert "| refund case 1 | turn 2 | 1 of 1 | 0 of 1 | -100 pts |" in data["markdown"]

@@ -99,3 +99,34 @@ def test_the_gate_with_significant_only_fails_on_a_real_drop_and_not_on_noise(
     assert passed.passed, passed.reasons
     assert passed.significance is not None and passed.significance.worse == 0
     assert passed.significance.noise >= plain.regressions
+
+
+def test_the_gate_with_significant_only_lists_the_significant_turns_and_the_noise_apart(
+    project: AgentProject,
+) -> None:
+    base = repeated_run(project, [0.9, *STEADY], repeats=30, seed=1, exact=True)
+    dropped = repeated_run(project, [0.5, *STEADY], repeats=30, seed=2, commit="b" * 40, exact=True)
+    options = GateOptions(significant_only=True, base_url="https://holodeck.example")
+    result = gate_evaluate(dropped, Baseline(base, "chosen by you", added=True), options)
+
+    found = result.significance
+    assert found is not None and found.worse == 1
+    assert [(case.key, case.turns) for case in found.regressed] == [("case 0", [0])]
+    assert found.regressed[0].url.endswith("&key=case+0#turn-0")
+    assert "### Significant regressions (1 case, 1 turn)" in result.markdown
+    assert "| case 0 | 1 | turn 1 |" in result.markdown
+
+    # Coin flips: every change is within noise, and listed apart, none as a regression.
+    coins = repeated_run(project, [0.55] * 10, repeats=30, seed=31, exact=True)
+    flipped = repeated_run(project, [0.55] * 10, repeats=30, seed=32, commit="c" * 40)
+    result = gate_evaluate(flipped, Baseline(coins, "chosen by you", added=True), options)
+    found = result.significance
+    assert found is not None and found.worse == 0 and found.regressed == ()
+    assert len(found.noise_turns) == found.noise > 0
+    text = result.markdown
+    assert "### Significant regressions" not in text and "### Regressed cases" not in text
+    noise = text.split(f"### Changes within noise ({found.noise} turn")[1]
+    for turn in found.noise_turns:
+        before = f"{turn.passed_before} of {turn.n_before}"
+        after = f"{turn.passed_after} of {turn.n_after}"
+        assert f"| {turn.key} | turn {turn.turn + 1} | {before} | {after} |" in noise
