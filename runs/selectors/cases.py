@@ -3,7 +3,7 @@ summary. Verdicts are the stored ``outcome`` of each row; pages draw them as the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -126,19 +126,50 @@ def case_score_spreads(*, case: CaseResult) -> list[ScoreSpread]:
 
 
 def case_rows_changed_since(
-    *,
-    run: Run,
-    since: datetime,
-    only_failures: bool = False,
-    query: str = "",
-    only_flaky: bool = False,
-    most: int | None = None,
+    *, rows: QuerySet[CaseResult], since: datetime, most: int | None = None
 ) -> list[CaseResult]:
-    """Case rows that started or finished after ``since`` (the progress poll swaps just these),
-    the first ``most`` of them (by index) when given."""
-    rows = case_rows(run=run, only_failures=only_failures, query=query, only_flaky=only_flaky)
-    changed = Q(finished_at__gt=since) | Q(started_at__gt=since)
-    return list(rows.filter(changed)[:most])
+    """The rows of ``rows`` (``case_rows``) that started or finished after ``since`` (the
+    progress poll swaps just these), the first ``most`` of them (by index) when given."""
+    return list(rows.filter(_changed_since(since))[:most])
+
+
+# --- a repeated run's case list: one row per case, its repetitions under it ------------------
+
+
+def case_group_indices(cases: QuerySet[CaseResult]) -> QuerySet[Any, int]:
+    """The case indices of ``cases`` (rows of one run, as ``case_rows`` filters them), each
+    once and in order: a repeated run's case list counts and pages its cases by these, not its
+    rows. A case is listed when any of its repetitions is among ``cases``."""
+    return cases.order_by("index").values_list("index", flat=True).distinct()
+
+
+def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[CaseResult]]:
+    """Every repetition of the cases of ``run`` at ``indices`` (a list, or a query such as a
+    page of ``case_group_indices``), one list per case, by index then repetition. One query."""
+    rows = (
+        CaseResult.objects.filter(run=run, index__in=indices)
+        .only(*CASE_ROW_FIELDS)
+        .order_by("index", "repetition")
+    )
+    groups: dict[int, list[CaseResult]] = {}
+    for row in rows:
+        groups.setdefault(row.index, []).append(row)
+    return list(groups.values())
+
+
+def case_groups_changed_since(
+    *, run: Run, cases: QuerySet[CaseResult], since: datetime, most: int | None = None
+) -> list[list[CaseResult]]:
+    """The cases listed by ``cases`` (``case_group_indices``) any repetition of which started or
+    finished after ``since``, each with all its repetitions (``case_groups``): the rows the
+    progress poll swaps in; the first ``most`` of them when given. One query."""
+    changed = CaseResult.objects.filter(run=run).filter(_changed_since(since)).values("index")
+    indices = case_group_indices(cases.filter(index__in=Subquery(changed)))
+    return case_groups(run=run, indices=indices[:most] if most is not None else indices)
+
+
+def _changed_since(since: datetime) -> Q:
+    return Q(finished_at__gt=since) | Q(started_at__gt=since)
 
 
 def case_version(*, status: str, turns: int) -> str:
