@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.report.numbers import case_text
 from runs.report.outcomes import BAD, Outcome
 from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.report.summary import RunSummary
@@ -143,23 +144,43 @@ def case_group_indices(cases: QuerySet[CaseResult]) -> QuerySet[Any, int]:
     return cases.order_by("index").values_list("index", flat=True).distinct()
 
 
-def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[CaseResult]]:
+class Repetition(NamedTuple):
+    """One repetition as its case's row reads it (``case_groups``): a tuple, not a model, as a
+    page holds a hundred cases of up to a thousand repetitions each."""
+
+    pk: int
+    case_index: int  # CaseResult.index (a tuple's ``index`` is its method)
+    repetition: int
+    name: str
+    status: str
+    outcome: str
+
+    @property
+    def label(self) -> str:
+        return self.name or case_text(self.case_index)  # as CaseResult.label
+
+
+REPETITION_FIELDS = ("id", "index", "repetition", "name", "status", "outcome")
+
+
+def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[Repetition]]:
     """Every repetition of the cases of ``run`` at ``indices`` (a list, or a query such as a
     page of ``case_group_indices``), one list per case, by index then repetition. One query."""
     rows = (
         CaseResult.objects.filter(run=run, index__in=indices)
-        .only(*CASE_ROW_FIELDS)
         .order_by("index", "repetition")
+        .values_list(*REPETITION_FIELDS)
     )
-    groups: dict[int, list[CaseResult]] = {}
+    groups: dict[int, list[Repetition]] = {}
     for row in rows:
-        groups.setdefault(row.index, []).append(row)
+        line = Repetition(*row)
+        groups.setdefault(line.case_index, []).append(line)
     return list(groups.values())
 
 
 def case_groups_changed_since(
     *, run: Run, cases: QuerySet[CaseResult], since: datetime, most: int | None = None
-) -> list[list[CaseResult]]:
+) -> list[list[Repetition]]:
     """The cases listed by ``cases`` (``case_group_indices``) any repetition of which started or
     finished after ``since``, each with all its repetitions (``case_groups``): the rows the
     progress poll swaps in; the first ``most`` of them when given. One query."""

@@ -34,6 +34,7 @@ from runs.templatetags.dashboard import (
 
 if TYPE_CHECKING:
     from runs.models import AgentProject, CaseResult
+    from runs.selectors.cases import Repetition
     from runs.selectors.projects import LastRun
 
 PENDING = "pending"  # CaseResult.Status values (the rows read no model)
@@ -76,7 +77,7 @@ def case_rows_html(
 
 
 def case_group_rows_html(
-    groups: Iterable[Sequence[CaseResult]],
+    groups: Iterable[Sequence[Repetition]],
     *,
     run_id: int,
     oob: bool = False,
@@ -92,7 +93,7 @@ def case_group_rows_html(
 
 
 def _group_row(
-    reps: Sequence[CaseResult],
+    reps: Sequence[Repetition],
     swap: str,
     turns_url: Callable[[int], str],
     page_url: Callable[[int], str],
@@ -100,7 +101,7 @@ def _group_row(
 ) -> str:
     first = reps[0]
     head = (
-        f'<span class="idx">#{ordinal(first.index)}</span>'
+        f'<span class="idx">#{ordinal(first.case_index)}</span>'
         f'<span class="name">{escape(first.label)}</span>'
     )
     if all(rep.status == PENDING for rep in reps):
@@ -128,7 +129,7 @@ def _group_row(
     )
 
 
-def _shown_first(reps: Sequence[CaseResult]) -> CaseResult:
+def _shown_first(reps: Sequence[Repetition]) -> Repetition:
     """The repetition an opened row shows first: the one running, else the first that failed
     (what a reader opens a flaky case for), else the first that ran."""
     for wanted in (
@@ -142,7 +143,7 @@ def _shown_first(reps: Sequence[CaseResult]) -> CaseResult:
     return reps[0]
 
 
-def _group_chips(reps: Sequence[CaseResult], verdict: str, live: int, stopping: bool) -> str:
+def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: bool) -> str:
     """What a case's repetitions say together: passed of graded ("2/3 reps passed", as
     compare's cells count them), flaky, the ones not graded (or cancelled), and while some
     run, how many are done."""
