@@ -708,6 +708,8 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     context = {
         **_case_turns_context(case, whole=True),
+        # Its run's cases, not their repetitions ("case 2 of 3" of a run of 3 cases × 5).
+        "case_total": case.run.total_cases // selectors.case_run_repeats(case),
         "summary": selectors.case_summary(case=case),
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),

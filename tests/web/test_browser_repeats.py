@@ -95,6 +95,49 @@ def test_a_repeated_run_groups_each_cases_repetitions_and_switches_between_them(
     assert second.outcome == "failed"
 
 
+def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_shown(
+    live_server: Any, browser_page: Any, transactional_db: None
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runs.models import CaseResult
+    from tests.web.factories import make_project, repeated_run
+
+    page = browser_page
+    run = repeated_run(make_project(), [1.0, 1.0], repeats=3, seed=1, exact=True)
+    earlier = timezone.now() - timedelta(minutes=5)
+    run.cases.update(started_at=earlier, finished_at=earlier)
+    last = run.cases.get(index=0, repetition=2)
+    CaseResult.objects.filter(pk=last.pk).update(
+        status="running", outcome="", passed=None, finished_at=None
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=5, finished_at=None)
+    login(page, live_server, make_user("reviewer"))
+    open_run(page, live_server, run)
+    first = run.cases.get(index=0, repetition=0)
+    row = page.locator(f"#case-{first.pk}")
+    assert "2/3 reps done" in row.locator("summary").inner_text()
+    row.locator("summary").click()
+    row.locator("summary .rep-shown").filter(has_text="showing rep 3/3").wait_for()
+    row.locator(".repetition-switch a >> nth=0").click()  # the reader looks at repetition 1
+    row.locator("summary .rep-shown").filter(has_text="showing rep 1/3").wait_for()
+    page.evaluate("window.__not_reloaded = true")
+
+    # Repetition 3 fails: the poll swaps the case's row in again; it stays open on repetition 1.
+    CaseResult.objects.filter(pk=last.pk).update(
+        status="done", outcome="failed", passed=False, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=6)
+    row.locator("summary .flaky-mark").wait_for()
+    assert "2/3 reps passed" in row.locator("summary").inner_text()
+    assert row.get_attribute("open") is not None
+    assert "showing rep 1/3" in row.locator("summary .rep-shown").inner_text()
+    assert row.locator('.repetition-switch [aria-current="true"]').inner_text().startswith("1")
+    assert page.evaluate("window.__not_reloaded === true")
+
+
 # The right edge of the case list's widest part, outside the boxes that scroll or clip their
 # content (an open case's tables scroll inside their own region).
 CASE_LIST_RIGHT = """() => {

@@ -245,10 +245,21 @@ def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
     assert "Over its 3 repetitions" in turns
     first = re.search(r"<tr class=\"row-flaky\">(.*?)</tr>", turns, re.S)
     assert first is not None and "turn 1 of" in first.group(1) and "2/3" in first.group(1)
-    # The case page has the switcher too, as plain links (no row to load into).
+    # In a run page's row, the fragment says in the row's header which repetition it shows.
+    second = siblings[1]
+    shown = client.get(reverse("case_turns", args=[run.pk, second.pk])).text
+    header = re.search(
+        rf'<span [^>]*id="case-{case.pk}-shown" hx-swap-oob="true">(.*?)</span>', shown
+    )
+    assert header is not None and "showing rep 2/3" in header[1] and "failed" in header[1]
+    current = re.findall(r'<a class="chip rep-chip [^"]*current"[^>]*aria-current="true"', shown)
+    assert len(current) == 1 and f"/cases/{second.pk}/" in current[0]
+    # The case page has the switcher too, as plain links (no row to load into), and says which
+    # repetition of which case it is (of the run's 3 cases, not its 9 repetitions).
     page = client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert reverse("case_detail", args=[run.pk, siblings[2].pk]) in page
-    assert 'hx-target="closest .turns"' not in page
+    assert 'hx-target="closest .turns"' not in page and "-shown" not in page
+    assert "case 1 of 3</span> <span" in page and "repetition 1 of 3" in page
 
 
 def test_a_run_without_repeats_shows_no_repetition_marks(tmp_path: Path, client: Client) -> None:
