@@ -1,7 +1,8 @@
 """Live states in a real browser: an open running case gains its turns as they are written, and
 a cancelled run (cancelled in place: the case the reader has open stays open) reads the same in
-its tiles, progress and rows while its last case stops and once it has — without a reload. The worker's writes are made here, row by row, as the recorder
-makes them (tests/web/factories.py), so each step is deterministic."""
+its tiles, progress and rows while its last case stops and once it has — without a reload. The
+worker's writes are made here, row by row, as the recorder makes them (tests/web/factories.py),
+so each step is deterministic."""
 
 from __future__ import annotations
 

@@ -231,6 +231,29 @@ def test_a_repetition_that_finishes_updates_its_cases_row_in_the_poll(client: Cl
     assert row_indices(poll) == ["2"]  # just the case that changed
 
 
+def test_a_repeated_case_cancelled_while_a_repetition_runs_says_it_is_stopping(
+    client: Client,
+) -> None:
+    from runs.services.launch import run_cancel
+    from tests.web.factories import repeated_run
+
+    run = repeated_run(None, [1.0, 1.0], repeats=3, seed=1, exact=True)
+    running, waiting = (run.cases.get(index=1, repetition=r) for r in (1, 2))
+    CaseResult.objects.filter(pk=running.pk).update(status="running", outcome="", passed=None)
+    CaseResult.objects.filter(pk=waiting.pk).update(
+        status="pending", outcome="", passed=None, started_at=None, finished_at=None
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=4)
+    assert run_cancel(run=Run.objects.get(pk=run.pk))
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    first = run.cases.get(index=1, repetition=0)
+    row = re.search(rf'<details [^>]*id="case-{first.pk}".*?</summary>', page, re.S)
+    assert row is not None
+    assert "cancelled · stopping" in row[0] and "1 cancelled" in row[0]
+    assert "1/1 reps passed" in row[0]
+
+
 def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
     tmp_path: Path, client: Client
 ) -> None:
