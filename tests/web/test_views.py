@@ -1096,6 +1096,13 @@ def test_the_case_page_of_a_running_case_polls_its_turns_with_whole(
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "v=running.2&amp;whole=1" in page
     assert turn_sections(page) == 2
+    # A turn is written: the poll's fragment polls on as the case page's (it reloads the page
+    # once the case settles), with the page's own anchors.
+    write_turn(case, 2)
+    url = reverse("case_turns", args=[run.pk, case.pk])
+    polled = viewer_client.get(url, {"v": "running.2", "whole": "1"}, headers=HTMX).text
+    assert turn_sections(polled) == 3 and "v=running.3&amp;whole=1" in polled
+    assert 'id="turn-2"' in polled and f"case-{case.pk}-turn" not in polled
 
 
 def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
