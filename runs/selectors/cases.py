@@ -93,8 +93,20 @@ def case_repeat_stats(*, run: Run) -> dict[int, RepeatStats]:
     ran each case once. One query."""
     if run.repeats == 1:
         return {}
-    rows = CaseResult.objects.filter(run=run).order_by().values_list("index", "outcome")
-    return stats_by_unit(rows)
+    # Counted by the database (one row per case, not per repetition), as ``repeat_stats``
+    # counts: passed, and failed or errored.
+    rows = (
+        CaseResult.objects.filter(run=run)
+        .order_by()
+        .values("index")
+        .annotate(
+            repetitions=Count("pk"),
+            passed=Count("pk", filter=Q(outcome=Outcome.PASSED)),
+            failed=Count("pk", filter=Q(outcome__in=FAILURES)),
+        )
+        .values_list("index", "repetitions", "passed", "failed")
+    )
+    return {index: RepeatStats(*counts) for index, *counts in rows}
 
 
 def case_repetitions(*, case: CaseResult) -> list[CaseResult]:
