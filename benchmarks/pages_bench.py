@@ -9,6 +9,8 @@ Builds, in a throwaway SQLite database (or the configured one with ``--use-confi
 - a finished run of ``--cases`` × ``--turns`` (every 7th case failing, every 50th not graded),
   ended by the recorder's ``run_finish`` as a real run is (so its summary is stored);
 - a running run of the same size, half of its cases done;
+- a finished repeated run of ``--cases`` single-turn case rows: ``--cases`` / ``--repeats``
+  cases, each ``--repeats`` times (its page lists one row per case);
 - ``--projects`` projects with ``--runs-per-project`` runs each (the home page lists them).
 
 Then it times Django test Client requests (median of N, after one warm-up request). The polls
@@ -44,6 +46,8 @@ TARGETS: dict[str, tuple[float | None, int | None]] = {
     "run page, not graded only": (60.0, 300 * KB),
     "run page, a metric failed": (60.0, 300 * KB),
     "run page, next 100 cases": (None, 300 * KB),
+    "repeated run page": (60.0, 300 * KB),
+    "repeated, only failures": (60.0, 300 * KB),
     "expand one case": (50.0, None),
     "poll, nothing changed": (20.0, 300 * KB),
     "poll, 10 cases finished": (None, 300 * KB),
@@ -57,6 +61,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--projects", type=int, default=200)
     parser.add_argument("--runs-per-project", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=15)
@@ -96,6 +101,7 @@ def main() -> int:
         make_not_graded,
         make_project,
         make_user,
+        repeated_run,
     )
 
     started = time.perf_counter()
@@ -108,11 +114,14 @@ def main() -> int:
     run_finish(run.pk)  # stores its summary, as every finished run has
     spec.status, spec.done = Run.Status.RUNNING, args.cases // 2
     running = build_run(project, spec)
+    chances = [0.8] * max(1, args.cases // args.repeats)
+    repeated = repeated_run(project, chances, repeats=args.repeats, seed=1)
     projects = home_projects(tag, args.projects, args.runs_per_project)
     if args.analyze:
         vacuum_analyze()
     print(
-        f"2 runs of {args.cases} cases × {args.turns} turns (one finished, one half done) and "
+        f"2 runs of {args.cases} cases × {args.turns} turns (one finished, one half done), "
+        f"{len(chances)} cases × {args.repeats} repetitions and "
         f"{args.projects} projects × {args.runs_per_project} runs built in "
         f"{time.perf_counter() - started:.1f} s on {connection.vendor}"
         f"{' (configured DB)' if args.use_configured_db else ' (temporary SQLite)'}\n"
@@ -134,6 +143,8 @@ def main() -> int:
     report("run page, not graded only", f"/runs/{run.pk}/?outcome=not_graded")
     report("run page, a metric failed", f"/runs/{run.pk}/?metric=rouge")
     report("run page, next 100 cases", f"/runs/{run.pk}/?page=2", htmx)
+    report("repeated run page", f"/runs/{repeated.pk}/")
+    report("repeated, only failures", f"/runs/{repeated.pk}/?failures=1")
     report("expand one case", f"/runs/{run.pk}/cases/{case.pk}/turns/", htmx)
 
     poll = poll_url(client, running)

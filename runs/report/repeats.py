@@ -197,7 +197,7 @@ def merged_outcome(outcomes: Sequence[str]) -> str:
     graded one errored; a unit with no graded repetition keeps the first's verdict (not graded,
     skipped, cancelled, pending). How far from certain that is, the cell's count and the
     significance test say."""
-    graded = [outcome for outcome in outcomes if outcome in _GRADED_VALUES]
+    graded = [outcome for outcome in outcomes if outcome in GRADED_VALUES]
     if not graded:
         return outcomes[0] if outcomes else ""
     if all(outcome == Outcome.ERROR for outcome in graded):
@@ -206,7 +206,8 @@ def merged_outcome(outcomes: Sequence[str]) -> str:
     return Outcome.PASSED.value if passed * 2 > len(graded) else Outcome.FAILED.value
 
 
-_GRADED_VALUES = frozenset({Outcome.PASSED.value, *(outcome.value for outcome in BAD)})
+# The outcomes counted as graded (``RepeatStats.graded``): passed, failed, errored.
+GRADED_VALUES = frozenset({Outcome.PASSED.value, *(outcome.value for outcome in BAD)})
 
 
 def repetitions_merged(cases: Sequence[CaseData]) -> CaseData:

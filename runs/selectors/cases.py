@@ -3,10 +3,10 @@ summary. Verdicts are the stored ``outcome`` of each row; pages draw them as the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.report.kinds import METRIC_KINDS
+from runs.report.numbers import case_text
 from runs.report.outcomes import BAD, Outcome
 from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.report.summary import RunSummary
@@ -135,8 +136,20 @@ def case_repeat_stats(*, run: Run) -> dict[int, RepeatStats]:
     ran each case once. One query."""
     if run.repeats == 1:
         return {}
-    rows = CaseResult.objects.filter(run=run).order_by().values_list("index", "outcome")
-    return stats_by_unit(rows)
+    # Counted by the database (one row per case, not per repetition), as ``repeat_stats``
+    # counts: passed, and failed or errored.
+    rows = (
+        CaseResult.objects.filter(run=run)
+        .order_by()
+        .values("index")
+        .annotate(
+            repetitions=Count("pk"),
+            passed=Count("pk", filter=Q(outcome=Outcome.PASSED)),
+            failed=Count("pk", filter=Q(outcome__in=FAILURES)),
+        )
+        .values_list("index", "repetitions", "passed", "failed")
+    )
+    return {index: RepeatStats(*counts) for index, *counts in rows}
 
 
 def case_repetitions(*, case: CaseResult) -> list[CaseResult]:
@@ -169,17 +182,70 @@ def case_score_spreads(*, case: CaseResult) -> list[ScoreSpread]:
 
 
 def case_rows_changed_since(
-    *,
-    run: Run,
-    since: datetime,
-    filters: CaseFilters = CaseFilters(),
-    most: int | None = None,
+    *, rows: QuerySet[CaseResult], since: datetime, most: int | None = None
 ) -> list[CaseResult]:
-    """Case rows that started or finished after ``since`` (the progress poll swaps just these),
-    the first ``most`` of them (by index) when given."""
-    rows = case_rows(run=run, filters=filters)
-    changed = Q(finished_at__gt=since) | Q(started_at__gt=since)
-    return list(rows.filter(changed)[:most])
+    """The rows of ``rows`` (``case_rows``) that started or finished after ``since`` (the
+    progress poll swaps just these), the first ``most`` of them (by index) when given."""
+    return list(rows.filter(_changed_since(since))[:most])
+
+
+# --- a repeated run's case list: one row per case, its repetitions under it ------------------
+
+
+def case_group_indices(cases: QuerySet[CaseResult]) -> QuerySet[Any, int]:
+    """The case indices of ``cases`` (rows of one run, as ``case_rows`` filters them), each
+    once and in order: a repeated run's case list counts and pages its cases by these, not its
+    rows. A case is listed when any of its repetitions is among ``cases``."""
+    return cases.order_by("index").values_list("index", flat=True).distinct()
+
+
+class Repetition(NamedTuple):
+    """One repetition as its case's row reads it (``case_groups``): a tuple, not a model, as a
+    page holds a hundred cases of up to a thousand repetitions each."""
+
+    pk: int
+    case_index: int  # CaseResult.index (a tuple's ``index`` is its method)
+    repetition: int
+    name: str
+    status: str
+    outcome: str
+
+    @property
+    def label(self) -> str:
+        return self.name or case_text(self.case_index)  # as CaseResult.label
+
+
+REPETITION_FIELDS = ("id", "index", "repetition", "name", "status", "outcome")
+
+
+def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[Repetition]]:
+    """Every repetition of the cases of ``run`` at ``indices`` (a list, or a query such as a
+    page of ``case_group_indices``), one list per case, by index then repetition. One query."""
+    rows = (
+        CaseResult.objects.filter(run=run, index__in=indices)
+        .order_by("index", "repetition")
+        .values_list(*REPETITION_FIELDS)
+    )
+    groups: dict[int, list[Repetition]] = {}
+    for row in rows:
+        line = Repetition(*row)
+        groups.setdefault(line.case_index, []).append(line)
+    return list(groups.values())
+
+
+def case_groups_changed_since(
+    *, run: Run, cases: QuerySet[CaseResult], since: datetime, most: int | None = None
+) -> list[list[Repetition]]:
+    """The cases listed by ``cases`` (``case_group_indices``) any repetition of which started or
+    finished after ``since``, each with all its repetitions (``case_groups``): the rows the
+    progress poll swaps in; the first ``most`` of them when given. One query."""
+    changed = CaseResult.objects.filter(run=run).filter(_changed_since(since)).values("index")
+    indices = case_group_indices(cases.filter(index__in=Subquery(changed)))
+    return case_groups(run=run, indices=indices[:most] if most is not None else indices)
+
+
+def _changed_since(since: datetime) -> Q:
+    return Q(finished_at__gt=since) | Q(started_at__gt=since)
 
 
 def case_version(*, status: str, turns: int) -> str:

@@ -8,7 +8,8 @@ the markup its template would draw; every value a user, a run or an agent wrote 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -19,14 +20,29 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from runs.report.numbers import ordinal
-from runs.templatetags.dashboard import ago, case_chips, duration, mark, percent, shortsha
+from runs.report.outcomes import BAD
+from runs.report.repeats import GRADED_VALUES, merged_outcome, repeat_stats
+from runs.templatetags.dashboard import (
+    ago,
+    case_chips,
+    duration,
+    mark,
+    outcome_label,
+    percent,
+    shortsha,
+)
 
 if TYPE_CHECKING:
     from runs.models import AgentProject, CaseResult
-    from runs.report.repeats import RepeatStats
+    from runs.selectors.cases import Repetition
     from runs.selectors.projects import LastRun
 
-PENDING = "pending"
+PENDING = "pending"  # CaseResult.Status values (the rows read no model)
+RUNNING = "running"
+LIVE = frozenset({PENDING, RUNNING})  # not settled yet
+FAILED_OUTCOMES = frozenset(outcome.value for outcome in BAD)
+# Counted in a repeated case's "k/n reps passed", or no verdict yet: not listed apart.
+NOT_OTHER = GRADED_VALUES | {""}
 SWAP_OOB = ' hx-swap-oob="true"'
 DESCRIPTION_CHARS = 120
 
@@ -37,68 +53,133 @@ DESCRIPTION_CHARS = 120
 
 
 def case_rows_html(
-    cases: Iterable[CaseResult],
-    *,
-    run_id: int,
-    oob: bool = False,
-    stopping: bool = False,
-    repeats: int = 1,
-    repeated: Mapping[int, RepeatStats] | None = None,
+    cases: Iterable[CaseResult], *, run_id: int, oob: bool = False, stopping: bool = False
 ) -> SafeString:
     """The rows of ``cases`` (of run ``run_id``), one line each; ``stopping``: the run was
-    cancelled while they ran (``Run.is_stopping``); ``repeats``/``repeated``: a repeated run's
-    repetitions per case and each case's stats over them (``selectors.case_repeat_stats``)."""
+    cancelled while they ran (``Run.is_stopping``)."""
     turns_url = _url_of("case_turns", run_id)
     page_url = _url_of("case_detail", run_id)
     swap = SWAP_OOB if oob else ""
-    repeated = repeated or {}
     rows = [
-        _pending_row(case, swap, _repetition_chips(case, repeats, repeated))
+        _pending_row(case, swap)
         if case.status == PENDING
-        else _case_row(
-            case,
-            swap,
-            turns_url(case.pk),
-            page_url(case.pk),
-            stopping,
-            _repetition_chips(case, repeats, repeated),
-        )
+        else _case_row(case, swap, turns_url(case.pk), page_url(case.pk), stopping)
         for case in cases
     ]
     return mark_safe("".join(rows))
 
 
-def _repetition_chips(case: CaseResult, repeats: int, repeated: Mapping[int, RepeatStats]) -> str:
-    """A repeated case's row: which repetition it is, and its case's stats over them (passed
-    of graded repetitions, flaky when it both passed and failed)."""
-    if repeats == 1:
-        return ""
-    chips = (
-        f'<span class="chip chip-muted repetition" title="repetition {case.repetition + 1} of'
-        f' {repeats}: an independent session of this case">'
-        f"rep {case.repetition + 1}/{repeats}</span>"
+# A repeated run lists each case once, its repetitions under it (``selectors.case_groups``):
+# the row says how many repetitions passed and the case's verdict over them, as compare reads
+# it (``runs.report.repeats.merged_outcome``); opened, it shows one repetition's turns with the
+# switcher between them (case_detail.html's ``repetitions``), which says in the row's header
+# which one is shown (``#case-<first>-shown``).
+
+
+def case_group_rows_html(
+    groups: Iterable[Sequence[Repetition]],
+    *,
+    run_id: int,
+    oob: bool = False,
+    stopping: bool = False,
+) -> SafeString:
+    """One row per case of a repeated run, of ``groups`` (each case's repetitions, in order);
+    ``oob`` and ``stopping`` as for ``case_rows_html``."""
+    turns_url = _url_of("case_turns", run_id)
+    page_url = _url_of("case_detail", run_id)
+    swap = SWAP_OOB if oob else ""
+    rows = [_group_row(group, swap, turns_url, page_url, stopping) for group in groups]
+    return mark_safe("".join(rows))
+
+
+def _group_row(
+    reps: Sequence[Repetition],
+    swap: str,
+    turns_url: Callable[[int], str],
+    page_url: Callable[[int], str],
+    stopping: bool,
+) -> str:
+    first = reps[0]
+    head = (
+        f'<span class="idx">#{ordinal(first.case_index)}</span>'
+        f'<span class="name">{escape(first.label)}</span>'
     )
-    stats = repeated.get(case.index)
-    if stats is None or not stats.graded:
-        return chips
-    chips += (
-        f'<span class="chip chip-muted repeat-rate" title="passed in {stats.passed} of its'
-        f' {stats.graded} graded repetitions">{stats.passed}/{stats.graded} reps passed</span>'
+    if all(rep.status == PENDING for rep in reps):
+        return (
+            f'<div class="case case-pending case-group" id="case-{first.pk}"{swap}>'
+            f'<div class="case-sum">{_mark("")}{head}'
+            f'<span class="chip chip-muted">{len(reps)} reps</span>'
+            f'<span class="chip chip-pending">pending</span></div></div>\n'
+        )
+    live = sum(1 for rep in reps if rep.status in LIVE)
+    verdict = "" if live else merged_outcome([rep.outcome for rep in reps])
+    label = escape(first.label)
+    return (
+        f'<details class="case case-group case-{escape(verdict or "running")}"'
+        f' id="case-{first.pk}"{swap} hx-get="{turns_url(_shown_first(reps).pk)}"'
+        f' hx-trigger="toggle once" hx-target="find .turns">'
+        f'<summary class="case-sum">{_mark(verdict)}{head}'
+        f"{_group_chips(reps, verdict, live, stopping)}"
+        # Which repetition the open row shows: the switcher's fragment fills it in.
+        f'<span class="rep-shown" id="case-{first.pk}-shown"></span></summary>'
+        f'<a class="permalink" href="{page_url(first.pk)}" title="link to this case"'
+        f' aria-label="link to case {label}">¶</a>'
+        f'<div class="turns" id="case-{first.pk}-turns" hx-preserve="true">'
+        '<p class="muted small">loading turns…</p></div></details>\n'
     )
+
+
+def _shown_first(reps: Sequence[Repetition]) -> Repetition:
+    """The repetition an opened row shows first: the one running, else the first that failed
+    (what a reader opens a flaky case for), else the first that ran."""
+    for wanted in (
+        lambda rep: rep.status == RUNNING,
+        lambda rep: rep.outcome in FAILED_OUTCOMES,
+        lambda rep: rep.status != PENDING,
+    ):
+        found = next((rep for rep in reps if wanted(rep)), None)
+        if found is not None:
+            return found
+    return reps[0]
+
+
+def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: bool) -> str:
+    """What a case's repetitions say together: passed of graded ("2/3 reps passed", as
+    compare's cells count them), flaky, the ones not graded (or cancelled), and while some
+    run, how many are done."""
+    stats = repeat_stats(rep.outcome for rep in reps)
+    chips = ""
+    if stats.graded:
+        chips += (
+            f'<span class="chip chip-{escape(verdict or "muted")} repeat-rate" title="passed in'
+            f" {stats.passed} of its {stats.graded} graded repetitions; the case passes when more"
+            f' than half of them passed">{stats.passed}/{stats.graded} reps passed</span>'
+        )
     if stats.flaky:
         chips += (
             '<span class="chip chip-warn flaky-mark" title="passed in some repetitions and'
             ' failed in others">flaky</span>'
         )
+    others = Counter(rep.outcome for rep in reps if rep.outcome not in NOT_OTHER)
+    if others:
+        words = " · ".join(f"{count} {outcome_label(outcome)}" for outcome, count in others.items())
+        chips += f'<span class="chip chip-muted reps-other">{escape(words)}</span>'
+    if live and stopping and any(rep.status == RUNNING for rep in reps):
+        chips += (
+            '<span class="chip chip-cancelled case-stopping" title="the run was cancelled: a'
+            ' repetition stops after its current turn">cancelled · stopping</span>'
+        )
+    elif live:
+        chips += f'<span class="chip chip-running">{len(reps) - live}/{len(reps)} reps done</span>'
     return chips
 
 
-def _pending_row(case: CaseResult, swap: str, repetition: str = "") -> str:
+def _pending_row(case: CaseResult, swap: str) -> str:
     count = case.turn_count
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
         f'{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
-        f'<span class="name">{escape(case.label)}</span>{repetition}'
+        f'<span class="name">{escape(case.label)}</span>'
         f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
         f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
     )
@@ -110,7 +191,6 @@ def _case_row(
     turns_url: str,
     page_url: str,
     stopping: bool = False,
-    repetition: str = "",
 ) -> str:
     label = escape(case.label)
     return (
@@ -118,7 +198,7 @@ def _case_row(
         f'{swap} hx-get="{turns_url}" hx-trigger="toggle once" hx-target="find .turns">'
         f'<summary class="case-sum">{_mark(case.outcome)}'
         f'<span class="idx">#{ordinal(case.index)}</span>'
-        f'<span class="name">{label}</span>{repetition}{case_chips(case, stopping)}'
+        f'<span class="name">{label}</span>{case_chips(case, stopping)}'
         f'<span class="small muted">{duration(case.execution_time_ms)}</span></summary>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'
         f' aria-label="link to case {label}">¶</a>'

@@ -14,18 +14,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
@@ -48,10 +50,11 @@ from runs.web.params import (
     shown_value,
     text_param,
 )
-from runs.web.rows import case_rows_html, project_rows_html
+from runs.web.rows import case_group_rows_html, case_rows_html, project_rows_html
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
+    from django.http.request import _ImmutableQueryDict
 
     from runs.models import AgentProject, CaseResult, Run
     from runs.report.summary import RunSummary
@@ -345,9 +348,20 @@ def _until_param(request: Query) -> datetime | None:
     return datetime_param(request, "until", margin=-step)
 
 
-def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page[CaseResult]:
+def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page[Any]:
+    """One page of the case list: of case rows, or of case indices for a repeated run (one row
+    per case, its repetitions under it: ``selectors.case_groups``)."""
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
-    return Paginator(cases, CASES_PER_PAGE).get_page(request.GET.get("page"))
+    listed: QuerySet[Any, Any] = selectors.case_group_indices(cases) if run.repeats > 1 else cases
+    return Paginator(listed, CASES_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _case_rows_html(run: Run, case_page: Page[Any]) -> SafeString:
+    """The rows of one page of the case list (``_case_page``)."""
+    if run.repeats > 1:
+        groups = selectors.case_groups(run=run, indices=case_page.object_list)
+        return case_group_rows_html(groups, run_id=run.pk, stopping=run.is_stopping)
+    return case_rows_html(case_page, run_id=run.pk, stopping=run.is_stopping)
 
 
 def _case_query(filters: CaseFilters) -> str:
@@ -364,28 +378,18 @@ def _case_query(filters: CaseFilters) -> str:
     return f"{urlencode(params)}&" if params else ""
 
 
-def _case_list_context(
-    request: HtmxHttpRequest, run: Run, repeated: Repeated | None = None
-) -> dict[str, Any]:
-    """The case list: its filters and one page of rows (two queries: a count and the page, and
-    a repeated run's stats per case unless given: ``selectors.case_repeat_stats``); a refused
-    filter is left out and said at its field (``errors``)."""
+def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+    """The case list: its filters and one page of rows (two queries: a count and the page); a
+    refused filter is left out and said at its field (``errors``). A repeated run's list counts
+    and pages its cases, each row one case with its repetitions."""
     filters, errors = params_or_errors(request, _case_filters)
     case_page = _case_page(request, run, filters)
     remaining = case_page.paginator.count - case_page.end_index()
-    if repeated is None:
-        repeated = selectors.case_repeat_stats(run=run)
     query = filters.query
     return {
         "run": run,
         "case_page": case_page,
-        "case_rows_html": case_rows_html(
-            case_page,
-            run_id=run.pk,
-            stopping=run.is_stopping,
-            repeats=run.repeats,
-            repeated=repeated,
-        ),
+        "case_rows_html": _case_rows_html(run, case_page),
         "filters": filters,
         "filter_links": _filter_links(run, filters),
         "only_flaky": filters.flaky,
@@ -477,10 +481,9 @@ def _case_filters(request: Query) -> CaseFilters:
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
-    repeated = selectors.case_repeat_stats(run=run)
     return {
-        **_case_list_context(request, run, repeated),
-        **_run_state(run, repeated),
+        **_case_list_context(request, run),
+        **_run_state(run, selectors.case_repeat_stats(run=run)),
         # The poll's ``since``: rows started or finished after this render are swapped in.
         "poll_since": timezone.now().isoformat(),
         # The re-grade form's: a double submit answers with the first re-grade.
@@ -606,6 +609,14 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     page) when rows appeared or disappeared, when more rows changed than a page holds, or once
     the run is no longer active — then status 286 stops the polling.
     """
+    return _progress_response(request, run_id)
+
+
+def _progress_response(
+    request: HtmxHttpRequest, run_id: int, *, notice: Mapping[str, str] | None = None
+) -> HttpResponse:
+    """``run_progress``'s answer to the parameters of ``request.GET``; ``notice``: a message
+    (its ``tags`` and ``text``) shown above the run's header."""
     filters = _case_filters(request)
     # A small overlap: a case finishing during the previous render is swapped twice, not never.
     since = datetime_param(request, "since", margin=timedelta(seconds=2))
@@ -616,27 +627,17 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
     repeated = selectors.case_repeat_stats(run=run)
-    count = selectors.case_rows(run=run, filters=filters).count()
-    changed = None
+    rows = selectors.case_rows(run=run, filters=filters)
+    grouped = run.repeats > 1  # one row per case, its repetitions under it
+    count = (selectors.case_group_indices(rows) if grouped else rows).count()
+    changed_html = None
     if since is not None and known == count and run.is_live:
-        changed = selectors.case_rows_changed_since(
-            run=run,
-            since=since,
-            filters=filters,
-            most=CASES_PER_PAGE + 1,
-        )
-    if changed is None or len(changed) > CASES_PER_PAGE:
-        cases = _case_list_context(request, run, repeated) | {"full_list": True}
+        changed_html = _changed_rows_html(run, rows, since)
+    if changed_html is None:
+        cases = _case_list_context(request, run) | {"full_list": True}
     else:
         cases = {
-            "changed_rows_html": case_rows_html(
-                changed,
-                run_id=run.pk,
-                oob=True,
-                stopping=run.is_stopping,
-                repeats=run.repeats,
-                repeated=repeated,
-            ),
+            "changed_rows_html": changed_html,
             "failures_query": _case_query(filters),
             "known_cases": count,
         }
@@ -648,22 +649,60 @@ def run_progress(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         # The status the page shows is the first part of its version (none: show the header);
         # the last poll draws it anew too (a stopped run's downloads and re-grade appear).
         "header_changed": shown.split(".", 1)[0] != run.status or not run.is_live,
+        "notice": notice,
     }
     status = 200 if run.is_live else HTMX_STOP_POLLING
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
 
 
+def _changed_rows_html(run: Run, rows: QuerySet[CaseResult], since: datetime) -> str | None:
+    """The rows of ``rows`` (the filtered case rows) that changed since ``since``, to swap in
+    out of band (a repeated run's: the cases any repetition of which changed); None when more
+    changed than a page holds (the whole list is drawn again instead)."""
+    most = CASES_PER_PAGE + 1
+    stopping = run.is_stopping
+    if run.repeats > 1:
+        groups = selectors.case_groups_changed_since(run=run, cases=rows, since=since, most=most)
+        if len(groups) > CASES_PER_PAGE:
+            return None
+        return case_group_rows_html(groups, run_id=run.pk, oob=True, stopping=stopping)
+    changed = selectors.case_rows_changed_since(rows=rows, since=since, most=most)
+    if len(changed) > CASES_PER_PAGE:
+        return None
+    return case_rows_html(changed, run_id=run.pk, oob=True, stopping=stopping)
+
+
 @staff_required
 @require_POST
-def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     from runs.services.launch import run_cancel as cancel_run
 
     run = selectors.run_row(run_id=run_id)
-    if cancel_run(run=run):
-        messages.success(request, f"Run {run.pk} cancelled.")
-    else:
-        messages.info(request, f"Run {run.pk} had already finished.")
+    cancelled = cancel_run(run=run)
+    level = messages.SUCCESS if cancelled else messages.INFO
+    text = f"Run {run.pk} cancelled." if cancelled else f"Run {run.pk} had already finished."
+    if request.htmx:
+        # In place (the form's hx-post): the page's progress box, header, tiles and case list
+        # with its filters, as the poll draws them, and the message above the header; open
+        # rows stay open (run_live.js) and the progress box polls on while the last cases stop.
+        request.GET = _page_query(request)
+        notice = {"tags": messages.DEFAULT_TAGS[level], "text": text}
+        response = _progress_response(request, run.pk, notice=notice)
+        response.status_code = 200  # not the poll's 286: this answer stops no poll
+        return response
+    messages.add_message(request, level, text)
     return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
+
+
+def _page_query(request: HtmxHttpRequest) -> _ImmutableQueryDict:
+    """The query string of the page an htmx request came from (``HX-Current-URL``): its case
+    list's filters; none when one of them is refused."""
+    query = QueryDict(urlsplit(request.htmx.current_url or "").query)
+    try:
+        _case_filters(query)
+    except BadRequest:
+        return QueryDict()
+    return query
 
 
 @staff_required
@@ -703,10 +742,11 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
         if whole and not running:
             return HttpResponse(headers={"HX-Refresh": "true"})
     case = selectors.case_get(run_id=run_id, case_id=case_id)
-    # Several cases can be expanded on one page: their turn anchors must not collide.
+    # Several cases can be expanded on one page: their turn anchors must not collide (the case
+    # page's own poll, ``whole``, keeps the page's plain anchors and its switcher's links).
     context = {
-        **_case_turns_context(case),
-        "anchor_prefix": f"case-{case.pk}-",
+        **_case_turns_context(case, whole=whole),
+        "anchor_prefix": "" if whole else f"case-{case.pk}-",
         "pricing": pricing_for(run_id=run_id),
     }
     return render(request, "runs/case_detail.html#case_turns", context)
@@ -747,6 +787,8 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     context = {
         **_case_turns_context(case, whole=True),
+        # Its run's cases, not their repetitions ("case 2 of 3" of a run of 3 cases × 5).
+        "case_total": case.run.total_cases // selectors.case_run_repeats(case),
         "summary": selectors.case_summary(case=case),
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),

@@ -47,8 +47,10 @@
   }
 
   // The poll swaps in again the rows of cases that started or finished (and the whole list
-  // once the run ends): a row the reader had open stays open. Its turns are kept as they are
-  // (hx-preserve) and, while the case runs, poll themselves for the turns written since.
+  // once the run ends, or after a cancel): a row the reader had open stays open. Its turns are
+  // kept as they are (hx-preserve) and, while the case runs, poll themselves for the turns
+  // written since. A repeated run's row keeps saying which repetition it shows (its
+  // .rep-shown, which the repetition switcher set).
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var target = evt.detail && evt.detail.target;
     var fragment = evt.detail && evt.detail.fragment;
@@ -57,7 +59,11 @@
     if (target.matches && target.matches("details.case[open][id]")) open.push(target);
     open.forEach(function (row) {
       var twin = fragment.querySelector("#" + CSS.escape(row.id));
-      if (twin) twin.setAttribute("open", "");
+      if (!twin) return;
+      twin.setAttribute("open", "");
+      var shown = row.querySelector(":scope > summary > .rep-shown");
+      var slot = twin.querySelector(":scope > summary > .rep-shown");
+      if (shown && slot) slot.replaceWith(shown.cloneNode(true));
     });
   });
 

@@ -1,7 +1,8 @@
 """Live states in a real browser: an open running case gains its turns as they are written, and
-a cancelled run reads the same in its tiles, progress and rows while its last case stops and
-once it has — without a reload. The worker's writes are made here, row by row, as the recorder
-makes them (tests/web/factories.py), so each step is deterministic."""
+a cancelled run (cancelled in place: the case the reader has open stays open) reads the same in
+its tiles, progress and rows while its last case stops and once it has — without a reload. The
+worker's writes are made here, row by row, as the recorder makes them (tests/web/factories.py),
+so each step is deterministic."""
 
 from __future__ import annotations
 
@@ -87,11 +88,16 @@ def test_cancel_says_stopping_then_ends_the_case_with_tiles_and_rows_that_agree(
     case = running_case(run, 2, written=1)
     login(page, live_server, make_user("lead", staff=True))
     open_run(page, live_server, run)
+    row = expand_case(page, case.pk)  # the reader has the running case open
+    mark_page(page)
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#run-header form[action$='/cancel/'] button[type=submit]")
-    page.wait_for_url(f"**{reverse('run_detail', args=[run.pk])}")
-    page.wait_for_selector("#case-list")
-    mark_page(page)
+    # In place (htmx), with no reload: the header says so, and the open case stays open.
+    page.locator('#run-header .chip[data-status="cancelled"]').wait_for()
+    assert f"Run {run.pk} cancelled." in page.locator(".messages").inner_text()
+    assert page.url.endswith(reverse("run_detail", args=[run.pk]))
+    assert row.get_attribute("open") is not None
+    assert row.locator("section.turn").count() == 1
 
     # Cancelled at once: the pending case is cancelled, the running one says it is stopping.
     assert page.locator("#run-header .chip").first.inner_text() == "cancelled"
@@ -123,3 +129,6 @@ def test_cancel_says_stopping_then_ends_the_case_with_tiles_and_rows_that_agree(
     assert "cancelled · stopped" in page.locator(f"#case-{case.pk}").inner_text()
     assert page.locator("#run-progress[hx-trigger]").count() == 0
     assert page.locator(".regrade-form").count() == 1  # now it can be re-graded
+    # The case the reader had open is still open, with its turn; nothing was reloaded.
+    assert page.locator(f"details#case-{case.pk}[open] section.turn").count() == 1
+    assert not_reloaded(page)

@@ -87,6 +87,33 @@ def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cas
         assert counts[0] == counts[1], query
 
 
+def test_a_repeated_runs_page_and_poll_cost_the_same_queries_for_few_or_many_cases(
+    viewer_client: Client,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    from tests.web.factories import repeated_run
+
+    small = repeated_run(None, [0.5] * 3, repeats=5, seed=1)
+    big = repeated_run(None, [0.5] * 400, repeats=5, seed=2, commit="b" * 40)
+    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
+    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
+    assert big_queries == small_queries  # no query per case or repetition
+    assert big_size <= MAX_PAGE_BYTES
+    for run in (small, big):
+        with django_assert_max_num_queries(DETAIL_BUDGET):
+            filtered = viewer_client.get(reverse("run_detail", args=[run.pk]), {"failures": "1"})
+        assert filtered.status_code == 200
+
+    Run.objects.filter(pk=big.pk).update(status=Run.Status.RUNNING)
+    with django_assert_max_num_queries(DETAIL_BUDGET):
+        polled = viewer_client.get(
+            reverse("run_progress", args=[big.pk]),
+            {"known": "400", "since": "2020-01-01T00:00:00Z"},
+            headers={"HX-Request": "true"},
+        )
+    assert polled.status_code == 200
+
+
 def test_the_progress_poll_stays_within_budget(
     viewer_client: Client,
     project: AgentProject,

@@ -118,21 +118,140 @@ def flaky_example_run(tmp_path: Path, repeats: int = 3) -> Run:
     return make_repetition_fail(run)
 
 
-def test_the_run_page_marks_each_repetition_and_the_flaky_case(
+def row_indices(page: str) -> list[str]:
+    """The case numbers of the rows a run page lists, in order."""
+    return re.findall(r'class="idx">#(\d+)<', page)
+
+
+def test_a_repeated_run_lists_each_case_once_with_its_repetitions_together(
     tmp_path: Path, client: Client
 ) -> None:
     run = flaky_example_run(tmp_path)
     client.force_login(make_user("viewer"))
     page = client.get(reverse("run_detail", args=[run.pk])).text
-    assert page.count('class="chip chip-muted repetition"') == 9
-    assert "rep 2/3" in page
-    assert page.count("flaky-mark") == 3  # the three rows of case 0
+    assert row_indices(page) == ["1", "2", "3"]  # one row per case, not one per repetition
+    assert page.count('class="case case-group') == 3
+    first = run.cases.get(index=0, repetition=0)
+    row = re.search(rf'<details [^>]*id="case-{first.pk}".*?</summary>', page, re.S)
+    assert row is not None
+    assert "2/3 reps passed" in row.group(0) and "flaky-mark" in row.group(0)
+    # Its verdict over the repetitions, as compare reads it: passed (2 of 3 passed).
+    assert 'class="case case-group case-passed"' in row.group(0)
+    assert page.count("flaky-mark") == 1 and page.count("3/3 reps passed") == 1
+    assert 'class="case case-group case-failed"' in page  # the example's case 3: 0/3
+    assert "3 cases" in page  # cases, not their 9 repetitions
     assert '<span data-repeat="flaky">1</span> of 3 cases flaky' in page
     assert "flaky only" in page
 
-    flaky = client.get(reverse("run_detail", args=[run.pk]), {"flaky": "1"}).text
-    assert re.findall(r'class="idx">#(\d+)<', flaky) == ["1", "1", "1"]
-    assert "3 cases" in flaky  # the count of rows shown
+
+def test_a_repeated_runs_filters_count_and_list_cases_not_repetitions(
+    tmp_path: Path, client: Client
+) -> None:
+    run = flaky_example_run(tmp_path)
+    client.force_login(make_user("viewer"))
+    url = reverse("run_detail", args=[run.pk])
+    flaky = client.get(url, {"flaky": "1"}).text
+    assert row_indices(flaky) == ["1"] and "1 case<" in flaky
+    # Only failures: the cases any repetition of which failed, each once (the flaky case 1
+    # and the example's failing case 3).
+    failures = client.get(url, {"failures": "1"}).text
+    assert row_indices(failures) == ["1", "3"] and "2 cases<" in failures
+    name = run.cases.get(index=1, repetition=0).name
+    found = client.get(url, {"q": name}).text
+    assert row_indices(found) == ["2"] and "1 case matching" in found
+
+
+def test_a_repeated_case_passes_when_more_than_half_its_graded_repetitions_passed(
+    client: Client,
+) -> None:
+    from tests.web.factories import repeated_run
+
+    run = repeated_run(None, [2 / 3, 1 / 3, 1, 0], repeats=3, seed=4, exact=True)
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    verdicts = re.findall(r'class="case case-group case-(\w+)"', page)
+    assert verdicts == ["passed", "failed", "passed", "failed"]
+    rates = re.findall(r"(\d/\d) reps passed", page)
+    assert rates == ["2/3", "1/3", "3/3", "0/3"]
+    assert page.count("flaky-mark") == 2
+
+
+def test_a_repeated_runs_list_is_paged_by_case(client: Client) -> None:
+    from runs.web.views import CASES_PER_PAGE
+    from tests.web.factories import repeated_run
+
+    run = repeated_run(None, [1.0] * (CASES_PER_PAGE + 5), repeats=2, seed=1, exact=True)
+    client.force_login(make_user("viewer"))
+    url = reverse("run_detail", args=[run.pk])
+    page = client.get(url).text
+    assert len(row_indices(page)) == CASES_PER_PAGE
+    shown = f"{CASES_PER_PAGE} of {CASES_PER_PAGE + 5} shown"
+    assert f"Load 5 more ({shown})" in page
+    more = client.get(url, {"page": "2"}, headers={"HX-Request": "true"}).text
+    assert row_indices(more) == [str(n) for n in range(CASES_PER_PAGE + 1, CASES_PER_PAGE + 6)]
+    assert more.count("2/2 reps passed") == 5
+
+
+def test_a_repetition_that_finishes_updates_its_cases_row_in_the_poll(client: Client) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.web.factories import repeated_run
+
+    run = repeated_run(None, [1.0, 1.0], repeats=3, seed=1, exact=True)
+    earlier = timezone.now() - timedelta(minutes=5)
+    run.cases.update(started_at=earlier, finished_at=earlier)
+    last = run.cases.get(index=1, repetition=2)
+    CaseResult.objects.filter(pk=last.pk).update(
+        status="running", outcome="", passed=None, finished_at=None
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=5, finished_at=None)
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    assert "2/3 reps done" in page and "2/2 reps passed" in page
+    since = timezone.now()
+
+    # The third repetition fails: the poll swaps in its case's row, with the three counted.
+    CaseResult.objects.filter(pk=last.pk).update(
+        status="done", outcome="failed", passed=False, finished_at=timezone.now()
+    )
+    Run.objects.filter(pk=run.pk).update(cases_done=6)
+    poll = client.get(
+        reverse("run_progress", args=[run.pk]),
+        {"since": since.isoformat(), "known": "2", "v": "running.6.5.6"},
+        headers={"HX-Request": "true"},
+    ).text
+    first = run.cases.get(index=1, repetition=0)
+    row = re.search(
+        rf'<details [^>]*id="case-{first.pk}" hx-swap-oob="true".*?</summary>', poll, re.S
+    )
+    assert row is not None, poll
+    assert "2/3 reps passed" in row.group(0) and "flaky-mark" in row.group(0)
+    assert row_indices(poll) == ["2"]  # just the case that changed
+
+
+def test_a_repeated_case_cancelled_while_a_repetition_runs_says_it_is_stopping(
+    client: Client,
+) -> None:
+    from runs.services.launch import run_cancel
+    from tests.web.factories import repeated_run
+
+    run = repeated_run(None, [1.0, 1.0], repeats=3, seed=1, exact=True)
+    running, waiting = (run.cases.get(index=1, repetition=r) for r in (1, 2))
+    CaseResult.objects.filter(pk=running.pk).update(status="running", outcome="", passed=None)
+    CaseResult.objects.filter(pk=waiting.pk).update(
+        status="pending", outcome="", passed=None, started_at=None, finished_at=None
+    )
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=4)
+    assert run_cancel(run=Run.objects.get(pk=run.pk))
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("run_detail", args=[run.pk])).text
+    first = run.cases.get(index=1, repetition=0)
+    row = re.search(rf'<details [^>]*id="case-{first.pk}".*?</summary>', page, re.S)
+    assert row is not None
+    assert "cancelled · stopping" in row[0] and "1 cancelled" in row[0]
+    assert "1/1 reps passed" in row[0]
 
 
 def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
@@ -149,10 +268,21 @@ def test_a_repeated_case_shows_its_repetitions_and_its_turns_over_them(
     assert "Over its 3 repetitions" in turns
     first = re.search(r"<tr class=\"row-flaky\">(.*?)</tr>", turns, re.S)
     assert first is not None and "turn 1 of" in first.group(1) and "2/3" in first.group(1)
-    # The case page has the switcher too, as plain links (no row to load into).
+    # In a run page's row, the fragment says in the row's header which repetition it shows.
+    second = siblings[1]
+    shown = client.get(reverse("case_turns", args=[run.pk, second.pk])).text
+    header = re.search(
+        rf'<span [^>]*id="case-{case.pk}-shown" hx-swap-oob="true">(.*?)</span>', shown
+    )
+    assert header is not None and "showing rep 2/3" in header[1] and "failed" in header[1]
+    current = re.findall(r'<a class="chip rep-chip [^"]*current"[^>]*aria-current="true"', shown)
+    assert len(current) == 1 and f"/cases/{second.pk}/" in current[0]
+    # The case page has the switcher too, as plain links (no row to load into), and says which
+    # repetition of which case it is (of the run's 3 cases, not its 9 repetitions).
     page = client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert reverse("case_detail", args=[run.pk, siblings[2].pk]) in page
-    assert 'hx-target="closest .turns"' not in page
+    assert 'hx-target="closest .turns"' not in page and "-shown" not in page
+    assert "case 1 of 3</span> <span" in page and "repetition 1 of 3" in page
 
 
 def test_a_run_without_repeats_shows_no_repetition_marks(tmp_path: Path, client: Client) -> None:
@@ -244,7 +374,7 @@ def test_the_run_page_and_its_poll_read_the_repetitions_stats_once(
 
     run = flaky_example_run(tmp_path)
     client.force_login(make_user("viewer"))
-    stats_sql = 'SELECT "runs_caseresult"."index" AS "index", "runs_caseresult"."outcome" AS'
+    stats_sql = 'SELECT "runs_caseresult"."index" AS "index", COUNT("runs_caseresult"."id") AS'
     for url in (
         reverse("run_detail", args=[run.pk]),
         reverse("run_progress", args=[run.pk]) + "?known=9&since=2000-01-01T00:00:00Z",

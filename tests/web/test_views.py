@@ -130,6 +130,35 @@ def test_staff_cancelling_a_running_run_calls_run_cancel_and_redirects(
     assert run.status == Run.Status.CANCELLED
 
 
+def test_cancelling_with_htmx_redraws_the_page_in_place_with_its_filters_and_polls_on(
+    staff_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
+    case = running_case(run, 2, written=1)
+    page = staff_client.get(reverse("run_detail", args=[run.pk])).text
+    form = re.search(r'<form [^>]*class="inline cancel-form"[^>]*>', page)
+    assert form is not None and f'hx-post="{reverse("run_cancel", args=[run.pk])}"' in form[0]
+
+    page_url = f"http://testserver{reverse('run_detail', args=[run.pk])}?failures=1"
+    response = staff_client.post(
+        reverse("run_cancel", args=[run.pk]), headers={**HTMX, "HX-Current-URL": page_url}
+    )
+    assert response.status_code == 200  # no redirect: nothing reloads
+    text = response.text
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED and run.is_stopping
+    # The progress box (the form's target) polls on, with the page's filter, while it stops.
+    box = re.search(r'<section id="run-progress"[^>]*>', text)
+    assert box is not None and 'hx-trigger="every 1s"' in box[0] and "failures=1&amp;" in box[0]
+    assert re.search(r'<header id="run-header" class="run-header" hx-swap-oob="true">', text)
+    assert 'data-status="cancelled"' in text and "Cancel run" not in text
+    assert '<section id="case-list" class="case-list" hx-swap-oob="true">' in text
+    assert f"Run {run.pk} cancelled." in text
+    # The page's list: only failures (its failed case; not the passed or the running one).
+    listed = set(re.findall(r'id="case-(\d+)"', text))
+    assert listed == {str(failing_case(run).pk)} and str(case.pk) not in listed
+
+
 def test_the_cancel_button_is_shown_to_staff_only_while_the_run_is_active(
     staff_client: Client, project: AgentProject
 ) -> None:
@@ -1086,6 +1115,13 @@ def test_the_case_page_of_a_running_case_polls_its_turns_with_whole(
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "v=running.2&amp;whole=1" in page
     assert turn_sections(page) == 2
+    # A turn is written: the poll's fragment polls on as the case page's (it reloads the page
+    # once the case settles), with the page's own anchors.
+    write_turn(case, 2)
+    url = reverse("case_turns", args=[run.pk, case.pk])
+    polled = viewer_client.get(url, {"v": "running.2", "whole": "1"}, headers=HTMX).text
+    assert turn_sections(polled) == 3 and "v=running.3&amp;whole=1" in polled
+    assert 'id="turn-2"' in polled and f"case-{case.pk}-turn" not in polled
 
 
 def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
