@@ -583,7 +583,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     context = _run_context(request, run)
     status = 400 if context["errors"] else 200
     if request.htmx and request.htmx.target == "case-list":
-        return render(request, "runs/run_detail.html#case_list", context, status=status)
+        return render(request, "runs/run_detail.html#case_list_response", context, status=status)
     return render(request, "runs/run_detail.html", context, status=status)
 
 

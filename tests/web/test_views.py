@@ -372,6 +372,29 @@ def test_only_failures_keeps_the_failed_case_rows(
     assert case_rows(partial.text) == 2
 
 
+def test_a_filter_on_a_live_run_makes_its_poll_carry_the_new_filter(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=6, turns=2, failing=(1,), status=Run.Status.RUNNING))
+    partial = viewer_client.get(
+        reverse("run_detail", args=[run.pk]) + "?outcome=error",
+        headers={**HTMX, "HX-Target": "case-list"},
+    )
+    assert partial.text.lstrip().startswith('<section id="case-list"')
+    # The progress box is swapped too (out of band), its poll asking for the filtered list: a
+    # case finishing later, or the run's end, redraws the list the reader chose.
+    progress = partial.text[partial.text.index('<section id="run-progress"') :]
+    assert 'hx-swap-oob="true"' in progress.split(">", 1)[0]
+    assert "outcome=error&amp;since=" in progress.split(">", 1)[0]
+    # A finished run does not poll: the filter redraws the list alone.
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, cases_done=6)
+    done = viewer_client.get(
+        reverse("run_detail", args=[run.pk]) + "?outcome=error",
+        headers={**HTMX, "HX-Target": "case-list"},
+    )
+    assert 'id="run-progress"' not in done.text
+
+
 def test_a_long_case_list_is_paged_with_a_load_more_button(
     viewer_client: Client, project: AgentProject
 ) -> None:
