@@ -259,7 +259,7 @@ def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or
         normalised.count()
     )
     assert section.locator(".side table.metrics th", has_text="Reasoning").first.is_visible()
-    screenshot(page, "compare-three-runs-stacked")
+    screenshot(page, "compare-three-runs-stacked", docs=True)
     # Two runs stay side by side, and their tables fit their half of the page just as well.
     pair = f"{data.oldest.pk},{data.newest.pk}"
     page.goto(f"{live_server.url}/compare/case/?runs={pair}&key=refund+case+0&turn=0")

@@ -37,7 +37,7 @@ def test_a_reader_learns_why_a_run_at_a_full_pass_rate_failed_and_opens_those_ca
     assert reason.inner_text() == (f"failed: 2 cases could not be graded ({NO_KEY}); none failed")
     # The bar is drawn as not graded, not as failing tests.
     assert page.locator("#run-progress .progress.progress-not_graded").count() == 1
-    screenshot(page, "run_status_reason")
+    screenshot(page, "run-status-reason", docs=True)
 
     reason.get_by_role("link", name="2 cases could not be graded").click()
     page.wait_for_url("**?outcome=not_graded")
