@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from worker_bench import wait_ready  # beside this script (the worker's ping, or a fixed wait)
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO.parent / "shared" / "fixtures" / "convfinqa" / "convfinqa_subset_inline.yaml"
 AGENT = """\
@@ -49,7 +51,6 @@ test_cases_file: cases.yaml
 """
 SMALL = 4
 BUSY_CASES = 4  # the big run's cases done before the small ones are launched
-READY_SECONDS = 60.0
 END_SECONDS = 600.0
 
 
@@ -134,23 +135,6 @@ def one_round(project: Any, workers: int) -> list[tuple[str, str, float]]:
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-
-
-def wait_ready() -> None:
-    """Until the worker answers a ping (Redis, RabbitMQ); a fixed wait on the embedded broker."""
-    from django.conf import settings
-
-    from holodeck_web.celery import app
-
-    if settings.EMBEDDED_BROKER:
-        time.sleep(5)
-        return
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        if app.control.ping(timeout=0.5):
-            time.sleep(0.5)  # the pool's children finish starting
-            return
-    sys.exit("the worker did not start")
 
 
 def wait_end(run: Any) -> Any:

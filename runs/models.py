@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runs.report.numbers import case_text
 from runs.report.regrades import RegradeSources
-from runs.report.status import StatusCounts, StatusReason, run_status_reason
+from runs.report.status import StatusCounts, StatusReason, counters_of, run_status_reason
 from runs.spec.test_cases import case_label
 
 
@@ -236,14 +236,7 @@ class Run(models.Model):
     def status_counts(self) -> StatusCounts:
         """Its cases by verdict from its counter columns, no query; errored cases told apart
         from failed ones where a list read them (``errored_cases``, selectors.runs)."""
-        return StatusCounts.of_counters(
-            total=self.total_cases,
-            done=self.cases_done,
-            passed=self.passed_cases,
-            failed_or_errored=self.failed_cases,
-            not_graded=self.not_graded_cases,
-            errored=getattr(self, "errored_cases", None),
-        )
+        return counters_of(self, errored=getattr(self, "errored_cases", None))
 
     @property
     def status_reason(self) -> StatusReason:

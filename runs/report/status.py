@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from runs.report.outcomes import Outcome
 from runs.report.summary import OutcomeCounts
@@ -80,6 +81,20 @@ class StatusCounts:
             cancelled=max(0, done - settled),
             pending=max(0, total - done),
         )
+
+
+def counters_of(run: Any, *, errored: int | None = None) -> StatusCounts:
+    """``StatusCounts.of_counters`` of a row holding a run's counter columns (``total_cases``,
+    ``cases_done``, ``passed_cases``, ``failed_cases``, ``not_graded_cases``): a Run, or a
+    list's row of them."""
+    return StatusCounts.of_counters(
+        total=run.total_cases,
+        done=run.cases_done,
+        passed=run.passed_cases,
+        failed_or_errored=run.failed_cases,
+        not_graded=run.not_graded_cases,
+        errored=errored,
+    )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, Run
-from runs.report.status import StatusCounts, StatusReason, run_status_reason
+from runs.report.status import StatusCounts, StatusReason, counters_of, run_status_reason
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from runs.selectors.runs import ERRORED_CASES
 
@@ -62,14 +62,7 @@ class LastRun:
 
     @property
     def status_counts(self) -> StatusCounts:
-        return StatusCounts.of_counters(
-            total=self.total_cases,
-            done=self.cases_done,
-            passed=self.passed_cases,
-            failed_or_errored=self.failed_cases,
-            not_graded=self.not_graded_cases,
-            errored=self.errored_cases,
-        )
+        return counters_of(self, errored=self.errored_cases)
 
     @property
     def status_reason(self) -> StatusReason:
