@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -34,10 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from worker_bench import wait_ready  # beside this script (the worker's ping, or a fixed wait)
+# Beside this script: the staged agent, Django on the embedded defaults, the worker's ping.
+from worker_bench import REPO, django_start, stage_agent, wait_ready
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURE = REPO.parent / "shared" / "fixtures" / "convfinqa" / "convfinqa_subset_inline.yaml"
 AGENT = """\
 name: convfinqa-fair-queue-bench
 model: {{provider: scripted, name: generated, latency_ms: {latency}}}
@@ -60,26 +58,15 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=300)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    if not FIXTURE.exists():
-        sys.exit(f"fixture not found: {FIXTURE}")
     with tempfile.TemporaryDirectory() as tmp:
-        agent_dir = Path(tmp) / "agent"
-        agent_dir.mkdir()
-        shutil.copy(FIXTURE, agent_dir / "cases.yaml")
-        (agent_dir / "agent.yaml").write_text(AGENT.format(latency=args.latency_ms))
-        os.environ.setdefault("HOLODECK_DATA_DIR", str(Path(tmp) / "data"))
-        os.environ["DJANGO_SETTINGS_MODULE"] = "holodeck_web.settings"
+        agent = stage_agent(Path(tmp), AGENT.format(latency=args.latency_ms))
         os.environ.setdefault("LOG_LEVEL", "WARNING")
-        sys.path.insert(0, str(REPO))
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, check=True)
-        import django
-
-        django.setup()
+        django_start(Path(tmp))
         from django.db import connection
 
         from runs.services.projects import project_register
 
-        project = project_register(agent_path=agent_dir / "agent.yaml")
+        project = project_register(agent_path=agent)
         waits: dict[str, list[float]] = {"re-grade": [], "run": []}
         for number in range(1, args.rounds + 1):
             for line, kind, wait in one_round(project, args.workers):

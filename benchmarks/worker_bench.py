@@ -55,21 +55,9 @@ def main() -> None:
         "--compare", action="store_true", help="then time the compare page of the last two runs"
     )
     args = parser.parse_args()
-    if not FIXTURE.exists():
-        sys.exit(f"fixture not found: {FIXTURE}")
     with tempfile.TemporaryDirectory() as tmp:
-        agent_dir = Path(tmp) / "agent"
-        agent_dir.mkdir()
-        shutil.copy(FIXTURE, agent_dir / "cases.yaml")
-        agent = agent_dir / "agent.yaml"
-        agent.write_text(AGENT.format(latency=args.latency_ms))
-        os.environ.setdefault("HOLODECK_DATA_DIR", str(Path(tmp) / "data"))
-        os.environ["DJANGO_SETTINGS_MODULE"] = "holodeck_web.settings"
-        sys.path.insert(0, str(REPO))
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, check=True)
-        import django
-
-        django.setup()
+        agent = stage_agent(Path(tmp), AGENT.format(latency=args.latency_ms))
+        django_start(Path(tmp))
         rates = []
         runs = []
         for _ in range(args.rounds):
@@ -86,6 +74,31 @@ def main() -> None:
                 f"median of {args.rounds} rounds, {args.workers} worker process(es): "
                 f"{statistics.median(rates):.0f} turns/s"
             )
+
+
+def stage_agent(tmp: Path, agent_yaml: str) -> Path:
+    """An agent directory in ``tmp``: ``agent_yaml`` over the 133-case ConvFinQA fixture
+    (``cases.yaml``); its agent.yaml."""
+    if not FIXTURE.exists():
+        sys.exit(f"fixture not found: {FIXTURE}")
+    agent_dir = tmp / "agent"
+    agent_dir.mkdir()
+    shutil.copy(FIXTURE, agent_dir / "cases.yaml")
+    agent = agent_dir / "agent.yaml"
+    agent.write_text(agent_yaml)
+    return agent
+
+
+def django_start(tmp: Path) -> None:
+    """Django on the embedded defaults in a data folder under ``tmp`` (unless
+    HOLODECK_DATA_DIR is set), migrated."""
+    os.environ.setdefault("HOLODECK_DATA_DIR", str(tmp / "data"))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "holodeck_web.settings"
+    sys.path.insert(0, str(REPO))
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, check=True)
+    import django
+
+    django.setup()
 
 
 def one_round(
