@@ -409,6 +409,10 @@ def test_a_regrade_of_a_cancelled_run_with_the_same_agent_yaml_reads_as_its_orig
 def test_a_case_never_fails_on_a_regrade_when_none_of_its_turns_failed(tmp_path: Path) -> None:
     original = cancelled_mid_case(example_project(tmp_path), case_index=0, after_turns=1)
     regrade = run_execute_inline(run_id=run_regrade_create(original=original, enqueue=False).pk)
+    # The stopped case (one turn passed, the rest skipped) is re-graded stopped, not failed.
+    stopped = regrade.cases.get(index=0)
+    assert set(stopped.turns.values_list("outcome", flat=True)) == {"passed", "skipped"}
+    assert stopped.outcome == "cancelled"
     for case in regrade.cases.all():
         turns = set(case.turns.values_list("outcome", flat=True))
         if case.outcome == "failed":
