@@ -87,7 +87,7 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_status_reason(run: "Run") -> str:
-        return selectors.run_status_reason_get(run=run, summary=run_summary(run=run)).sentence
+        return selectors.run_status_reason_get(run=run, summary=_summary(run)).sentence
 
     @staticmethod
     def resolve_parallel(run: "Run") -> int | None:
@@ -107,7 +107,15 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_summary(run: "Run") -> RunSummary:
-        return run_summary(run=run)
+        return _summary(run)
+
+
+def _summary(run: "Run") -> RunSummary:
+    """The run's summary, read once per response (its reason and its summary both need it)."""
+    found: RunSummary | None = getattr(run, "_api_summary", None)
+    if found is None:
+        found = run._api_summary = run_summary(run=run)  # type: ignore[attr-defined]
+    return found
 
 
 class RunLaunchIn(Schema):

@@ -33,7 +33,7 @@ from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
 from runs.report.outcomes import Outcome
-from runs.report.repeats import RepeatStats, run_repeat_stats
+from runs.report.repeats import run_repeat_stats
 from runs.selectors.cases import CaseFilters
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.spec.test_cases import case_label
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from runs.report.summary import RunSummary
     from runs.report.writers import ExportFormat
 
-Repeated = Mapping[int, RepeatStats]  # a repeated run's stats by case index ({}: not repeated)
 RUNS_PER_PAGE = 50
 RUNNING = "running"  # CaseResult.Status.RUNNING (views read no model)
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
@@ -352,8 +351,13 @@ def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page
     """One page of the case list: of case rows, or of case indices for a repeated run (one row
     per case, its repetitions under it: ``selectors.case_groups``)."""
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
-    listed: QuerySet[Any, Any] = selectors.case_group_indices(cases) if run.repeats > 1 else cases
-    return Paginator(listed, CASES_PER_PAGE).get_page(request.GET.get("page"))
+    return Paginator(_listed(run, cases), CASES_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _listed(run: Run, cases: QuerySet[CaseResult]) -> QuerySet[Any, Any]:
+    """What the case list counts and pages: the case rows, or a repeated run's case indices
+    (one row per case, its repetitions under it)."""
+    return selectors.case_group_indices(cases) if run.repeats > 1 else cases
 
 
 def _case_rows_html(run: Run, case_page: Page[Any]) -> SafeString:
@@ -397,7 +401,6 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "only_failures": filters.failures,
         "query": query,
         "failures_query": _case_query(filters),
-        "search_query": urlencode({"q": query}) if query else "",
         "known_cases": case_page.paginator.count,
         "errors": errors,
         "bad_q": shown_value(request, "q", errors),
@@ -483,7 +486,7 @@ def _case_filters(request: Query) -> CaseFilters:
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     return {
         **_case_list_context(request, run),
-        **_run_state(run, selectors.case_repeat_stats(run=run)),
+        **_run_state(run),
         # The poll's ``since``: rows started or finished after this render are swapped in.
         "poll_since": timezone.now().isoformat(),
         # The re-grade form's: a double submit answers with the first re-grade.
@@ -536,9 +539,10 @@ def _polled_cost(run: Run) -> Priced:
     return cost
 
 
-def _run_state(run: Run, repeated: Repeated, *, polled: bool = False) -> dict[str, Any]:
-    """What the header, the tiles and the progress box show of the run (``repeated``: its
-    stats per case, ``selectors.case_repeat_stats``)."""
+def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
+    """What the header, the tiles and the progress box show of the run."""
+    # A repeated run's stats per case ({}: each case ran once; no query then).
+    repeated = selectors.case_repeat_stats(run=run)
     # Stored when the run ended; while it runs, live from its rows (the poll's at most
     # LIVE_SUMMARY_SECONDS old).
     summary = _polled_summary(run) if polled else selectors.run_summary(run=run)
@@ -580,10 +584,17 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if request.htmx and request.GET.get("page"):
         # "Load more": just the next page of case rows.
         return render(request, "runs/run_detail.html#case_rows", _case_list_context(request, run))
+    if request.htmx and request.htmx.target == "case-list":
+        # A filter or a search: the case list, and a live run's progress box (its poll takes
+        # the new filters); not the header's reason, the tiles or the cost.
+        context = _case_list_context(request, run) | {
+            "poll_since": timezone.now().isoformat(),
+            "version": run_version(run),
+        }
+        status = 400 if context["errors"] else 200
+        return render(request, "runs/run_detail.html#case_list_response", context, status=status)
     context = _run_context(request, run)
     status = 400 if context["errors"] else 200
-    if request.htmx and request.htmx.target == "case-list":
-        return render(request, "runs/run_detail.html#case_list_response", context, status=status)
     return render(request, "runs/run_detail.html", context, status=status)
 
 
@@ -626,10 +637,8 @@ def _progress_response(
     if shown and shown == run_version(progress) and progress.is_live:
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
-    repeated = selectors.case_repeat_stats(run=run)
     rows = selectors.case_rows(run=run, filters=filters)
-    grouped = run.repeats > 1  # one row per case, its repetitions under it
-    count = (selectors.case_group_indices(rows) if grouped else rows).count()
+    count = _listed(run, rows).count()
     changed_html = None
     if since is not None and known == count and run.is_live:
         changed_html = _changed_rows_html(run, rows, since)
@@ -643,7 +652,7 @@ def _progress_response(
         }
     context = {
         **cases,
-        **_run_state(run, repeated, polled=True),
+        **_run_state(run, polled=True),
         "poll_since": timezone.now().isoformat(),
         "oob": True,
         # The status the page shows is the first part of its version (none: show the header);
