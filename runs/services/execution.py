@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -179,30 +179,38 @@ def _cases_chain(run: Run, agent: LoadedAgent) -> list[Run]:
     """Run the slot's next cases (``case_next_fair``) until none is left or the budget is
     spent; the runs whose cases it ran and that it did not finish, ``run`` first.
 
-    Every case that ends here frees a slot of its run's ``parallel``: the task holds it (in
-    ``freed``) until it fills it with that run's next case not queued yet, or gives it back to
-    the broker when it ends (``case_pump``)."""
+    The task holds one slot of one run's ``parallel`` (``holder``): the one its first case
+    freed, which it fills with that run's next case not queued yet. A case it takes that was
+    queued to the broker is counted in its run's ``parallel`` already (its message finds it
+    taken and refills the run), so it frees no slot here: its run is refilled at once by
+    ``case_pump``, which counts what is in flight. When the task turns to another run's case,
+    it gives the held slot back first (``case_pump``), so no run waits on a slot held for it
+    elsewhere, and none gets more than its ``parallel``."""
     deadline = time.monotonic() + CHAIN_SECONDS
     runs = {run.pk: run}
     agents = {run.pk: agent}
-    freed = Counter({run.pk: 1})
+    holder: Run | None = run
     last = run
     while time.monotonic() < deadline:
         loads = runs_load()
         _runs_settle_ended(runs, loads)
+        freed = {holder.pk: 1} if holder is not None else {}
         case = case_next_fair(after=last, freed=freed, loads=loads)
         if case is None:
             break
-        attempt = case_claim(case, unqueued=not case.enqueued)
+        if holder is not None and case.run_id != holder.pk:
+            case_pump(run=holder)  # its slot, back to the broker's next message
+            holder = None
+        queued = case.enqueued
+        attempt = case_claim(case, unqueued=not queued)
         if attempt is None:  # another task or a pump took it first: the next one
             continue
-        if not case.enqueued:
-            freed[case.run_id] -= 1
         runs.setdefault(case.run_id, case.run)
         loaded = _case_run(case, attempt, agents.get(case.run_id))
         if loaded is not None:
             agents[case.run_id] = loaded
-        freed[case.run_id] += 1
+        if queued:  # its slot is its run's again: refilled by the one count of what is in flight
+            case_pump(run=case.run)
         last = case.run
     return list(runs.values())
 
