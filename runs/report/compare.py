@@ -413,11 +413,15 @@ def _row(
                 row.noise += change == NOISE
         row.unstable = row.unstable or changed_back_and_forth(line[run_id] for run_id in timeline)
     row.marks = {run_id: tuple(found) for run_id, found in marks.items()}
+    # A case absent from one of the two is not a change of verdict (the row is partial).
     row.changed_in = tuple(
         run_id
         for run_id, other in against.items()
-        if row.cells[run_id] != row.cells[other]
-        or any(line[run_id] != line[other] for line in turns)
+        if Outcome.ABSENT not in (row.cells[run_id], row.cells[other])
+        and (
+            row.cells[run_id] != row.cells[other]
+            or any(line[run_id] != line[other] for line in turns)
+        )
     )
     return row
 

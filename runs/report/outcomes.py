@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD",
     "GRADED",
+    "GRADED_VALUES",
     "JUDGE_KINDS",
     "RUN_ACTIVE_STATES",
     "RUN_FINISHED_STATES",
@@ -100,6 +101,8 @@ _LOOK: dict[Outcome, tuple[str, str, str]] = {
 
 GRADED: frozenset[Outcome] = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.ERROR})
 BAD: frozenset[Outcome] = frozenset({Outcome.FAILED, Outcome.ERROR})
+# The same as stored values (rows and wire models hold strings).
+GRADED_VALUES: frozenset[str] = frozenset(outcome.value for outcome in GRADED)
 
 # Run states (the statuses of runs.models.Run), named here so every layer agrees.
 RUN_ACTIVE_STATES: tuple[str, ...] = ("queued", "running")

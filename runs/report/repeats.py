@@ -18,7 +18,7 @@ from runs.report.models import (
     TestResult,
     TurnRepetitions,
 )
-from runs.report.outcomes import BAD, Outcome
+from runs.report.outcomes import BAD, GRADED_VALUES, Outcome
 from runs.report.significance import pass_at_k, pass_hat_k
 
 
@@ -204,10 +204,6 @@ def merged_outcome(outcomes: Sequence[str]) -> str:
         return Outcome.ERROR.value
     passed = sum(1 for outcome in graded if outcome == Outcome.PASSED)
     return Outcome.PASSED.value if passed * 2 > len(graded) else Outcome.FAILED.value
-
-
-# The outcomes counted as graded (``RepeatStats.graded``): passed, failed, errored.
-GRADED_VALUES = frozenset({Outcome.PASSED.value, *(outcome.value for outcome in BAD)})
 
 
 def repetitions_merged(cases: Sequence[CaseData]) -> CaseData:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from runs.models import Run, TurnResult
 from runs.report.numbers import turn_text
-from runs.report.outcomes import GRADED, Outcome
+from runs.report.outcomes import GRADED_VALUES, Outcome
 from runs.report.significance import (
     DEFAULT_ALPHA,
     RateDifference,
@@ -25,7 +25,6 @@ from runs.report.significance import (
 )
 
 Samples = dict[str, list[bool]]  # unit key -> its graded outcomes (True: passed)
-GRADED_VALUES = frozenset(outcome.value for outcome in GRADED)
 TURN_SEPARATOR = " · turn "  # in a turn's key, between its case's key and its number
 
 

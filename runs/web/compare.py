@@ -826,7 +826,8 @@ def _turns(count: int) -> str:
 def _other_changes(row: Row) -> list[int]:
     """The runs where a verdict of the row differs from the compared run's with no regression,
     fix or change within noise of a turn to say so (cancelled -> failed, not graded -> ...)."""
-    return [run_id for run_id in row.changed_in if run_id not in row.changes and not row.noise]
+    # ``row.changes`` holds every run with a regression, a fix or a change within noise.
+    return [run_id for run_id in row.changed_in if run_id not in row.changes]
 
 
 def _verdict_change_html(view: RowView, run_id: int) -> str:

@@ -20,8 +20,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from runs.report.numbers import ordinal
-from runs.report.outcomes import BAD
-from runs.report.repeats import GRADED_VALUES, merged_outcome, repeat_stats
+from runs.report.outcomes import BAD, GRADED_VALUES
+from runs.report.repeats import merged_outcome, repeat_stats
 from runs.templatetags.dashboard import (
     ago,
     case_chips,
