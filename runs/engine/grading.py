@@ -75,24 +75,14 @@ class TurnGrades:
 
 def graded_turn(turn: TurnResult, grades: TurnGrades) -> TurnResult:
     """The turn with its grades (live or re-graded): the one place grades become turn fields.
-    A turn with errors of its own fails whatever the grades say; so does one whose
-    ``fail_on_error`` metric could not grade (``fail_on_error_turn``)."""
-    graded = turn.changed(
+    A turn with errors of its own fails whatever the grades say."""
+    return turn.changed(
         tools_matched=grades.tools_matched,
         arg_match_details=grades.arg_match_details,
         metric_results=grades.metric_results,
         grader_details=grades.grader_details or None,
         passed=not turn.errors and grades.passed,
     )
-    return fail_on_error_turn(graded) if grades.stop_reason is not None else graded
-
-
-def fail_on_error_turn(turn: TurnResult) -> TurnResult:
-    """A turn whose ``fail_on_error`` metric could not grade: failed, not "not graded" — the
-    agent.yaml asked that such a metric fail its case (and the turns after it are skipped)."""
-    if turn.outcome == Outcome.NOT_GRADED:
-        return turn.model_copy(update={"outcome": Outcome.FAILED.value})
-    return turn
 
 
 async def grade_turn(
@@ -170,13 +160,17 @@ def _tool_grades(facts: TurnFacts, expected_tools: Sequence[ExpectedTool]) -> Tu
 def _record(
     grades: TurnGrades, metric: Metric, result: MetricResult, details: dict[str, Any] | None
 ) -> None:
+    if result.error is not None and metric.fail_on_error:
+        # The agent.yaml asked that this metric fail when it cannot grade: failed, not "not
+        # graded" (its turn and case then fail through it), and the case's other turns stop.
+        result = result.model_copy(update={"outcome": Outcome.FAILED.value})
+        if grades.stop_reason is None:
+            grades.stop_reason = (
+                f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
+            )
     grades.metric_results.append(result)
     if details is not None:
         grades.grader_details[metric.metric_name] = details
-    if result.error is not None and metric.fail_on_error and grades.stop_reason is None:
-        grades.stop_reason = (
-            f"fail_on_error: metric {metric.metric_name!r} could not grade: {result.error}"
-        )
 
 
 def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Path) -> list[Metric]:

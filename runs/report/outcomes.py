@@ -173,7 +173,7 @@ def case_outcome_of_turns(outcomes: Iterable[str]) -> Outcome:
     turns could not be graded or were skipped, none failed — not graded. A case is never failed
     unless one of its turns is: the turns skipped after session errors follow an errored turn,
     those skipped after a ``fail_on_error`` metric could not grade follow the turn it failed
-    (``fail_on_error_turn``), and a case stopped by a cancel is ``cancelled`` (the recorder
+    (such a metric is stored failed: ``runs.engine.grading``), and a case stopped by a cancel is ``cancelled`` (the recorder
     settles it so, and a re-grade of it stays so)."""
     seen = set(outcomes)
     if seen <= {Outcome.PASSED}:
@@ -194,9 +194,15 @@ def rolled_up_metric_outcome(outcomes: Iterable[str]) -> Outcome:
 
 
 def only_ungraded_failures(metrics: Iterable[MetricResult]) -> bool:
-    """True when at least one metric failed and every failed one could not grade."""
+    """True when at least one metric failed and every failed one could not grade (by its
+    stored verdict: a ``fail_on_error`` metric that could not grade is failed)."""
     failed = [metric for metric in metrics if not metric.passed]
-    return bool(failed) and all(metric.error is not None for metric in failed)
+    return bool(failed) and all(_metric_verdict(metric) != Outcome.FAILED for metric in failed)
+
+
+def _metric_verdict(metric: MetricResult) -> Outcome:
+    """The metric's stored verdict, else the one its fields decide."""
+    return Outcome(metric.outcome) if metric.outcome else metric_outcome(metric)
 
 
 # --- verdicts by kind ----------------------------------------------------------------------------
@@ -211,7 +217,7 @@ def turn_kind_outcomes(turn: TurnResult) -> KindOutcomes:
     ``tools`` when it asserted tool calls."""
     by_kind: dict[str, list[str]] = {}
     for metric in turn.metric_results:
-        by_kind.setdefault(metric.kind, []).append(metric_outcome(metric))
+        by_kind.setdefault(metric.kind, []).append(_metric_verdict(metric))
     verdicts = {kind: combined(outcomes) for kind, outcomes in by_kind.items()}
     if turn.tools_matched is not None:
         verdicts[TOOLS_KIND] = Outcome.PASSED if turn.tools_matched else Outcome.FAILED

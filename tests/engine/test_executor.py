@@ -131,6 +131,11 @@ def test_a_fail_on_error_grader_stops_its_case(tmp_path: Path) -> None:
     # The turn it could not grade is failed (fail_on_error), so the case fails through a turn.
     assert [t.outcome for t in case.turns] == ["failed", "skipped", "skipped"]
     assert case.outcome == "failed" and not case.passed
+    # Decided where verdicts are: the metric itself is failed, so its kind is, and a turn's
+    # verdicts decided again from its fields (``changed``) stay failed.
+    first = case.turns[0]
+    assert first.metric_results[0].outcome == "failed" and first.kind_outcomes == {"code": "failed"}
+    assert first.changed(grader_details=None).outcome == "failed"
     # The other case still ran (its own first turn crashed too, but it had nothing to skip).
     assert len(report.results[1].turns) == 1 and not report.results[1].turns[0].skipped
 
