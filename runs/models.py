@@ -272,12 +272,9 @@ class Run(models.Model):
     def fail(self, error: str, **fields: Any) -> bool:
         return self._end(Run.Status.ERROR, error=error, **fields)
 
-    def cancel(self) -> bool:
-        return self._end(Run.Status.CANCELLED)
-
-    def end_cancelled(self, **fields: Any) -> bool:
-        """End, with its summary, a run holding cases a cancel stopped (a re-grade of a
-        cancelled run)."""
+    def cancel(self, **fields: Any) -> bool:
+        """End the run cancelled; with ``fields`` (its summary), a run holding cases a cancel
+        stopped that ends on its own (a re-grade of a cancelled run)."""
         return self._end(Run.Status.CANCELLED, **fields)
 
     def _end(self, status: str, **fields: Any) -> bool:

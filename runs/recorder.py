@@ -818,7 +818,7 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
     if status == Run.Status.ERROR:
         ended = run.fail("every test case failed to execute", **fields)
     elif status == Run.Status.CANCELLED:  # a re-grade of a cancelled run (a cancelled run is so)
-        ended = run.end_cancelled(**fields)
+        ended = run.cancel(**fields)
     else:
         ended = run.finish(passed=status == Run.Status.PASSED, **fields)
     if not ended:
