@@ -173,8 +173,8 @@ def case_outcome_of_turns(outcomes: Iterable[str]) -> Outcome:
     turns could not be graded or were skipped, none failed — not graded. A case is never failed
     unless one of its turns is: the turns skipped after session errors follow an errored turn,
     those skipped after a ``fail_on_error`` metric could not grade follow the turn it failed
-    (such a metric is stored failed: ``runs.engine.grading``), and a case stopped by a cancel is ``cancelled`` (the recorder
-    settles it so, and a re-grade of it stays so)."""
+    (such a metric is stored failed: ``runs.engine.grading``), and a case stopped by a cancel
+    is ``cancelled`` (the recorder settles it so, and a re-grade of it stays so)."""
     seen = set(outcomes)
     if seen <= {Outcome.PASSED}:
         return Outcome.PASSED
