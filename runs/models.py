@@ -94,6 +94,11 @@ class Run(models.Model):
     # run and snapshot its transcripts come from, and the agent.yaml (ref, commit, snapshot) it
     # was graded with. Its git_* fields are its transcripts', never the grading commit's.
     regrade_sources = models.JSONField(default=dict, blank=True)
+    # A re-run: some of ``rerun_of``'s cases (one, or its failed ones) run again, at its
+    # snapshot (runs.services.rerun).
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.DASHBOARD)
     agent_name = models.CharField(max_length=200)
@@ -102,6 +107,8 @@ class Run(models.Model):
     git_commit = models.CharField(max_length=64, blank=True, db_index=True)
     git_branch = models.CharField(max_length=200, blank=True)
     git_dirty = models.BooleanField(default=False)
+    # The commit's subject (the first line of its message), shown beside the commit.
+    git_subject = models.CharField(max_length=300, blank=True)
     prompt_version = models.JSONField(null=True, blank=True)
     config_snapshot = models.JSONField(default=dict, blank=True)
     raw_yaml = models.TextField(blank=True)
@@ -402,6 +409,24 @@ class TurnResult(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.index} of {self.case}"
+
+
+class TurnTranscript(models.Model):
+    """What one turn's agent was sent and did, as its backend reported it
+    (``runs.report.transcripts``): the system prompt (the case's first turn only), the user
+    message, each model call, each tool call and its result, each retry. Its own table, read
+    only when a transcript is opened: run and case pages never load it."""
+
+    turn = models.OneToOneField(
+        TurnResult, primary_key=True, on_delete=models.CASCADE, related_name="transcript"
+    )
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transcript_rows")
+    events = models.JSONField(default=list)
+    # Bytes of ``events`` as stored (JSON), for the storage figures.
+    size_bytes = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"transcript of turn {self.turn_id}"
 
 
 class MetricResult(models.Model):

@@ -23,7 +23,15 @@ from django.db.models import Q, QuerySet
 from django.db.models.deletion import ProtectedError
 from django.utils import timezone
 
-from runs.models import AgentProject, AgentSnapshot, CaseResult, MetricResult, Run, TurnResult
+from runs.models import (
+    AgentProject,
+    AgentSnapshot,
+    CaseResult,
+    MetricResult,
+    Run,
+    TurnResult,
+    TurnTranscript,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,10 +178,12 @@ def _delete_batch(ids: list[int], *, kept_too: bool = False) -> tuple[PruneCount
         # and no signal is connected to these models.
         using = Run.objects.db
         metrics = MetricResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
+        TurnTranscript.objects.filter(run_id__in=run_ids)._raw_delete(using)
         turns = TurnResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
         cases = CaseResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
         # Re-grades of these runs keep their own rows; only their link goes (SET_NULL).
         Run.objects.filter(regrade_of_id__in=run_ids).update(regrade_of=None)
+        Run.objects.filter(rerun_of_id__in=run_ids).update(rerun_of=None)
         deleted = Run.objects.filter(pk__in=run_ids)._raw_delete(using)
     counts = PruneCounts(runs=deleted, cases=cases, turns=turns, metrics=metrics)
     return counts, {snapshot for _, snapshot in rows if snapshot is not None}
