@@ -14,20 +14,22 @@ its turn rows), ``turn_to_wire`` (one turn row with its metric rows).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, QuerySet, Sum
 from pydantic import BaseModel
 
-from runs.models import CaseResult, MetricResult, TurnResult
+from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
 from runs.report import models as wire
 from runs.report.build import case_turns
 from runs.report.summary import MetricTally, RunSummary, summarize_tallies
+from runs.report.transcripts import transcript_size
 
 __all__ = [
     "CASE_FIELDS",
     "METRIC_FIELDS",
     "TURN_FIELDS",
+    "TurnRows",
     "case_to_wire",
     "case_turns",
     "case_values",
@@ -117,11 +119,33 @@ def case_values(result: wire.TestResult, turns: Sequence[wire.TurnResult]) -> di
     }
 
 
+class TurnRows(NamedTuple):
+    """One turn's unsaved rows: the turn, its metrics and its transcript (their ``turn`` set
+    when the turn is saved)."""
+
+    turn: TurnResult
+    metrics: list[MetricResult]
+    transcript: TurnTranscript | None
+
+
 def turn_rows(
     *, run_id: int, case: CaseResult, turns: Iterable[wire.TurnResult]
-) -> list[tuple[TurnResult, list[MetricResult]]]:
-    """Unsaved turn rows, each with its unsaved metric rows (their ``turn`` set on save)."""
-    return [(_turn_row(run_id, case, turn), _metric_rows(run_id, turn)) for turn in turns]
+) -> list[TurnRows]:
+    """Unsaved turn rows, each with its unsaved metric and transcript rows."""
+    return [
+        TurnRows(
+            _turn_row(run_id, case, turn),
+            _metric_rows(run_id, turn),
+            _transcript_row(run_id, turn.transcript),
+        )
+        for turn in turns
+    ]
+
+
+def _transcript_row(run_id: int, events: list[dict[str, Any]] | None) -> TurnTranscript | None:
+    if events is None:
+        return None
+    return TurnTranscript(run_id=run_id, events=events, size_bytes=transcript_size(events))
 
 
 def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResult:

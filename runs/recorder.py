@@ -38,8 +38,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from runs import gitutil
-from runs.mapping import case_turns, case_values, summary_of_rows, turn_rows
-from runs.models import AgentSnapshot, CaseResult, MetricResult, Run, TurnResult
+from runs.mapping import TurnRows, case_turns, case_values, summary_of_rows, turn_rows
+from runs.models import AgentSnapshot, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.owner import process_identity
 from runs.report import models as wire
 from runs.report.build import summary_of_results
@@ -359,9 +359,9 @@ def _cases_record(
         cases = [by_index[case.index] for case in cases]
     turn_rows_insert(
         [
-            pair
+            rows
             for case, turns in zip(cases, turns_of, strict=True)
-            for pair in turn_rows(run_id=run.pk, case=case, turns=turns)
+            for rows in turn_rows(run_id=run.pk, case=case, turns=turns)
         ]
     )
 
@@ -596,21 +596,26 @@ def _case_reset(case: CaseResult) -> None:
         )
 
 
-def turn_rows_insert(pairs: Sequence[tuple[TurnResult, list[MetricResult]]]) -> None:
-    """Insert turn rows and their metric rows (bulk: a fixed number of queries)."""
-    if not pairs:
+def turn_rows_insert(rows_of_turns: Sequence[TurnRows]) -> None:
+    """Insert turn rows, their metric rows and their transcripts (bulk: a fixed number of
+    queries)."""
+    if not rows_of_turns:
         return
-    rows = TurnResult.objects.bulk_create([row for row, _ in pairs], batch_size=500)
+    rows = TurnResult.objects.bulk_create([rows.turn for rows in rows_of_turns], batch_size=500)
     if not all(row.pk for row in rows):  # a backend without RETURNING on bulk insert
         saved = TurnResult.objects.filter(case_id__in={row.case_id for row in rows})
         by_key = {(t.case_id, t.index): t for t in saved}
         rows = [by_key[(row.case_id, row.index)] for row in rows]
-    metrics = []
-    for row, (_, unsaved) in zip(rows, pairs, strict=True):
-        for metric in unsaved:
+    metrics, transcripts = [], []
+    for row, unsaved in zip(rows, rows_of_turns, strict=True):
+        for metric in unsaved.metrics:
             metric.turn = row
             metrics.append(metric)
+        if unsaved.transcript is not None:
+            unsaved.transcript.turn = row
+            transcripts.append(unsaved.transcript)
     MetricResult.objects.bulk_create(metrics, batch_size=1000)
+    TurnTranscript.objects.bulk_create(transcripts, batch_size=200)
 
 
 def _count(removed: dict[str, int] | int, model: type[TurnResult]) -> int:

@@ -33,6 +33,9 @@ class TurnOutput:
     usage: TokenUsage | None = None
     is_error: bool = False
     error: str | None = None
+    # What the turn did as the SDK reported it (``runs.report.transcripts`` events: model calls,
+    # assistant texts, tool calls and results, retries), from a ``TurnTrace``; None: none kept.
+    transcript: list[dict[str, Any]] | None = None
 
 
 def captured_call(
@@ -55,6 +58,10 @@ def captured_call(
 
 
 class AgentSession(Protocol):
+    """One conversation. A session may also carry ``system_prompt: str | None``, the
+    instructions it actually gave its model (the engine records them in the case's first
+    turn's transcript; a session without the attribute is taken to send the agent's own)."""
+
     async def send(self, message: str) -> TurnOutput: ...
 
     async def close(self) -> None: ...

@@ -37,6 +37,7 @@ from runs.backends.base import BackendError, TurnOutput, captured_call
 from runs.backends.function_tools import call_function_tool, error_text
 from runs.backends.mcp_client import McpConnection
 from runs.report.models import TokenUsage, ToolInvocation
+from runs.report.transcripts import TurnTrace
 from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class ScriptedBackend:
         else:
             self.transcript = build_transcript(agent.config.test_cases)
         self.latency_s = (model.latency_ms or 0) / 1000
+        self.model_name = model.name
         self.tools: dict[str, Callable[..., Any]] = {
             tool.name: tool.callable for tool in agent.config.tools if tool.type == "function"
         }
@@ -139,26 +141,82 @@ class ScriptedSession:
         return await self._play(step, message)
 
     async def _play(self, step: dict[str, Any], message: str) -> TurnOutput:
+        """Play one scripted turn: a model call that asks for the step's tools (when it has
+        any), the tools run for real, then the model call that answers. Its transcript holds
+        those calls; the turn's tokens are counted once, input on the first call and output on
+        the last."""
+        trace = TurnTrace()
         calls = step.get("tool_calls") or []
         records = []
+        prompt = max(1, len(message) // 4)
         if calls:
-            await self._model_call()
+            await self._model_call(trace, input_tokens=prompt, stop_reason="tool_calls")
+            prompt = 0
             for call in calls:
-                records.append(await self._call_tool(call))
-        await self._model_call(step.get("delay_ms"))
-        if step.get("error"):
-            return TurnOutput(None, records, is_error=True, error=str(step["error"]))
+                records.append(await self._call_tool(call, trace))
+        error = step.get("error")
         response = step.get("response")
         text = response if isinstance(response, str) or response is None else json.dumps(response)
-        usage = TokenUsage.counted(max(1, len(message) // 4), len(text or "") // 4)
-        return TurnOutput(text, records, usage)
+        output_tokens = 0 if error else len(text or "") // 4
+        await self._model_call(
+            trace,
+            step.get("delay_ms"),
+            input_tokens=prompt,
+            output_tokens=output_tokens,
+            stop_reason="error" if error else "stop",
+        )
+        if error:
+            trace.add("error", text=str(error))
+            return TurnOutput(
+                None, records, is_error=True, error=str(error), transcript=trace.finished()
+            )
+        if text is not None:
+            trace.add("assistant", text=text)
+        usage = TokenUsage.counted(max(1, len(message) // 4), output_tokens)
+        return TurnOutput(text, records, usage, transcript=trace.finished())
 
-    async def _model_call(self, delay_ms: float | None = None) -> None:
+    async def _model_call(
+        self,
+        trace: TurnTrace,
+        delay_ms: float | None = None,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        stop_reason: str,
+    ) -> None:
+        start = trace.now_ms()
         delay = self.backend.latency_s + (delay_ms or 0) / 1000
         if delay > 0:
             await asyncio.sleep(delay)
+        trace.add(
+            "model_call",
+            model=self.backend.model_name,
+            start_ms=start,
+            duration_ms=round(trace.now_ms() - start, 3),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=0,
+            stop_reason=stop_reason,
+            attempt=1,
+            messages=len(self.history),
+        )
 
-    async def _call_tool(self, call: dict[str, Any]) -> ToolInvocation:
+    async def _call_tool(self, call: dict[str, Any], trace: TurnTrace) -> ToolInvocation:
+        record = await self._run_tool(call)
+        duration = record.duration_ms or 0.0
+        trace.add(
+            "tool_call",
+            id=f"call_{len(trace.events)}",
+            name=record.name,
+            args=record.args,
+            result=record.result,
+            error=record.error,
+            start_ms=round(trace.now_ms() - duration, 3),
+            duration_ms=duration,
+        )
+        return record
+
+    async def _run_tool(self, call: dict[str, Any]) -> ToolInvocation:
         name = str(call.get("name", ""))
         args = dict(call.get("args") or {})
         started = time.perf_counter()

@@ -49,6 +49,7 @@ from runs.report.models import (
 )
 from runs.report.numbers import repetition_name
 from runs.report.times import grading_ms
+from runs.report.transcripts import turn_events
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -69,6 +70,8 @@ class CaseState:
     consecutive_errors: int = 0
     stop_reason: str | None = None
     retrieval_context: list[str] = field(default_factory=list)
+    # Whether a turn's transcript holds the session's system prompt yet (its first sent turn).
+    system_recorded: bool = False
 
     def session_outcome(self, *, failed: bool) -> None:
         """Two consecutive session errors make the session unrecoverable."""
@@ -340,9 +343,29 @@ class Engine:
             execution_time_ms=sent_ms,
             token_usage=output.usage,
             errors=errors,
+            transcript=self._transcript(session, message, output, state),
         )
         result = graded_turn(answered, grades)
         return result, processed
+
+    def _transcript(
+        self, session: AgentSession, message: str, output: TurnOutput, state: CaseState
+    ) -> list[dict[str, Any]]:
+        """The turn's transcript: the session's system prompt (its first sent turn), the
+        message as sent, what the backend captured, and its failure when it failed."""
+        system: str | None = None
+        if not state.system_recorded:
+            state.system_recorded = True
+            system = getattr(session, "system_prompt", self.agent.instructions)
+        events = turn_events(
+            user_text=message,
+            backend_events=output.transcript,
+            system_text=system,
+            system_source=self.agent.config.instructions.file or "agent.yaml",
+        )
+        if output.is_error and not any(event["type"] == "error" for event in events):
+            events.append({"type": "error", "text": output.error or "agent error"})
+        return events
 
     async def _send(self, session: AgentSession, message: str) -> TurnOutput:
         timeout = self.agent.config.execution.llm_timeout

@@ -71,6 +71,7 @@ def case_turns(result: TestResult) -> list[TurnResult]:
             execution_time_ms=result.execution_time_ms,
             token_usage=result.token_usage,
             errors=result.errors,
+            transcript=result.transcript,
         )
     ]
 
@@ -104,6 +105,7 @@ def single_turn_result(
         timestamp=timestamp,
         token_usage=turn.token_usage,
         turns=None,
+        transcript=turn.transcript,
     )
 
 

@@ -127,8 +127,15 @@ def _without_serializer(schema: Any) -> Any:
 
 
 # Our extensions: left out of a HoloDeck-shaped dump (context {"holodeck": True}): the
-# verdicts, and the case's session start.
-_VERDICT_KEYS = ("outcome", "kind_outcomes", "run_summary", "session_start_ms", "repetitions")
+# verdicts, the case's session start and each turn's transcript.
+_VERDICT_KEYS = (
+    "outcome",
+    "kind_outcomes",
+    "run_summary",
+    "session_start_ms",
+    "repetitions",
+    "transcript",
+)
 
 
 def _without_verdicts(dumped: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
@@ -307,6 +314,9 @@ class TurnResult(_Wire):
     grader_details: dict[str, Any] | None = None
     outcome: TurnOutcome | None = None
     kind_outcomes: dict[str, str] | None = None
+    # Our extension: what the agent was sent and did (runs.report.transcripts events);
+    # dropped from dumps when None and from HoloDeck-shaped dumps always.
+    transcript: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _decide_outcome(self) -> Self:
@@ -327,7 +337,10 @@ class TurnResult(_Wire):
     def _holodeck_shape(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
-        return _without_verdicts(handler(self), info)
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("transcript") is None:
+            dumped.pop("transcript", None)
+        return _without_verdicts(dumped, info)
 
 
 class TestResult(_Wire):
@@ -356,6 +369,8 @@ class TestResult(_Wire):
     # Our extension: how long the case's agent session took to start (e.g. a Claude Code CLI
     # process); dropped from dumps when None and from HoloDeck-shaped dumps always.
     session_start_ms: int | None = Field(default=None, ge=0)
+    # Our extension: a single-turn case's one transcript (a multi-turn case's are its turns').
+    transcript: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _decide_outcome(self) -> Self:
@@ -374,8 +389,9 @@ class TestResult(_Wire):
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
-        if dumped.get("session_start_ms") is None:
-            dumped.pop("session_start_ms", None)
+        for key in ("session_start_ms", "transcript"):
+            if dumped.get(key) is None:
+                dumped.pop(key, None)
         return _without_verdicts(dumped, info)
 
 
