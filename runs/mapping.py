@@ -128,9 +128,7 @@ class TurnRows(NamedTuple):
     transcript: TurnTranscript | None
 
 
-def turn_rows(
-    *, run_id: int, case: CaseResult, turns: Iterable[wire.TurnResult]
-) -> list[TurnRows]:
+def turn_rows(*, run_id: int, case: CaseResult, turns: Iterable[wire.TurnResult]) -> list[TurnRows]:
     """Unsaved turn rows, each with its unsaved metric and transcript rows."""
     return [
         TurnRows(
@@ -168,9 +166,11 @@ def case_to_wire(
     case: CaseResult,
     turns: Sequence[TurnResult] = (),
     metrics_by_turn: dict[int, list[MetricResult]] | None = None,
+    transcripts: dict[int, list[dict[str, Any]]] | None = None,
 ) -> wire.TestResult:
     """A case row as a wire TestResult; a multi-turn case carries ``turns`` (pass its turn rows
-    and their metric rows by turn id). A single-turn case keeps its one turn's tool calls."""
+    and their metric rows by turn id). A single-turn case keeps its one turn's tool calls.
+    ``transcripts`` (events by turn id) go on the turns (a single-turn case: on the case)."""
     values = _to_wire(case, CASE_FIELDS)
     values["passed"] = bool(case.passed)
     values["outcome"] = case.outcome or None
@@ -178,19 +178,29 @@ def case_to_wire(
     if not values["timestamp"] and case.finished_at:
         values["timestamp"] = case.finished_at.isoformat()
     values["test_name"] = case.name or None
+    transcripts = transcripts or {}
     if case.is_multi_turn:
         metrics_by_turn = metrics_by_turn or {}
-        wire_turns = [turn_to_wire(turn, metrics_by_turn.get(turn.pk, [])) for turn in turns]
+        wire_turns = [
+            turn_to_wire(turn, metrics_by_turn.get(turn.pk, []), transcripts.get(turn.pk))
+            for turn in turns
+        ]
         values["turns"] = wire_turns
         values["tool_invocations"] = [call for t in wire_turns for call in t.tool_invocations]
     elif turns:
         values["tool_invocations"] = turns[0].tool_invocations
+        values["transcript"] = transcripts.get(turns[0].pk)
     return wire.TestResult.model_validate(values)
 
 
-def turn_to_wire(turn: TurnResult, metrics: Sequence[MetricResult]) -> wire.TurnResult:
+def turn_to_wire(
+    turn: TurnResult,
+    metrics: Sequence[MetricResult],
+    transcript: list[dict[str, Any]] | None = None,
+) -> wire.TurnResult:
     values = _to_wire(turn, TURN_FIELDS)
     values["metric_results"] = [_metric_to_wire(metric) for metric in metrics]
+    values["transcript"] = transcript
     return wire.TurnResult.model_validate(values)
 
 

@@ -16,6 +16,7 @@ from runs.report.outcomes import CaseOutcome
 from runs.report.summary import RunSummary
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
+from runs.selectors.transcripts import case_transcript_get
 from runs.web.exports import run_export_response
 
 if TYPE_CHECKING:
@@ -326,6 +327,44 @@ def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> 
 )
 def case_turns(request: HttpRequest, run_id: Id, case_id: Id) -> object:
     return case_turn_results(run_id=run_id, case_id=case_id)
+
+
+class TranscriptTurnOut(Schema):
+    turn_id: int
+    turn_index: int
+    outcome: str
+    size_bytes: int = Field(description="bytes of the stored events (JSON)")
+    events: list[dict[str, Any]] | None = Field(
+        description="system, user, model_call (with cost_usd), assistant, tool_call, retry, "
+        "error and truncated events, in order (docs/result-files.md); null: no transcript"
+    )
+
+
+class TranscriptOut(Schema):
+    run_id: int
+    case_id: int
+    case_index: int
+    case_name: str
+    repetition: int
+    turns: list[TranscriptTurnOut]
+
+
+@router.get(
+    "/runs/{run_id}/cases/{case_id}/transcript",
+    response=responses({200: TranscriptOut}, 404),
+    summary="What the agent was sent and did in each turn of a case",
+)
+def case_transcript(request: HttpRequest, run_id: Id, case_id: Id) -> object:
+    found = case_transcript_get(run_id=run_id, case_id=case_id)
+    case = found.case
+    return {
+        "run_id": case.run_id,
+        "case_id": case.pk,
+        "case_index": case.index,
+        "case_name": case.name,
+        "repetition": case.repetition,
+        "turns": [vars(turn) for turn in found.turns],
+    }
 
 
 # --- export ------------------------------------------------------------------------------------

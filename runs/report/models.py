@@ -31,10 +31,11 @@ result file's identity hash is computed over.
 from __future__ import annotations
 
 import json
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
@@ -58,6 +59,11 @@ from runs.report.outcomes import (
     turn_outcome,
 )
 from runs.report.summary import RunSummary
+from runs.report.transcripts import valid_events
+
+# A turn's transcript as read from anywhere (a worker, a row, a file): events of known types,
+# capped (runs.report.transcripts); anything else is no transcript.
+Transcript = Annotated[list[dict[str, Any]] | None, BeforeValidator(valid_events)]
 
 __all__ = ["MetricKind"]
 
@@ -316,7 +322,7 @@ class TurnResult(_Wire):
     kind_outcomes: dict[str, str] | None = None
     # Our extension: what the agent was sent and did (runs.report.transcripts events);
     # dropped from dumps when None and from HoloDeck-shaped dumps always.
-    transcript: list[dict[str, Any]] | None = None
+    transcript: Transcript = None
 
     @model_validator(mode="after")
     def _decide_outcome(self) -> Self:
@@ -370,7 +376,7 @@ class TestResult(_Wire):
     # process); dropped from dumps when None and from HoloDeck-shaped dumps always.
     session_start_ms: int | None = Field(default=None, ge=0)
     # Our extension: a single-turn case's one transcript (a multi-turn case's are its turns').
-    transcript: list[dict[str, Any]] | None = None
+    transcript: Transcript = None
 
     @model_validator(mode="after")
     def _decide_outcome(self) -> Self:

@@ -8,15 +8,15 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import case_to_wire, turn_to_wire
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.report import models as wire
 from runs.report.numbers import repetition_name
 from runs.selectors.runs import run_summary
 
 
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
-    """A case's turns as wire TurnResults with their metric results, in order (three
-    queries); 404 when the run has no such case."""
+    """A case's turns as wire TurnResults with their metric results and transcripts, in order
+    (four queries); 404 when the run has no such case."""
     case = get_object_or_404(CaseResult.objects.only("id"), pk=case_id, run_id=run_id)
     turns = (
         TurnResult.objects.filter(case=case)
@@ -25,13 +25,18 @@ def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
             Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
         )
     )
-    return [turn_to_wire(turn, list(turn.metrics.all())) for turn in turns]
+    transcripts = dict(
+        TurnTranscript.objects.filter(turn__case=case).values_list("turn_id", "events")
+    )
+    return [
+        turn_to_wire(turn, list(turn.metrics.all()), transcripts.get(turn.pk)) for turn in turns
+    ]
 
 
 def run_eval_run(*, run: Run) -> wire.EvalRun:
     """The run as a HoloDeck-compatible EvalRun (``{report, metadata}``), rebuilt from its rows.
 
-    Three queries whatever the run's size (cases, turns, metrics), plus the summary's while the
+    Four queries whatever the run's size (cases, turns, metrics), plus the summary's while the
     run is active. Each result carries its stored verdicts and ``report.run_summary`` is the
     run's summary (``run_summary``). HoloDeck's own ``report.summary`` is computed as HoloDeck
     does, per case from the results (an imported file's own summary too: the results are the
@@ -78,8 +83,10 @@ def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionS
         metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
     for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
         turns_by_case.setdefault(turn.case_id, []).append(turn)
+    transcripts = dict(TurnTranscript.objects.filter(run=run).values_list("turn_id", "events"))
     results = [
-        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn) for case in cases
+        case_to_wire(case, turns_by_case.get(case.pk, []), metrics_by_turn, transcripts)
+        for case in cases
     ]
     repeats = run.repeats
     if repeats == 1:

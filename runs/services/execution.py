@@ -551,11 +551,20 @@ def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
     """The original run's turns of the case with this index and repetition (the re-grade keeps
     both)."""
     from runs.mapping import turn_to_wire
+    from runs.models import TurnTranscript
 
-    rows = TurnResult.objects.filter(
-        run_id=original_id, case__index=case.index, case__repetition=case.repetition
-    ).order_by("index")
-    return [turn_to_wire(row, ()) for row in rows]
+    rows = list(
+        TurnResult.objects.filter(
+            run_id=original_id, case__index=case.index, case__repetition=case.repetition
+        ).order_by("index")
+    )
+    # The transcripts go with the turns: the re-grade's record of what the agent saw.
+    transcripts = dict(
+        TurnTranscript.objects.filter(turn_id__in=[row.pk for row in rows]).values_list(
+            "turn_id", "events"
+        )
+    )
+    return [turn_to_wire(row, (), transcripts.get(row.pk)) for row in rows]
 
 
 def _original_stopped(original_id: int, case: CaseResult) -> bool:
