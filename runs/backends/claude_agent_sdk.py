@@ -13,7 +13,13 @@ wheel) kept open for all turns of a test case:
 - isolation: a private temporary ``CLAUDE_CONFIG_DIR`` (deleted on close), no user/project
   settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``, ``--bare``), no
   non-essential traffic, bounded CLI retries;
-- usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls).
+- usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls);
+- the transcript (``runs.report.transcripts``) is read off the stream, partial messages on:
+  each API call's ``message_start``/``message_delta`` events are a ``model_call`` with its
+  usage and stop reason, timed from the CLI's ``requesting`` status; its text blocks are
+  ``assistant`` events; each ``tool_use`` is a ``tool_call`` completed by its
+  ``tool_result`` (a function tool's with the value its callable returned); a CLI
+  ``api_retry`` system message is a ``retry``.
 
 ``send`` reports model/CLI failures as ``TurnOutput(is_error=True)``; it raises only when
 cancelled (the engine's ``llm_timeout``), after which the next ``send`` first interrupts and
@@ -40,6 +46,8 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     ResultMessage,
     SdkMcpTool,
+    StreamEvent,
+    SystemMessage,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -56,6 +64,7 @@ from runs.backends.function_tools import (
     function_tool_schema,
 )
 from runs.report.models import TokenUsage, ToolInvocation
+from runs.report.transcripts import TurnTrace
 
 if TYPE_CHECKING:
     from runs.spec.loader import LoadedAgent
@@ -116,6 +125,7 @@ class ClaudeAgentSession:
         # tool_use id -> (index in _calls, start time) of an MCP call awaiting its result
         self._external: dict[str, tuple[int, float]] = {}
         self._abandoned = False
+        self._trace = StreamTrace(self._calls)
         self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
         try:
             self._client = ClaudeSDKClient(self._options())
@@ -127,12 +137,18 @@ class ClaudeAgentSession:
     def config_dir(self) -> Path:
         return self._config_dir
 
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt the CLI was given (``--system-prompt``)."""
+        return self._system_prompt()
+
     async def open(self) -> None:
         await self._client.connect()
 
     async def send(self, message: str) -> TurnOutput:
         self._calls = []
         self._external = {}
+        self._trace = StreamTrace(self._calls)
         if self._abandoned and not await self._drain_abandoned_turn():
             return TurnOutput(None, is_error=True, error="the previous turn could not be stopped")
         self._abandoned = True  # until the ResultMessage of this turn arrives
@@ -164,10 +180,16 @@ class ClaudeAgentSession:
             if isinstance(msg, AssistantMessage):
                 if msg.parent_tool_use_id is None:
                     texts.extend(self._read_assistant(msg))
+                    self._trace.assistant(msg)
                 if msg.error:
                     errors.append(f"assistant error: {msg.error}")  # e.g. authentication_failed
             elif isinstance(msg, UserMessage):
                 self._read_tool_results(msg)
+                self._trace.tool_results(msg)
+            elif isinstance(msg, StreamEvent):
+                self._trace.stream(msg)
+            elif isinstance(msg, SystemMessage):
+                self._trace.system(msg)
             elif isinstance(msg, ResultMessage):
                 self._abandoned = False
                 return self._result_output(msg, texts, errors)
@@ -215,12 +237,15 @@ class ClaudeAgentSession:
     def _output(
         self, response: str | None, usage: TokenUsage | None, *, error: str | None = None
     ) -> TurnOutput:
+        if error is not None:
+            self._trace.trace.add("error", text=error)
         return TurnOutput(
             response=response,
             tool_calls=list(self._calls),
             usage=usage,
             is_error=error is not None,
             error=error,
+            transcript=self._trace.trace.finished(),
         )
 
     async def _drain_abandoned_turn(self) -> bool:
@@ -270,6 +295,9 @@ class ClaudeAgentSession:
             env=self._env(),
             stderr=self._stderr.append,
             extra_args={"bare": None} if self._bare() else {},
+            # Each API call's message_start and message_delta: its usage, stop reason and time
+            # for the transcript (assistant messages only carry the usage of its start).
+            include_partial_messages=True,
         )
         if claude and claude.max_thinking_tokens:
             options.thinking = {"type": "enabled", "budget_tokens": claude.max_thinking_tokens}
@@ -354,6 +382,126 @@ class ClaudeAgentSession:
             input_schema=function_tool_schema(fn),
             handler=handler,
         )
+
+
+class StreamTrace:
+    """A turn's transcript read off the SDK's message stream (see the module's docstring).
+    ``calls`` is the turn's list of recorded tool calls: a function tool's result is taken
+    from there, as its callable returned it (the stream only carries the text the model read)."""
+
+    def __init__(self, calls: list[ToolInvocation]) -> None:
+        self.trace = TurnTrace()
+        self._calls = calls
+        self._used: set[int] = set()
+        self._step_start = 0.0  # when the model was last sent something: the query, results
+        self._message_id: str | None = None
+        self._call_event: int | None = None
+        self._attempt = 1
+        self._tools: dict[str, tuple[int | None, float]] = {}  # tool_use id -> event, start
+
+    def stream(self, msg: StreamEvent) -> None:
+        """An API call's own events: ``message_start`` opens its model_call (model, input and
+        cached tokens), ``message_delta`` completes it (output tokens, stop reason, time)."""
+        if msg.parent_tool_use_id is not None:
+            return
+        event = msg.event
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._open_call(message.get("id"), message.get("model"), message.get("usage"))
+        elif kind == "message_delta":
+            usage = event.get("usage") or {}
+            update: dict[str, Any] = {
+                "duration_ms": round(self.trace.now_ms() - self._step_start, 3)
+            }
+            if "output_tokens" in usage:
+                update["output_tokens"] = int(usage["output_tokens"] or 0)
+            stop = (event.get("delta") or {}).get("stop_reason")
+            if stop:
+                update["stop_reason"] = stop
+            self.trace.update(self._call_event, **update)
+
+    def assistant(self, msg: AssistantMessage) -> None:
+        """A content block of an API call: its text or tool use (the call itself comes from
+        its stream events; without them, from this message)."""
+        now = self.trace.now_ms()
+        if msg.message_id is None or msg.message_id != self._message_id:
+            self._open_call(msg.message_id, msg.model, msg.usage)
+            self.trace.update(self._call_event, stop_reason=msg.stop_reason)
+        for block in msg.content:
+            if isinstance(block, TextBlock) and block.text:
+                self.trace.add("assistant", text=block.text)
+            elif isinstance(block, ToolUseBlock):
+                event = self.trace.add(
+                    "tool_call", id=block.id, name=block.name, args=block.input or {}, start_ms=now
+                )
+                self._tools[block.id] = (event, now)
+
+    def _open_call(self, message_id: str | None, model: str | None, usage: Any) -> None:
+        self._message_id = message_id
+        self._call_event = self.trace.add(
+            "model_call",
+            model=model,
+            start_ms=self._step_start,
+            duration_ms=round(self.trace.now_ms() - self._step_start, 3),
+            **call_usage(usage if isinstance(usage, dict) else None),
+            stop_reason=None,
+            attempt=self._attempt,
+        )
+        self._attempt = 1
+
+    def tool_results(self, msg: UserMessage) -> None:
+        if isinstance(msg.content, str):
+            return
+        now = self.trace.now_ms()
+        for block in msg.content:
+            if not isinstance(block, ToolResultBlock) or block.tool_use_id not in self._tools:
+                continue
+            event, started = self._tools.pop(block.tool_use_id)
+            text = tool_result_text(block.content)
+            fields: dict[str, Any] = {
+                "result": None if block.is_error else text,
+                "error": text if block.is_error else None,
+                "duration_ms": round(now - started, 3),
+            }
+            if event is not None and (call := self._function_call(event)) is not None:
+                fields = {
+                    "result": call.result,
+                    "error": call.error,
+                    "duration_ms": call.duration_ms,
+                }
+            self.trace.update(event, **fields)
+        self._step_start = now
+
+    def system(self, msg: SystemMessage) -> None:
+        """``status: requesting`` starts an API call; an ``api_retry`` tells of a failed one."""
+        data = msg.data
+        if msg.subtype == "status" and data.get("status") == "requesting":
+            self._step_start = self.trace.now_ms()
+        elif "retry" in msg.subtype:
+            error = data.get("error") or data.get("message") or msg.subtype
+            self.trace.add("retry", error=str(error), start_ms=self.trace.now_ms())
+            self._attempt += 1
+
+    def _function_call(self, event: int) -> ToolInvocation | None:
+        """The recorded call of this tool_use (same name and args, first not yet taken)."""
+        name, args = self.trace.events[event].get("name"), self.trace.events[event].get("args")
+        for slot, call in enumerate(self._calls):
+            if slot not in self._used and call.name == name and call.args == args:
+                self._used.add(slot)
+                return call
+        return None
+
+
+def call_usage(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """An Anthropic message's usage as a model_call's token fields ({} when it has none)."""
+    if not usage:
+        return {}
+    return {
+        "input_tokens": int(usage.get("input_tokens") or 0),
+        "output_tokens": int(usage.get("output_tokens") or 0),
+        "cached_tokens": int(usage.get("cache_read_input_tokens") or 0),
+    }
 
 
 def external_server(tool: Any) -> dict[str, Any]:

@@ -10,7 +10,11 @@ What a turn reports:
 - token usage summed over every HTTP request of the turn: each request of SK's auto-invoke loop
   is a separate chat completion with its own ``usage``, so an httpx response hook on the
   session's private client adds them up (the final message's metadata only holds the last one);
-- model/HTTP failures as ``TurnOutput(is_error=True)``; ``send`` never raises for them.
+- model/HTTP failures as ``TurnOutput(is_error=True)``; ``send`` never raises for them;
+- its transcript (``runs.report.transcripts``), from the same two places: each HTTP request of
+  the turn is a ``model_call`` (its model, timing, usage and finish reason read off the
+  request and response; a failed one a ``retry``), the assistant text of each response, and
+  each tool call from the filter. The system prompt is the one the first request carried.
 
 ``ollama`` goes through Ollama's OpenAI-compatible ``/v1`` API with the OpenAI connector (no
 extra ``ollama`` package, and the same wire format the offline tests fake).
@@ -47,6 +51,7 @@ from runs.backends.function_tools import (
     function_tool_schema,
 )
 from runs.report.models import TokenUsage, ToolInvocation
+from runs.report.transcripts import TurnTrace
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.mcp import MCPPluginBase
@@ -112,7 +117,10 @@ class SemanticKernelSession:
         self._timeout = timeout
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            event_hooks={"response": [self._meter.on_response]},
+            event_hooks={
+                "request": [self._meter.on_request],
+                "response": [self._meter.on_response],
+            },
         )
         self._service = chat_service(agent.config.model, self._http)
         self._kernel = Kernel()
@@ -127,12 +135,21 @@ class SemanticKernelSession:
                 self._kernel.add_function(plugin, python_kernel_function(tool, plugin))
         self._model = agent.config.model
         self._settings = execution_settings(self._service, self._model, self._kernel)
-        self._history = ChatHistory(system_message=agent.instructions or None)
+        self._instructions = agent.instructions or None
+        self._history = ChatHistory(system_message=self._instructions)
         self._calls: list[ToolInvocation] = []
+        self._trace = TurnTrace()
 
     @property
     def history(self) -> ChatHistory:
         return self._history
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt as the first request sent it (before one: the history's)."""
+        if self._meter.system_prompt is not None:
+            return self._meter.system_prompt
+        return self._instructions
 
     async def open(self) -> None:
         """Connect the MCP servers (each plugin lists its tools as kernel functions)."""
@@ -145,7 +162,7 @@ class SemanticKernelSession:
 
     async def send(self, message: str) -> TurnOutput:
         self._calls = []
-        self._meter.reset()
+        self._trace = self._meter.reset()
         mark = len(self._history.messages)
         self._history.add_user_message(message)
         try:
@@ -174,12 +191,15 @@ class SemanticKernelSession:
         await self._http.aclose()
 
     def _output(self, response: str | None, *, error: str | None = None) -> TurnOutput:
+        if error is not None:
+            self._trace.add("error", text=error)
         return TurnOutput(
             response=response,
             tool_calls=list(self._calls),
             usage=self._meter.usage if self._meter.requests else None,
             is_error=error is not None,
             error=error,
+            transcript=self._trace.finished(),
         )
 
     async def _record_tool_call(
@@ -194,6 +214,10 @@ class SemanticKernelSession:
         # when SK runs calls in parallel (and a later turn's list is a new one).
         calls, slot = self._calls, len(self._calls)
         calls.append(captured_call(name, args))
+        trace = self._trace
+        event = trace.add(
+            "tool_call", id=call.id if call else None, name=name, args=args, start_ms=trace.now_ms()
+        )
         errors: list[str] = []
         token = _TOOL_ERRORS.set(errors)
         started = time.perf_counter()
@@ -214,32 +238,112 @@ class SemanticKernelSession:
                 # SK would show the model the repr of MCP content objects; give it the text.
                 result.value = output
         calls[slot] = captured_call(name, args, result=output, error=error, duration_ms=duration_ms)
+        trace.update(event, result=output, error=error, duration_ms=round(duration_ms, 3))
 
 
 class UsageMeter:
-    """Sums the ``usage`` of every chat-completion HTTP response seen by one httpx client."""
+    """Sums the ``usage`` of every chat-completion HTTP response seen by one httpx client, and
+    writes each request of the current turn into its transcript: a ``model_call`` (model,
+    timing, usage, finish reason, how many messages it sent) and the response's assistant
+    text, or a ``retry`` for a request that failed."""
 
     def __init__(self) -> None:
         self.usage = TokenUsage.zero()
         self.requests = 0
+        self.trace = TurnTrace()
+        self.system_prompt: str | None = None
+        self._started: dict[int, tuple[float, int]] = {}
+        self._failed = 0
 
-    def reset(self) -> None:
+    def reset(self) -> TurnTrace:
+        """A new turn: zero usage and a new transcript (returned)."""
         self.usage = TokenUsage.zero()
         self.requests = 0
+        self.trace = TurnTrace()
+        self._started.clear()
+        self._failed = 0
+        return self.trace
+
+    async def on_request(self, request: httpx.Request) -> None:
+        if not request.url.path.endswith("/chat/completions"):
+            return
+        messages = 0
+        try:
+            body = json.loads(request.content or b"{}")
+            sent = body.get("messages") or []
+            messages = len(sent)
+            if self.system_prompt is None and sent and sent[0].get("role") in _SYSTEM_ROLES:
+                self.system_prompt = _message_text(sent[0].get("content"))
+        except (ValueError, AttributeError, httpx.RequestNotRead):
+            pass
+        self._started[id(request)] = (self.trace.now_ms(), messages)
 
     async def on_response(self, response: httpx.Response) -> None:
         if not response.request.url.path.endswith("/chat/completions"):
+            return
+        start, messages = self._started.pop(id(response.request), (self.trace.now_ms(), 0))
+        duration = round(self.trace.now_ms() - start, 3)
+        if response.status_code >= 400:
+            self._failed += 1
+            await response.aread()
+            error = f"HTTP {response.status_code}: {response.text[:500]}"
+            self.trace.add("retry", error=error, start_ms=start, duration_ms=duration)
             return
         if "json" not in response.headers.get("content-type", ""):
             return  # a streamed body cannot be read here without consuming it
         await response.aread()
         try:
-            usage = response.json().get("usage")
-        except (ValueError, AttributeError):
+            body = response.json()
+        except ValueError:
             return
-        if isinstance(usage, dict):
+        if not isinstance(body, dict):
+            return
+        usage = body.get("usage")
+        counted = openai_usage(usage) if isinstance(usage, dict) else None
+        if counted is not None:
             self.requests += 1
-            self.usage = self.usage + openai_usage(usage)
+            self.usage = self.usage + counted
+        self._record_call(body, counted, start=start, duration=duration, messages=messages)
+
+    def _record_call(
+        self,
+        body: dict[str, Any],
+        usage: TokenUsage | None,
+        *,
+        start: float,
+        duration: float,
+        messages: int,
+    ) -> None:
+        choice = (body.get("choices") or [{}])[0] or {}
+        self.trace.add(
+            "model_call",
+            model=body.get("model"),
+            start_ms=start,
+            duration_ms=duration,
+            input_tokens=usage.prompt_tokens if usage else None,
+            output_tokens=usage.completion_tokens if usage else None,
+            cached_tokens=usage.cache_read_tokens if usage else None,
+            stop_reason=choice.get("finish_reason"),
+            attempt=self._failed + 1,
+            messages=messages,
+        )
+        self._failed = 0
+        text = _message_text((choice.get("message") or {}).get("content"))
+        if text:
+            self.trace.add("assistant", text=text)
+
+
+_SYSTEM_ROLES = ("system", "developer")
+
+
+def _message_text(content: Any) -> str | None:
+    """A chat message's content as text (a string, or the text parts of a list)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+        return "".join(parts)
+    return None
 
 
 def openai_usage(usage: dict[str, Any]) -> TokenUsage:

@@ -13,7 +13,8 @@ and the user message). Each event is a JSON object whose ``type`` is one of:
 - ``assistant``: ``text`` (what the model said: the reply, or its words before a tool call);
 - ``tool_call``: ``id``, ``name``, ``args``, ``result`` or ``error``, ``start_ms``,
   ``duration_ms``;
-- ``retry``: ``error``, ``start_ms`` (a model call that failed and was sent again);
+- ``retry``: ``error``, ``start_ms``, ``duration_ms`` (a model request that failed; the SDK
+  sends again the ones it can, and the call that then answers has ``attempt`` 2, 3...);
 - ``error``: ``text`` (the turn's failure, as the backend reported it);
 - ``truncated``: ``events`` (how many more events the turn had: a turn keeps at most
   ``MAX_EVENTS``).

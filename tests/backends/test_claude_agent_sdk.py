@@ -322,3 +322,28 @@ def test_the_cli_runs_bare_unless_a_claude_code_oauth_token_is_its_only_credenti
     assert not bare(keyless)  # bare mode would not read the OAuth token
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "gateway-token")
     assert bare(keyless)
+
+
+def test_a_turns_transcript_holds_each_api_call_with_the_servers_usage_and_the_tool_result(
+    tmp_path: Path, fake: FakeAnthropic
+) -> None:
+    ([output], session) = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    assert not output.is_error, output.error
+    assert session.system_prompt == INSTRUCTIONS
+    events = output.transcript
+    assert [e["type"] for e in events] == ["model_call", "tool_call", "model_call", "assistant"]
+    calls = [e for e in events if e["type"] == "model_call"]
+    sent = model_requests(fake)
+    assert [(c["input_tokens"], c["output_tokens"], c["cached_tokens"]) for c in calls] == [
+        (x.usage["input_tokens"], x.usage["output_tokens"], x.usage["cache_read_input_tokens"])
+        for x in sent
+    ]
+    assert [c["stop_reason"] for c in calls] == ["tool_use", "end_turn"]
+    assert all(c["model"] == MODEL and c["duration_ms"] >= 0 for c in calls)
+    tool = events[1]
+    assert tool["name"] == "mcp__tools__subtract" and tool["args"] == SUBTRACT_ARGS
+    assert tool["result"] == 25587 == output.tool_calls[0].result  # what tools.py returned
+    assert tool["id"].startswith("toolu_") and tool["error"] is None
+    assert calls[0]["start_ms"] <= tool["start_ms"] <= calls[1]["start_ms"]
+    assert events[-1]["text"] == output.response

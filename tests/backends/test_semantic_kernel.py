@@ -270,3 +270,62 @@ def test_two_tool_rounds_in_one_turn_are_both_recorded_and_every_request_is_coun
     assert output.usage is not None
     assert output.usage.prompt_tokens == sum(r.usage["prompt_tokens"] for r in requests)
     assert output.usage.completion_tokens == sum(r.usage["completion_tokens"] for r in requests)
+
+
+def test_a_turns_transcript_holds_each_model_call_with_the_servers_usage_and_the_tool_result(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake)
+
+    async def go() -> tuple[TurnOutput, str | None]:
+        session = await backend_for(agent).create_session(case_name="case", case_index=0)
+        try:
+            output = await session.send(PROMPT)
+            return output, session.system_prompt  # type: ignore[attr-defined]
+        finally:
+            await session.close()
+
+    output, system_prompt = run_bounded(go())
+
+    events = output.transcript
+    assert [e["type"] for e in events] == ["model_call", "tool_call", "model_call", "assistant"]
+    assert system_prompt == INSTRUCTIONS  # as the first request sent it
+    sent = fake.requests_to("/chat/completions")
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert [(c["input_tokens"], c["output_tokens"]) for c in calls] == [
+        (x.usage["prompt_tokens"], x.usage["completion_tokens"]) for x in sent
+    ]
+    assert [c["stop_reason"] for c in calls] == ["tool_calls", "stop"]
+    assert [c["messages"] for c in calls] == [len(x.body["messages"]) for x in sent]
+    assert all(c["model"] == "gpt-4o-mini" and c["duration_ms"] > 0 for c in calls)
+    tool = events[1]
+    assert tool["result"] == 25587 == output.tool_calls[0].result  # what tools.py returned
+    assert tool["args"] == SUBTRACT_ARGS and tool["error"] is None
+    assert calls[0]["start_ms"] <= tool["start_ms"] <= calls[1]["start_ms"]
+    assert events[-1]["text"] == output.response
+
+
+def test_a_request_the_sdk_retried_shows_as_a_retry_then_the_calls_second_attempt(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    fake.failures = [(500, {"error": {"message": "overloaded"}})]
+
+    [output] = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    assert not output.is_error, output.error
+    events = output.transcript
+    assert [e["type"] for e in events][:3] == ["retry", "model_call", "tool_call"]
+    assert "HTTP 500" in events[0]["error"] and "overloaded" in events[0]["error"]
+    assert [e["attempt"] for e in events if e["type"] == "model_call"] == [2, 1]
+
+
+def test_a_failed_turn_ends_its_transcript_with_the_error(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    fake.failures = [(400, {"error": {"message": "bad request"}})]
+
+    [output] = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
+
+    assert output.is_error
+    assert [e["type"] for e in output.transcript] == ["retry", "error"]
+    assert output.transcript[-1]["text"] == output.error
