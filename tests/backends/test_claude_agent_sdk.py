@@ -291,6 +291,11 @@ def test_an_engine_run_opens_each_case_its_own_claude_session_and_records_its_st
         assert result.agent_response == "The difference is 25587."
         assert result.session_start_ms is not None and result.session_start_ms > 0
         assert result.execution_time_ms >= 0
+        # Its transcript: the instructions as rendered, the message, then the SDK's events.
+        system, user, *rest = result.transcript or []
+        assert (system["type"], system["text"]) == ("system", agent.instructions)
+        assert (user["type"], user["text"]) == ("user", PROMPT)
+        assert [e["type"] for e in rest] == ["model_call", "tool_call", "model_call", "assistant"]
     sessions = {e.headers["X-Claude-Code-Session-Id"] for e in model_requests(fake)}
     assert len(sessions) == 3  # one CLI conversation per case, none shared
 

@@ -319,9 +319,7 @@ def test_a_request_the_sdk_retried_shows_as_a_retry_then_the_calls_second_attemp
     assert [e["attempt"] for e in events if e["type"] == "model_call"] == [2, 1]
 
 
-def test_a_failed_turn_ends_its_transcript_with_the_error(
-    tmp_path: Path, fake: FakeOpenAI
-) -> None:
+def test_a_failed_turn_ends_its_transcript_with_the_error(tmp_path: Path, fake: FakeOpenAI) -> None:
     fake.failures = [(400, {"error": {"message": "bad request"}})]
 
     [output] = run_bounded(converse(agent_for(tmp_path, fake), [PROMPT]))
@@ -329,3 +327,22 @@ def test_a_failed_turn_ends_its_transcript_with_the_error(
     assert output.is_error
     assert [e["type"] for e in output.transcript] == ["retry", "error"]
     assert output.transcript[-1]["text"] == output.error
+
+
+def test_an_engine_run_records_the_rendered_instructions_and_the_message_in_the_transcript(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    from runs.engine.executor import Engine
+
+    agent = agent_for(tmp_path, fake)
+
+    report = run_bounded(Engine(agent).run())
+
+    for result in report.results:
+        system, user, *rest = result.transcript or []
+        assert (system["type"], system["text"]) == ("system", agent.instructions)
+        assert system["source"] == (agent.config.instructions.file or "agent.yaml")
+        assert user == {"type": "user", "text": result.test_input}
+        assert [e["type"] for e in rest] == ["model_call", "tool_call", "model_call", "assistant"]
+        tool = rest[1]
+        assert tool["result"] == result.tool_invocations[0].result
