@@ -12,7 +12,8 @@ number of worker processes (Celery's ``--concurrency``); each round starts a new
 until it answers, launches one run and stops the worker; the median of the rounds is printed.
 Also printed: the CPU time the worker's processes spent on the run, per turn (read from /proc;
 less sensitive than wall time to other work on the machine). ``--repeats N`` runs each case N
-times (``execution.repeats``: 133 × 10 = 1,330 case rows, 4,850 turns); ``--compare`` then times
+times (``execution.repeats``: 133 × 10 = 1,330 case rows, 4,850 turns). The storage of the
+run's transcripts (bytes of events per turn) is printed too. ``--compare`` then times
 the compare page of the last two runs (rendered by Django's test client, logged in, the median
 of 5 renders after one warm-up).
 """
@@ -164,9 +165,26 @@ def measure(
         f"({run.repeats} repetition(s) each) / "
         f"{run.turns_done} turns, parallel {parallel}, {latency_ms:g} ms model latency: "
         f"{run.status} in {elapsed:.2f}s ({rate:.0f} turns/s; worker CPU "
-        f"{cpu * 1000 / max(run.turns_done, 1):.2f} ms per turn)"
+        f"{cpu * 1000 / max(run.turns_done, 1):.2f} ms per turn)\n  " + transcript_storage(run.pk)
     )
     return line, rate, run.pk
+
+
+def transcript_storage(run_id: int) -> str:
+    """What the run's transcripts take: bytes of their events (JSON) per turn."""
+    from django.db.models import Avg, Count, Max, Sum
+
+    from runs.models import TurnTranscript
+
+    sizes = TurnTranscript.objects.filter(run_id=run_id).aggregate(
+        turns=Count("pk"), total=Sum("size_bytes"), mean=Avg("size_bytes"), top=Max("size_bytes")
+    )
+    if not sizes["turns"]:
+        return "transcripts: none stored"
+    return (
+        f"transcripts: {sizes['turns']} turns, {sizes['total'] / 1024:.0f} KB of events, "
+        f"{sizes['mean']:.0f} bytes per turn on average (largest {sizes['top']})"
+    )
 
 
 def compare_timing(before: int, after: int) -> str:
