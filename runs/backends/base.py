@@ -60,7 +60,9 @@ def captured_call(
 class AgentSession(Protocol):
     """One conversation. A session may also carry ``system_prompt: str | None``, the
     instructions it actually gave its model (the engine records them in the case's first
-    turn's transcript; a session without the attribute is taken to send the agent's own)."""
+    turn's transcript; a session without the attribute is taken to send the agent's own), and
+    ``partial_transcript() -> list[dict]``, the current turn's events so far (the engine
+    records them on a turn it stopped at ``llm_timeout``)."""
 
     async def send(self, message: str) -> TurnOutput: ...
 

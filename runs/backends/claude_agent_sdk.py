@@ -158,6 +158,10 @@ class ClaudeAgentSession:
         except Exception as exc:
             return self._output(None, None, error=self.describe(exc))
 
+    def partial_transcript(self) -> list[dict[str, Any]]:
+        """The current turn's events so far (the engine asks when it stops a turn)."""
+        return self._trace.trace.finished()
+
     async def close(self) -> None:
         try:
             with contextlib.suppress(Exception):

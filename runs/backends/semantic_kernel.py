@@ -183,6 +183,10 @@ class SemanticKernelSession:
         self._history.add_message(reply)
         return self._output(reply.content or "")
 
+    def partial_transcript(self) -> list[dict[str, Any]]:
+        """The current turn's events so far (the engine asks when it stops a turn)."""
+        return self._trace.finished()
+
     async def close(self) -> None:
         for plugin in reversed(self._mcp_plugins):
             with contextlib.suppress(Exception):  # closing must not hide the turn's outcome

@@ -372,8 +372,13 @@ class Engine:
         try:
             return await asyncio.wait_for(session.send(message), timeout=timeout)
         except TimeoutError:
+            # What the turn did before it was stopped, where the session can tell.
+            partial = getattr(session, "partial_transcript", None)
             return TurnOutput(
-                None, is_error=True, error=f"Agent invocation timeout after {timeout:g}s"
+                None,
+                is_error=True,
+                error=f"Agent invocation timeout after {timeout:g}s",
+                transcript=partial() if callable(partial) else None,
             )
         except Exception as exc:  # a crashing backend is recorded on this turn; the run goes on
             return TurnOutput(None, is_error=True, error=f"Agent error: {error_text(exc)}")

@@ -346,3 +346,24 @@ def test_an_engine_run_records_the_rendered_instructions_and_the_message_in_the_
         assert [e["type"] for e in rest] == ["model_call", "tool_call", "model_call", "assistant"]
         tool = rest[1]
         assert tool["result"] == result.tool_invocations[0].result
+
+
+def test_a_turn_stopped_by_a_timeout_keeps_what_it_did_before_in_its_partial_transcript(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    agent = agent_for(tmp_path, fake)
+    fake.delays.extend([0.0, 3.0])  # the tool call is asked for at once, the answer hangs
+
+    async def timed_out() -> list[dict[str, object]]:
+        session = await SemanticKernelBackend(agent).create_session(case_name="c", case_index=0)
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.send(PROMPT), 1.0)  # what the engine does
+            return session.partial_transcript()
+        finally:
+            await session.close()
+
+    events = run_bounded(timed_out())
+
+    assert [e["type"] for e in events] == ["model_call", "tool_call"]
+    assert events[1]["result"] == 25587
