@@ -16,7 +16,7 @@ FAILED_OUTCOMES = (Outcome.FAILED.value, Outcome.ERROR.value)
 
 @dataclass(frozen=True)
 class RerunState:
-    """What the run page says of re-runs (``runs/_rerun_buttons.html``)."""
+    """What the run page says of re-runs (``runs/_rerun.html``)."""
 
     text: str  # what this run re-ran ("failed cases", "case <name>"); "" for no re-run
     reruns: list[int]  # ids of this run's re-runs

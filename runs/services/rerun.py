@@ -61,9 +61,9 @@ def run_rerun(
 
 
 def _run_rerun(*, original: Run, cases: RerunCases, user: Any, enqueue: bool) -> Run:
-    _check_rerunnable(original)
+    snapshot_id = _snapshot_to_rerun(original)
     indices, name = _indices_picked(original, cases)
-    agent = _agent_of(original)
+    agent = _agent_of(original, snapshot_id)
     if indices[-1] >= len(agent.config.test_cases):
         raise RerunError(f"run {original.pk}'s snapshot has no case {indices[-1]}")
     options = run_options(
@@ -88,15 +88,16 @@ def _run_rerun(*, original: Run, cases: RerunCases, user: Any, enqueue: bool) ->
         agent_config_path=original.agent_config_path,
         prompt_version=original.prompt_version,
         rerun_of=original,
-        snapshot=AgentSnapshot.objects.defer("archive").get(pk=original.snapshot_id),
+        snapshot=AgentSnapshot.objects.defer("archive").get(pk=snapshot_id),
     )
     if enqueue:
         task_enqueue(START_RUN, run.pk)
     return run
 
 
-def _check_rerunnable(original: Run) -> None:
-    """Raise RerunError when ``original`` cannot be re-run at all, saying why."""
+def _snapshot_to_rerun(original: Run) -> int:
+    """The id of the snapshot ``original`` ran; RerunError, saying why, when it cannot be
+    re-run at all."""
     if original.is_live:
         raise RerunError(f"run {original.pk} has not ended yet: re-run its cases once it has")
     if original.source == Run.Source.REGRADE:
@@ -110,6 +111,7 @@ def _check_rerunnable(original: Run) -> None:
             + ("an imported run" if original.source == Run.Source.IMPORT else "an older run")
             + "), so it cannot be run again as it was: launch its project instead"
         )
+    return original.snapshot_id
 
 
 def _indices_picked(original: Run, cases: RerunCases) -> tuple[list[int], str]:
@@ -136,13 +138,12 @@ def _agent_file(original: Run) -> str:
     return Path(original.agent_config_path).name or "agent.yaml"
 
 
-def _agent_of(original: Run) -> LoadedAgent:
+def _agent_of(original: Run, snapshot_id: int) -> LoadedAgent:
     """The original's agent, loaded from its snapshot's files as a worker loads it."""
     from runs.spec.loader import load_agent
 
-    assert original.snapshot_id is not None
     try:
-        directory = snapshot_unpacked(snapshot_id=original.snapshot_id)
+        directory = snapshot_unpacked(snapshot_id=snapshot_id)
     except SnapshotError as exc:
         raise RerunError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
     agent_file = _agent_file(original)
