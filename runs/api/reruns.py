@@ -16,7 +16,7 @@ router = Router(tags=["runs"])
 
 
 class RunRerunIn(Schema):
-    """Which cases to run again: ``{"cases": "failed"}`` or ``{"case": <index>}``."""
+    """Which cases to run again: `{"cases": "failed"}` or `{"case": <index>}`."""
 
     cases: Literal["failed"] | None = Field(
         default=None,
