@@ -17,7 +17,7 @@ from ninja import NinjaAPI, Swagger
 from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 
-from runs.api import compare, gate, imports, projects, runs, snapshots
+from runs.api import compare, gate, imports, projects, reruns, runs, snapshots
 from runs.api.auth import API_AUTH
 
 
@@ -66,6 +66,7 @@ api = NinjaAPI(
 )
 api.add_router("/", projects.router)
 api.add_router("/", runs.router)
+api.add_router("/", reruns.router)
 api.add_router("/", snapshots.router)
 api.add_router("/", compare.router)
 api.add_router("/", imports.router)

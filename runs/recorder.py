@@ -106,6 +106,7 @@ def run_open(
     regrade_of: Run | None = None,
     uid: uuid.UUID | None = None,
     snapshot: AgentSnapshot | None = None,
+    rerun_of: Run | None = None,
 ) -> Run:
     """Create the Run and one pending row per selected case, in one transaction: everything a
     run is opened with is given here, so nothing patches the run afterwards.
@@ -114,7 +115,8 @@ def run_open(
     command's process. ``warnings`` (about its agent.yaml) are shown on the run page;
     ``agent_config_path`` is the path to show when the agent was read from a snapshot's
     unpacked copy; ``regrade_of`` is the run a re-grade grades again; ``snapshot``
-    the stored files it runs (``runs.services.snapshots``).
+    the stored files it runs (``runs.services.snapshots``); ``rerun_of`` the run whose cases a
+    re-run runs again (at its snapshot: it is recorded at its git identity).
 
     ``git``, ``git_ref`` and ``commit`` say where the agent it runs was read: a re-grade's are
     those of the agent.yaml it grades with, recorded apart (``Run.regrade_sources``), while its
@@ -136,6 +138,8 @@ def run_open(
             snapshot=snapshot,
         ).model_dump(mode="json")
         identity = {field: getattr(regrade_of, field) for field in GIT_FIELDS}
+    if rerun_of is not None:  # it runs the original's files: the original's commit ran
+        identity = {field: getattr(rerun_of, field) for field in (*GIT_FIELDS, "git_subject")}
     if not queued:
         options["owner"] = _me()
     with transaction.atomic():
@@ -151,6 +155,7 @@ def run_open(
             prompt_version=prompt_version,
             regrade_of=regrade_of,
             regrade_sources=sources,
+            rerun_of=rerun_of,
             snapshot=snapshot,
             config_snapshot=agent.redacted_snapshot(),
             raw_yaml=agent.raw_yaml,

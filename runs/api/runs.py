@@ -63,8 +63,16 @@ class RunOut(Schema):
             "(ref, commit, agent.yaml, snapshot); {} for other runs"
         )
     )
+    rerun_of: int | None = Field(
+        description="a re-run: the run some of whose cases (its failed ones, or one) it ran "
+        "again, at that run's snapshot (`POST /runs/{id}/rerun`)"
+    )
     keep: bool = Field(description="kept: `manage.py prune_runs` never deletes it")
     url: str
+
+    @staticmethod
+    def resolve_rerun_of(run: "Run") -> int | None:
+        return run.rerun_of_id
 
     @staticmethod
     def resolve_url(run: "Run") -> str:

@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.web import compare, imports, projects, regrade, snapshots, tokens, trends, views
+from runs.web import (
+    compare,
+    imports,
+    projects,
+    regrade,
+    reruns,
+    snapshots,
+    tokens,
+    trends,
+    views,
+)
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -25,6 +35,7 @@ urlpatterns = [
     ),
     path("runs/<int:run_id>/snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
     path("runs/<int:run_id>/regrade/", regrade.run_regrade, name="run_regrade"),
+    path("runs/<int:run_id>/rerun/", reruns.run_rerun, name="run_rerun"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
     path("compare/", compare.compare, name="compare"),

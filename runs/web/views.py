@@ -36,6 +36,7 @@ from runs.report.outcomes import Outcome
 from runs.report.repeats import run_repeat_stats
 from runs.selectors.cases import CaseFilters
 from runs.selectors.costs import Priced, pricing_for, run_cost
+from runs.selectors.reruns import run_rerun_state, run_rerunnable
 from runs.spec.test_cases import case_label
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import (
@@ -561,6 +562,9 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         "version": run_version(run),
         # A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once).
         "repeat_stats": run_repeat_stats(repeated, run.repeats) if repeated else None,
+        # What it re-ran, its re-runs, its failed cases to re-run (the button's form's key).
+        "rerun": run_rerun_state(run=run),
+        "rerun_key": uuid.uuid4().hex,
     }
 
 
@@ -802,6 +806,8 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
         "anchor_prefix": "",
         "next_failed": selectors.next_failed_case(case=case),
         "pricing": pricing_for(run_id=run_id),
+        # "Re-run this case" (staff's): its form's idempotency key, None when it cannot be.
+        "rerun_case_key": uuid.uuid4().hex if run_rerunnable(case.run) else None,
     }
     return render(request, "runs/case_detail.html", context)
 

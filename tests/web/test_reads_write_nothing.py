@@ -83,7 +83,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     ]
     # Every named dashboard page with a GET handler is in the list above.
     names = {p.name for p in get_resolver().url_patterns[-1].url_patterns}  # runs.web.urls
-    assert names - {"run_cancel", "run_regrade", "run_keep", "token_revoke"} <= {
+    assert names - {"run_cancel", "run_regrade", "run_rerun", "run_keep", "token_revoke"} <= {
         url_name(url) for url in urls
     }
     for url in urls:

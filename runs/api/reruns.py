@@ -1,0 +1,78 @@
+"""Re-run a settled run's failed cases, or one of its cases, as a new run at its snapshot."""
+
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+from pydantic import model_validator
+
+from runs import selectors
+from runs.api.auth import staff_only
+from runs.api.runs import IDEMPOTENCY_KEY, RunOut
+from runs.api.schemas import Id, responses
+from runs.queryvalues import MAX_INT
+
+router = Router(tags=["runs"])
+
+
+class RunRerunIn(Schema):
+    """Which cases to run again: `{"cases": "failed"}` or `{"case": <index>}`."""
+
+    cases: Literal["failed"] | None = Field(
+        default=None,
+        description='"failed": every case that failed or errored (with repeats: any of whose '
+        "repetitions did), each run as many times as the original ran it",
+    )
+    case: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_INT,
+        strict=True,
+        description="one case, by its `index` (as `GET /runs/{id}/cases` lists it)",
+    )
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> "RunRerunIn":
+        if (self.cases is None) == (self.case is None):
+            raise ValueError('give either "cases": "failed" or "case": <index>, not both')
+        return self
+
+
+@router.post(
+    "/runs/{run_id}/rerun",
+    response=responses({200: RunOut, 201: RunOut}, 403, 404, 409, 422),
+    summary="Re-run a run's failed cases, or one case, at its snapshot",
+)
+def run_rerun(
+    request: HttpRequest, run_id: Id, payload: RunRerunIn, idempotency_key: str = IDEMPOTENCY_KEY
+) -> object:
+    """A new run (``rerun_of`` this one) of the chosen cases, with the files this run ran (its
+    snapshot), its git identity and launch options (parallel, repeats). 409 while the run is
+    live, or when it has no snapshot (an imported or older run), is a re-grade, or has no
+    failed case; 404 for a case it does not have. Staff only."""
+    staff_only(request, "re-run runs")
+    from runs.services.launch import LaunchError, run_by_idempotency_key
+    from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
+    from runs.services.rerun import run_rerun as rerun
+    from runs.spec.errors import ConfigError
+
+    original = selectors.run_row(run_id=run_id)
+    key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
+    try:
+        if (first := run_by_idempotency_key(user=user, key=key)) is not None:
+            return 200, first
+        cases: RerunCases = "failed" if payload.case is None else payload.case
+        run = rerun(original=original, cases=cases, user=user, idempotency_key=key)
+    except RerunCaseNotFound as exc:
+        return 404, {"detail": str(exc)}
+    except RerunError as exc:
+        return 409, {"detail": str(exc)}
+    except ConfigError as exc:
+        problems = [
+            {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}
+            for p in exc.problems
+        ]
+        return 422, {"detail": problems}
+    except LaunchError as exc:  # a malformed idempotency key
+        return 422, {"detail": [{"loc": ["header", "Idempotency-Key"], "msg": str(exc)}]}
+    return 201, run
