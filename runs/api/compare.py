@@ -100,6 +100,7 @@ class HeadlineOut(Schema):
     run_id: int
     git_commit: str = Field(description="a re-grade's is its transcripts' commit")
     git_branch: str
+    git_subject: str = Field(description="the subject of git_commit (empty when unknown)")
     regrade_of: int | None = Field(
         description="a re-grade: the run it re-grades (headline: re-grade of #N with <ref>)"
     )
@@ -260,6 +261,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "run_id": h.run.pk,
                 "git_commit": h.run.git_commit,
                 "git_branch": h.run.git_branch,
+                "git_subject": h.run.git_subject,
                 **_regrade_fields(h.regrade),
                 "summary": h.summary,
                 "kind_pass_rate": h.kind_pass_rate,
