@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.web import compare, imports, projects, regrade, snapshots, tokens, trends, views
+from runs.web import (
+    compare,
+    compare_export,
+    imports,
+    projects,
+    regrade,
+    snapshots,
+    tokens,
+    trends,
+    views,
+)
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -30,6 +40,7 @@ urlpatterns = [
     path("compare/", compare.compare, name="compare"),
     path("compare/case/", compare.compare_case, name="compare_case"),
     path("compare/config/", compare.compare_config, name="compare_config"),
+    path("compare/export.csv", compare_export.compare_csv, name="compare_csv"),
     path("trends/", trends.trends, name="trends"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
