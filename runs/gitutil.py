@@ -97,6 +97,32 @@ def branch_of(directory: Path, commit: str, *, ref: str = "", current: str = "")
     return branches[0] if branches else ""
 
 
+# Run.git_subject's length: a longer subject is cut there.
+MAX_SUBJECT = 300
+
+
+def commit_subject(directory: Path, commit: str) -> str:
+    """The subject (the first line of the message) of ``commit`` in ``directory``'s repository,
+    at most MAX_SUBJECT characters; "" on any error (no repository, a commit git does not
+    know). One ``git log``, read as UTF-8 whatever the locale."""
+    if not commit or commit.startswith("-") or not directory.is_dir():
+        return ""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), "log", "-1", "--format=%s", commit, "--"],
+            capture_output=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    if done.returncode != 0:
+        return ""
+    return done.stdout.strip().replace("\x00", "")[:MAX_SUBJECT]
+
+
 def resolve_commit(directory: Path, ref: str) -> str:
     if not ref or ref.startswith("-"):
         raise GitError(f"invalid git ref {ref!r}")

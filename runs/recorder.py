@@ -45,6 +45,7 @@ from runs.report import models as wire
 from runs.report.build import summary_of_results
 from runs.report.outcomes import Outcome
 from runs.report.regrades import GradingSource, RegradeSources, TranscriptSource
+from runs.report.round_trip import commit_subject
 from runs.report.summary import RunSummary
 from runs.rows import rows_insert
 
@@ -138,8 +139,10 @@ def run_open(
             snapshot=snapshot,
         ).model_dump(mode="json")
         identity = {field: getattr(regrade_of, field) for field in GIT_FIELDS}
-    if rerun_of is not None:  # it runs the original's files: the original's commit ran
-        identity = {field: getattr(rerun_of, field) for field in (*GIT_FIELDS, "git_subject")}
+    elif rerun_of is not None:  # it runs the original's files: the original's commit ran
+        identity = {field: getattr(rerun_of, field) for field in GIT_FIELDS}
+    else:
+        identity["git_subject"] = _commit_subject(git, identity["git_commit"])
     if not queued:
         options["owner"] = _me()
     with transaction.atomic():
@@ -221,7 +224,8 @@ def _regrade_carry_unrun(run: Run, original: Run) -> None:
         )
 
 
-GIT_FIELDS = ("git_ref", "git_commit", "git_branch", "git_dirty")
+# A re-grade's git identity is its original's (its transcripts'), these fields copied.
+GIT_FIELDS = ("git_ref", "git_commit", "git_branch", "git_dirty", "git_subject")
 
 
 def _git_identity(*, git: gitutil.GitInfo | None, git_ref: str, commit: str) -> dict[str, Any]:
@@ -238,6 +242,11 @@ def _git_identity(*, git: gitutil.GitInfo | None, git_ref: str, commit: str) -> 
         "git_branch": branch,
         "git_dirty": bool(git and git.dirty and not commit),
     }
+
+
+def _commit_subject(git: gitutil.GitInfo | None, commit: str) -> str:
+    """The subject of the commit a run was read at, shown beside it ("" outside git)."""
+    return gitutil.commit_subject(git.root, commit) if git is not None else ""
 
 
 def regrade_sources(
@@ -316,6 +325,7 @@ def run_record(
             agent_name=report.agent_name,
             agent_config_path=report.agent_config_path,
             git_commit=meta.git_commit or "",
+            git_subject=commit_subject(eval_run),  # our exports carry it; HoloDeck's do not
             prompt_version=meta.prompt_version,
             config_snapshot=meta.agent_config,
             holodeck_version=report.holodeck_version,

@@ -8,17 +8,21 @@ turns by outcome, the pass rate, per metric the turns it graded), whatever the k
 ``order=commits`` lays the runs out oldest first, each compared with the one before it (as the
 page's chronological mode); ``metric`` adds each row's scores and deltas of that metric; ``q``
 keeps the rows where a text occurs in a turn's input or response.
+
+``GET /compare.csv`` is the compare as CSV, one row per case and run (the compare page's
+"Download CSV"; ``runs.web.compare_export``).
 """
 
 from typing import Literal
 
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
 from runs.report.compare import Row, attach_hits, attach_scores, rows_matching, select_rows
-from runs.report.kinds import MetricKind
+from runs.report.kinds import KINDS, MetricKind
 from runs.report.prices import Cost, SplitCost
 from runs.report.regrades import RegradeSources
 from runs.report.summary import RunSummary
@@ -32,6 +36,7 @@ from runs.selectors.compare import (
     turn_hits,
 )
 from runs.selectors.significance import RunSignificance
+from runs.web.compare_export import MOST_METRICS, CsvSettings, UnknownMetric, compare_csv_response
 
 router = Router(tags=["compare"])
 
@@ -100,6 +105,7 @@ class HeadlineOut(Schema):
     run_id: int
     git_commit: str = Field(description="a re-grade's is its transcripts' commit")
     git_branch: str
+    git_subject: str = Field(description="the subject of git_commit (empty when unknown)")
     regrade_of: int | None = Field(
         description="a re-grade: the run it re-grades (headline: re-grade of #N with <ref>)"
     )
@@ -260,6 +266,7 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
                 "run_id": h.run.pk,
                 "git_commit": h.run.git_commit,
                 "git_branch": h.run.git_branch,
+                "git_subject": h.run.git_subject,
                 **_regrade_fields(h.regrade),
                 "summary": h.summary,
                 "kind_pass_rate": h.kind_pass_rate,
@@ -306,6 +313,48 @@ def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
             for run_id, found in comparison.significance.items()
         ],
     }
+
+
+class CompareCsvQuery(Schema):
+    runs: list[Id] = Field(
+        ..., min_length=1, max_length=MAX_RUNS, description="run ids; one: with its baseline"
+    )
+    baseline: Id | None = None
+    kinds: list[Kind] = Field(
+        default_factory=list,
+        description="the kinds whose verdict columns are written (every kind by default), and "
+        "whose metrics are scored when no metric is given",
+    )
+    metric: list[SafeText] = Field(
+        default_factory=list,
+        max_length=MOST_METRICS,
+        description="the metrics to score, repeated (metric=a&metric=b); every metric of the "
+        "runs by default",
+    )
+
+
+@router.get(
+    "/compare.csv",
+    response=responses({200: None}, 404),
+    summary="The compare as CSV: one row per case and run (per repetition), streamed",
+)
+def compare_csv(request: HttpRequest, query: Query[CompareCsvQuery]) -> HttpResponseBase:
+    """Columns: case_index (0-based), case_name, run_id, commit, commit_subject, repetition,
+    outcome, verdict:<kind> per kind, turns, execution_time_ms, score:<metric> per metric (the
+    mean of the case's turns' scores). Every case of the compared runs, whatever show or q
+    would keep."""
+    settings = CsvSettings(
+        run_ids=list(dict.fromkeys(query.runs)),
+        chosen=query.baseline,
+        kinds=[kind for kind in KINDS if kind in query.kinds],
+        metrics=list(dict.fromkeys(query.metric)),
+    )
+    try:
+        return compare_csv_response(settings)
+    except RunsMissing as exc:
+        raise HttpError(404, f"no run #{min(exc.missing)}") from None
+    except UnknownMetric as exc:
+        raise HttpError(422, str(exc)) from None
 
 
 def _row_repeats(comparison: Comparison, row: Row) -> dict[str, object]:

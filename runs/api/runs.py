@@ -40,6 +40,10 @@ class RunOut(Schema):
     git_commit: str
     git_branch: str
     git_dirty: bool
+    git_subject: str = Field(
+        description="the subject (first line of the message) of git_commit; empty when unknown "
+        "(a HoloDeck result file has none)"
+    )
     prompt_version: dict[str, Any] | None
     created_at: datetime
     started_at: datetime | None

@@ -3,10 +3,11 @@ imported file's summary against its results.
 
 Every export of a run (the run page's JSON, the API's, ``run_agent``'s result file) names the
 run in ``report.environment[ENVIRONMENT_KEY]``: ``environment`` is HoloDeck's free
-``{str: str}`` block, so the file stays one HoloDeck reads. Importing a file that names a run
-the database already holds is recognised instead of adding a second copy; a file naming a run
-it does not hold is imported with that identity, so exporting it there and importing it back
-where it came from is recognised too.
+``{str: str}`` block, so the file stays one HoloDeck reads. It carries the subject of the
+run's commit too (``SUBJECT_KEY``), read back when the file is imported. Importing a file that
+names a run the database already holds is recognised instead of adding a second copy; a file
+naming a run it does not hold is imported with that identity, so exporting it there and
+importing it back where it came from is recognised too.
 
 A HoloDeck summary (``ReportSummary``) counts cases as passed or failed (every case that did
 not pass is failed). A file whose summary says something its results do not is imported with
@@ -21,6 +22,10 @@ from runs.report.models import EvalRun, TestReport
 from runs.report.numbers import format_rate, pass_rate_of
 
 ENVIRONMENT_KEY = "holodeck_web_run"
+# The subject of the run's commit (``Run.git_subject``), when it has one: HoloDeck's metadata
+# has the commit but not its subject, so our exports carry it here and imports read it back.
+SUBJECT_KEY = "holodeck_web_git_subject"
+MAX_SUBJECT = 300  # Run.git_subject's length
 
 # HoloDeck rounds its stored pass rate its own way (58.0 for 7 of 12): a difference below one
 # percentage point is rounding, not a contradiction.
@@ -39,9 +44,23 @@ def run_identity(eval_run: EvalRun) -> uuid.UUID | None:
         return None
 
 
-def with_identity(environment: dict[str, str], uid: uuid.UUID | str) -> dict[str, str]:
-    """``environment`` naming the run ``uid`` (any identity it held before replaced)."""
-    return {**environment, ENVIRONMENT_KEY: str(uid)}
+def with_identity(
+    environment: dict[str, str], uid: uuid.UUID | str, *, subject: str = ""
+) -> dict[str, str]:
+    """``environment`` naming the run ``uid`` and its commit's ``subject`` (any identity and
+    subject it held before replaced; no subject key without a subject)."""
+    named = {key: value for key, value in environment.items() if key != SUBJECT_KEY}
+    named[ENVIRONMENT_KEY] = str(uid)
+    if subject:
+        named[SUBJECT_KEY] = subject
+    return named
+
+
+def commit_subject(eval_run: EvalRun) -> str:
+    """The commit subject a result file carries (one of our exports), cut to MAX_SUBJECT
+    characters; "" for a HoloDeck file (it has none)."""
+    value = eval_run.report.environment.get(SUBJECT_KEY)
+    return value.strip()[:MAX_SUBJECT] if isinstance(value, str) else ""
 
 
 def summary_contradiction(report: TestReport) -> str | None:

@@ -56,6 +56,7 @@ class TrendRun:
     grading_commit: str = ""
     # "partial: 3 of 8 cases, filter 'cash'" when it ran a selection of its agent's cases.
     partial: str = ""
+    subject: str = ""  # its commit's subject (a re-grade's: its transcripts' commit's)
 
     @property
     def short_commit(self) -> str:
@@ -305,6 +306,7 @@ def point_title(run: TrendRun) -> str:
         [
             *lines,
             f"commit {commit} on {run.branch or 'no branch'}",
+            *([run.subject] if run.subject else []),
             f"prompt {run.prompt_version or '–'}",
             f"model {model}",
             local_time(run.created_at),

@@ -199,6 +199,16 @@ def comparison_for(
     Raises ``RunsMissing`` when a run does not exist, ``NoBaseline`` when a lone run has no
     baseline (5–7 queries).
     """
+    baseline, shown = runs_compared(run_ids, chosen=chosen)
+    compared = compare_runs(
+        shown, baseline.run, list(kinds or []), order=order, only_significant=True
+    )
+    return baseline, compared
+
+
+def runs_compared(run_ids: list[int], *, chosen: int | None = None) -> tuple[Baseline, list[Run]]:
+    """The runs a compare of ``run_ids`` shows, the baseline first (added when only one run
+    was asked for), and the baseline; raises as ``comparison_for`` (2–4 queries)."""
     runs = runs_for_compare(run_ids)
     found = {run.pk for run in runs}
     missing = [run_id for run_id in run_ids if run_id not in found]
@@ -207,11 +217,7 @@ def comparison_for(
     baseline = baseline_choose(runs, chosen=chosen)
     if baseline is None:
         raise NoBaseline(runs[0], _next_run(runs[0]))
-    shown = [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-    compared = compare_runs(
-        shown, baseline.run, list(kinds or []), order=order, only_significant=True
-    )
-    return baseline, compared
+    return baseline, [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
 
 
 def runs_for_compare(run_ids: list[int]) -> list[Run]:

@@ -54,7 +54,7 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         summary=summarize(results, run.duration_ms or 0),
         timestamp=run.report_timestamp or run.created_at.isoformat(),
         holodeck_version=run.holodeck_version or "holodeck-web 0.1.0",
-        environment=with_identity(run.environment, run.uid),
+        environment=with_identity(run.environment, run.uid, subject=run.git_subject),
         run_summary=run_summary(run=run),
         repetitions=repetitions,
     )

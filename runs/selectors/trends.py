@@ -67,6 +67,7 @@ def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]
         "regrade_sources",
         "total_cases",
         *PARTIAL_COLUMNS,
+        "git_subject",
     )
     return [_trend_run(row) for row in rows]
 
@@ -106,6 +107,7 @@ def _trend_run(row: tuple[Any, ...]) -> TrendRun:
         created_at=timezone.localtime(row[10]),
         cases=cases,
         partial=partial_text_of(row[15], row[16], row[17], row[14], row[18]),
+        subject=row[19],
     )
 
 

@@ -102,6 +102,7 @@ def cli_run_execute(
         git=git,
         cli_args=cli_args,
         uid=stored.uid if stored is not None else uuid.uuid4(),
+        subject=stored.git_subject if stored is not None else _subject(git),
     )
     if run_store is not None:
         run_store.close(eval_run)
@@ -115,9 +116,12 @@ def cli_eval_run(
     git: gitutil.GitInfo | None,
     cli_args: Sequence[str],
     uid: uuid.UUID,
+    subject: str = "",
 ) -> wire.EvalRun:
-    """The HoloDeck result file of a command-line run, naming the run ``uid``."""
-    report = report.model_copy(update={"environment": with_identity(report.environment, uid)})
+    """The HoloDeck result file of a command-line run, naming the run ``uid`` and the
+    ``subject`` of its commit."""
+    environment = with_identity(report.environment, uid, subject=subject)
+    report = report.model_copy(update={"environment": environment})
     return wire.EvalRun(
         report=report,
         metadata=wire.EvalRunMetadata(
@@ -128,6 +132,13 @@ def cli_eval_run(
             git_commit=git.commit if git else None,
         ),
     )
+
+
+def _subject(git: gitutil.GitInfo | None) -> str:
+    """The subject of the commit a run not stored ran at (a stored run has it: its own)."""
+    from runs import gitutil
+
+    return gitutil.commit_subject(git.root, git.commit) if git is not None else ""
 
 
 def cli_snapshot(*, agent: LoadedAgent, warn: Warn) -> AgentSnapshot | None:

@@ -484,6 +484,15 @@ def shortsha(commit: str | None) -> str:
     return (commit or "")[:8]
 
 
+@register.filter
+def subject(text: str | None) -> SafeString:
+    """A commit's subject beside its short sha: cut to the space it has by CSS (an ellipsis),
+    whole in its title; "" when the run has none."""
+    if not text:
+        return mark_safe("")
+    return format_html('<span class="commit-subject" title="{}">{}</span>', text, text)
+
+
 # --- times and cost ----------------------------------------------------------------------------
 
 

@@ -176,3 +176,22 @@ def choice_list_param(request: Query, name: str, choices: Iterable[str]) -> list
         if value not in allowed:
             raise BadParam(name, f"?{name}= takes {', '.join(allowed)}; got {value[:40]!r}")
     return [choice for choice in allowed if choice in values]
+
+
+def text_list_param(
+    request: Query, name: str, *, most: int, max_length: int = MAX_TEXT
+) -> list[str]:
+    """Texts given as repeated ``name=a&name=b`` (never split at commas: a metric's name may
+    hold one), duplicates and empty values dropped, in the order given; at most ``most``."""
+    given = _get(request).getlist(name)
+    if len(given) > most:
+        raise BadParam(name, f"?{name}= takes at most {most} values, got {len(given)}")
+    values: list[str] = []
+    for raw in given:
+        try:
+            value = parse_text(raw.strip(), max_length=max_length)
+        except QueryValueError as error:
+            raise BadParam(name, f"?{name}= {error}") from None
+        if value and value not in values:
+            values.append(value)
+    return values

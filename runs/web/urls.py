@@ -4,6 +4,7 @@ from django.urls import path
 
 from runs.web import (
     compare,
+    compare_export,
     imports,
     projects,
     regrade,
@@ -41,6 +42,7 @@ urlpatterns = [
     path("compare/", compare.compare, name="compare"),
     path("compare/case/", compare.compare_case, name="compare_case"),
     path("compare/config/", compare.compare_config, name="compare_config"),
+    path("compare/export.csv", compare_export.compare_csv, name="compare_csv"),
     path("trends/", trends.trends, name="trends"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

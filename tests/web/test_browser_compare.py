@@ -4,6 +4,8 @@ then the regressed turn side by side and the config diff."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,8 @@ def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_sea
 
     page = browser_page
     data = three_runs(make_project())
+    subject = "Refunds: round to the cent in every currency, " + "and say so " * 10
+    Run.objects.filter(pk=data.newest.pk).update(git_subject=subject)
     login(page, live_server, make_user("reviewer"))
     # Given newest first, as a tray might hold them: the baseline rule picks the middle run.
     ids = [data.newest.pk, data.oldest.pk, data.middle.pk]
@@ -116,6 +120,21 @@ def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_sea
     row = page.locator('tr.matrix-row[data-key="refund case 1"]')
     assert "changed back and forth" in row.inner_text()
     assert "flaky" not in page.locator("table.matrix").inner_text()
+
+    # The newest run's commit subject in its column's header, cut to its width, whole in its
+    # title; the CSV of the compare: a row per case and run, with the subject.
+    shown = page.locator("table.headline thead .commit-subject")
+    assert shown.count() == 1 and shown.get_attribute("title") == subject
+    assert shown.evaluate("span => span.scrollWidth > span.clientWidth")  # an ellipsis
+    with page.expect_download() as downloaded:
+        page.click("a.csv-link")
+    download = downloaded.value
+    assert download.suggested_filename == f"compare-runs-{data.ids.replace(',', '-')}.csv"
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text())))
+    assert len(rows) == 6 * 3
+    assert {row["commit_subject"] for row in rows if row["run_id"] == str(data.newest.pk)} == {
+        subject
+    }
 
     # A metric's deltas, largest drop first.
     page.select_option("select[name=metric]", "rouge")

@@ -59,6 +59,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     ],
     "/compare/case/?runs={run},{other}&key=case-0": ["runs", "key", "kinds", "order", "q", "turn"],
     "/compare/config/?runs={run},{other}": ["runs", "full"],
+    "/compare/export.csv?runs={run},{other}": ["runs", "baseline", "kinds", "metric"],
     "/trends/": [
         "project", "agent", "margin", "last", "regrades", "show", "branch", "kinds",
     ],

@@ -25,6 +25,8 @@ def writes_of(client: Client, url: str) -> list[str]:
     with CaptureQueriesContext(connection) as queries:
         params = {"since": timezone.now().isoformat(), "known": 1} if "progress" in url else {}
         response = client.get(url, params)
+        if response.streaming:  # read as it is sent (the compare's CSV)
+            b"".join(response.streaming_content)  # type: ignore[attr-defined]
     assert response.status_code in (200, 286), (url, response.status_code)
     return [
         q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)
@@ -74,6 +76,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("compare") + f"?runs={run.pk}",
         reverse("compare_case") + f"?runs={other.pk},{run.pk}&key={case.name}",
         reverse("compare_config") + f"?runs={other.pk},{run.pk}",
+        reverse("compare_csv") + f"?runs={run.pk},{other.pk}",
         reverse("trends") + f"?project={project.pk}",
         reverse("tokens"),
         reverse("admin:index"),
