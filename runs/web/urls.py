@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from runs.web import compare, imports, projects, regrade, snapshots, tokens, trends, views
+from runs.web import (
+    compare,
+    imports,
+    projects,
+    regrade,
+    snapshots,
+    tokens,
+    transcripts,
+    trends,
+    views,
+)
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -27,9 +37,15 @@ urlpatterns = [
     path("runs/<int:run_id>/regrade/", regrade.run_regrade, name="run_regrade"),
     path("runs/<int:run_id>/cases/<int:case_id>/", views.case_detail, name="case_detail"),
     path("runs/<int:run_id>/cases/<int:case_id>/turns/", views.case_turns, name="case_turns"),
+    path(
+        "runs/<int:run_id>/cases/<int:case_id>/transcript/",
+        transcripts.case_transcript,
+        name="case_transcript",
+    ),
     path("compare/", compare.compare, name="compare"),
     path("compare/case/", compare.compare_case, name="compare_case"),
     path("compare/config/", compare.compare_config, name="compare_config"),
+    path("compare/transcript/", transcripts.compare_transcript, name="compare_transcript"),
     path("trends/", trends.trends, name="trends"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
