@@ -88,6 +88,30 @@ def test_a_missing_case_or_turn_is_a_404_and_a_bad_query_a_400(
     assert viewer_client.get(url + "?turn=0&prefix=%22%3E").status_code == 400
 
 
+def test_what_the_agent_was_sent_is_shown_as_text_never_as_html(
+    viewer_client: Client, two_runs: tuple[Run, Run]
+) -> None:
+    before, after = two_runs
+    a, b = before.cases.get(index=0), after.cases.get(index=0)
+    row = TurnTranscript.objects.get(turn__case=b, turn__index=0)
+    hostile = "<script>alert(1)</script>"
+    row.events = [{**e, "text": hostile} if "text" in e else e for e in row.events]
+    row.events[3]["args"] = {"order_id": hostile}
+    row.save()
+    for html in (
+        viewer_client.get(transcript_url(after, b, 0)).content.decode(),
+        side_by_side(viewer_client, a, b),
+    ):
+        assert hostile not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_an_anonymous_visitor_is_sent_to_log_in(client: Client, run: Run) -> None:
+    case = failing_case(run)
+    for url in (transcript_url(run, case, 0), reverse("compare_transcript") + "?a=1&b=2"):
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
 def test_the_system_prompt_links_to_its_file_in_the_runs_snapshot(
     viewer_client: Client, tmp_path: Path
 ) -> None:
