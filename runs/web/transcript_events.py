@@ -62,10 +62,6 @@ class EventView:
     text_diff: SafeString | None = None
 
     @property
-    def field_map(self) -> dict[str, Field]:
-        return {f.name: f for f in self.fields}
-
-    @property
     def start_ms(self) -> float | None:
         return _number(self.event.get("start_ms"))
 

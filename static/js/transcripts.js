@@ -154,6 +154,25 @@
     }
   }
 
+  // A transcript that failed to load says so in its section, instead of "Loading…" forever.
+  function failed(evt, cause) {
+    var target = evt.detail && evt.detail.target;
+    if (!target || !target.classList || !target.classList.contains("tx-body")) return;
+    target.textContent = "";
+    var note = document.createElement("p");
+    note.className = "tx-none";
+    note.setAttribute("role", "alert");
+    note.textContent = "Could not load the transcript (" + cause + "): reload the page to retry.";
+    target.appendChild(note);
+  }
+  document.addEventListener("htmx:responseError", function (evt) {
+    var xhr = evt.detail && evt.detail.xhr;
+    failed(evt, "HTTP " + (xhr ? xhr.status : "error"));
+  });
+  document.addEventListener("htmx:sendError", function (evt) {
+    failed(evt, "network error");
+  });
+
   document.addEventListener("input", function (evt) {
     if (evt.target.matches && evt.target.matches("[data-tx-search]")) search(evt.target);
   });
