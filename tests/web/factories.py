@@ -17,7 +17,8 @@ from django.contrib.auth.models import User
 from django.db.models import F
 from django.utils import timezone
 
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.report.transcripts import capped, transcript_size
 
 PASSWORD = "correct horse battery"
 # The verdicts by kind (runs.report.outcomes) of a passing turn and of the failing turn.
@@ -46,6 +47,9 @@ class RunSpec:
     done: int | None = None  # cases finished (the rest pending); None = all
     texts: dict[str, Any] = field(default_factory=dict)  # overrides for the failing case
     git_commit: str = "3f2a9c1d0b7e4f6a8c9d0e1f2a3b4c5d6e7f8a9b"
+    # Each sent turn's transcript (TurnTranscript rows), as the scripted backend records one;
+    # texts["system_prompt"] overrides the system prompt of each case's first turn.
+    transcripts: bool = False
 
 
 def build_run(
@@ -90,7 +94,70 @@ def build_run(
     MetricResult.objects.bulk_create(
         [metric for turn in turns for metric in _metrics(run, turn)], batch_size=500
     )
+    if spec.transcripts:
+        TurnTranscript.objects.bulk_create(
+            [_transcript_row(run, turn, spec) for turn in turns if not turn.skipped],
+            batch_size=500,
+        )
     return run
+
+
+SYSTEM_PROMPT = "You are the refund assistant of Acme.\nLook orders up with orders_lookup."
+
+
+def _transcript_row(run: Run, turn: TurnResult, spec: RunSpec) -> TurnTranscript:
+    events = transcript_events(turn, system=spec.texts.get("system_prompt", SYSTEM_PROMPT))
+    return TurnTranscript(turn=turn, run=run, events=events, size_bytes=transcript_size(events))
+
+
+def transcript_events(turn: TurnResult, *, system: str) -> list[dict[str, Any]]:
+    """A turn's transcript as the scripted backend records one: the system prompt (first
+    turn), the message, a model call asking for the tools, the tool calls, the model call that
+    answers, the answer. A failed turn's first call was retried, and its tool result was cut
+    (``truncated``)."""
+    failed = turn.outcome == "failed"
+    events: list[dict[str, Any]] = []
+    if turn.index == 0:
+        events.append({"type": "system", "text": system, "source": "prompts/system.md"})
+    events.append({"type": "user", "text": turn.input})
+    if failed:
+        events.append({"type": "retry", "error": "429 rate limited", "start_ms": 2.0})
+    events.append(_model_call(5.0, 300.0, 100, 0, "tool_calls", attempt=2 if failed else 1))
+    start = 310.0
+    for call in turn.tool_invocations or []:
+        event = {
+            "type": "tool_call",
+            "id": f"call_{len(events)}",
+            "name": call["name"],
+            "args": call["args"],
+            "result": call.get("result"),
+            "error": call.get("error"),
+            "start_ms": start,
+            "duration_ms": call.get("duration_ms") or 1.0,
+        }
+        events.append(capped(event, cap=200) if failed else event)
+        start += 10
+    events.append(_model_call(start, 850.0, 0, 20, "stop"))
+    if turn.response is not None:
+        events.append({"type": "assistant", "text": turn.response})
+    return events
+
+
+def _model_call(
+    start: float, duration: float, tokens_in: int, tokens_out: int, stop: str, attempt: int = 1
+) -> dict[str, Any]:
+    return {
+        "type": "model_call",
+        "model": "gpt-4o-mini",
+        "start_ms": start,
+        "duration_ms": duration,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cached_tokens": 40 if tokens_in else 0,
+        "stop_reason": stop,
+        "attempt": attempt,
+        "messages": 2,
+    }
 
 
 def _rate(done: int, failing: set[int]) -> float | None:

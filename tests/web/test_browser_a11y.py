@@ -142,10 +142,19 @@ def dataset(transactional_db: None, tmp_path: Path) -> Dataset:
     prompt = directory / "prompts" / "system.md"
     prompt.write_text(prompt.read_text() + "\nAnswer in one sentence.\n")
     second = snapshot_store(packed=snapshot_working_tree(directory))
-    before = build_run(project, RunSpec(cases=6, turns=3, failing=(1,)), snapshot=first)
+    before = build_run(
+        project, RunSpec(cases=6, turns=3, failing=(1,), transcripts=True), snapshot=first
+    )
     after = build_run(
         project,
-        RunSpec(cases=6, turns=3, failing=(1, 3, 4), git_commit="9" * 40),
+        RunSpec(
+            cases=6,
+            turns=3,
+            failing=(1, 3, 4),
+            git_commit="9" * 40,
+            transcripts=True,
+            texts={"system_prompt": "You are the refund assistant.\nAnswer in one sentence."},
+        ),
         snapshot=second,
     )
     for index in range(6):  # one name per case in both runs, so compare pairs them
@@ -263,6 +272,12 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         page.locator("tr.has-regression").first.locator("td.cell a.cv-failed").click()
         page.wait_for_url(re.compile(r".*/compare/case/.*"))
 
+    def transcripts(page: Any) -> None:  # from the case page: its first two turns' opened
+        for index in (0, 1):
+            section = page.locator(f"#turn-{index}-transcript")
+            section.locator("summary").click()
+            section.locator(".tx-ev").first.wait_for()
+
     def api_docs(page: Any) -> None:
         page.goto(urljoin(page.url, "/api/v1/docs"))
         page.locator(".opblock").first.wait_for()  # Swagger UI has drawn the operations
@@ -271,6 +286,8 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         page.click("text=config diff")
         page.wait_for_url(re.compile(r".*/compare/config/.*"))
 
+    pair = [run.cases.get(index=3).pk for run in (before, after)]  # passed, then failed
+    transcript_pair = f"{reverse('compare_transcript')}?a={pair[0]}&b={pair[1]}&turn=1"
     three = f"{before.pk},{after.pk},{data.stopping.pk}"
     compare_three = urlencode(
         {"runs": three, "order": "commits", "metric": "rouge", "sort": "delta", "q": "refund"}
@@ -284,6 +301,7 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("run with a case expanded", expand),
         ("run with two cases expanded", expand_another),
         ("case", reverse("case_detail", args=[after.pk, case.pk])),
+        ("the case's transcripts, opened", transcripts),
         ("a stopping run with its running case open", stopping),
         ("a run with cases not graded and errored", run_url(data.mixed)),
         ("its not-graded case", case_url(data.mixed, index=0)),
@@ -302,6 +320,7 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
             f"/compare/?{compare_three}",
         ),
         ("side by side of 3 runs", f"/compare/case/?{side_three}"),
+        ("two runs' transcripts of a turn side by side", transcript_pair),
         (
             "compare of two repeated runs",
             f"{reverse('compare')}?runs={data.repeated.pk},{data.repeated_again.pk}",
