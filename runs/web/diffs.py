@@ -77,6 +77,9 @@ def _call_changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[st
     if a.get("name") != b.get("name"):
         changes.append("tool")
     args_a, args_b = a.get("args") or {}, b.get("args") or {}
+    if not isinstance(args_a, dict) or not isinstance(args_b, dict):
+        # Args kept as text (a transcript's, cut at its cap): compared whole.
+        return [*changes, *(["args"] if args_a != args_b else [])] + _outcome_changes(a, b)
     for key in sorted(set(args_a) | set(args_b), key=str):
         if key not in args_b:
             changes.append(f"arg {key} removed")
@@ -84,6 +87,11 @@ def _call_changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[st
             changes.append(f"arg {key} added")
         elif args_a[key] != args_b[key]:
             changes.append(f"arg {key}")
+    return changes + _outcome_changes(a, b)
+
+
+def _outcome_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    changes = []
     if _canonical(a.get("result")) != _canonical(b.get("result")):
         changes.append("result")
     if a.get("error") != b.get("error"):

@@ -118,11 +118,8 @@ def _pair(left: EventView, right: EventView) -> Row:
 
 def _call_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """What differs between two tool calls (args cut to their JSON's start are compared as
-    text)."""
-    if isinstance(a.get("args") or {}, dict) and isinstance(b.get("args") or {}, dict):
-        return tool_call_diff([a], [b])[0].changes
-    bare = tool_call_diff([{**a, "args": {}}], [{**b, "args": {}}])[0].changes
-    return (["args"] if a.get("args") != b.get("args") else []) + bare
+    text, by ``tool_call_diff`` itself)."""
+    return tool_call_diff([a], [b])[0].changes
 
 
 def _field_of(change: str) -> str:

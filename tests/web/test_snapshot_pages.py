@@ -477,3 +477,14 @@ def run_with_files(
     Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
     run.refresh_from_db()
     return run
+
+
+def test_tool_calls_whose_args_were_kept_as_text_are_compared_whole() -> None:
+    from runs.web.diffs import tool_call_diff
+
+    cut = {"name": "lookup", "args": '{"table": "net rev', "result": 1}
+    whole = {"name": "lookup", "args": {"table": "net revenue"}, "result": 1}
+
+    assert tool_call_diff([cut], [whole])[0].changes == ["args"]
+    assert tool_call_diff([cut], [dict(cut)])[0].changes == []
+    assert tool_call_diff([cut], [{**cut, "result": 2}])[0].changes == ["result"]
