@@ -79,7 +79,7 @@ def _call_changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[st
     args_a, args_b = a.get("args") or {}, b.get("args") or {}
     if not isinstance(args_a, dict) or not isinstance(args_b, dict):
         # Args kept as text (a transcript's, cut at its cap): compared whole.
-        return [*changes, *(["args"] if args_a != args_b else [])] + _outcome_changes(a, b)
+        return [*changes, *(["args"] if args_a != args_b else []), *_outcome_changes(a, b)]
     for key in sorted(set(args_a) | set(args_b), key=str):
         if key not in args_b:
             changes.append(f"arg {key} removed")
