@@ -24,7 +24,8 @@ The finished run's turns each have a transcript (about 1.5 KB of events, as a Co
 the pages never read them; "open a case's transcript" reads one case's.
 
 Targets (the 2-core development machine): the run page ≤ 60 ms with or without "only failures",
-"not graded only" or "a metric failed", whatever the run's size; a poll with nothing new
+"not graded only", "a metric failed" or "tool assertions failed", whatever the run's size (a
+text search scans the run's responses: measured, no target); a poll with nothing new
 ≤ 20 ms; expanding a case ≤ 50 ms; opening a case's transcript ≤ 50 ms; the home page with 200
 projects ≤ 30 ms; every page ≤ 300 KB.
 """
@@ -50,6 +51,8 @@ TARGETS: dict[str, tuple[float | None, int | None]] = {
     "run page, only failures": (60.0, 300 * KB),
     "run page, not graded only": (60.0, 300 * KB),
     "run page, a metric failed": (60.0, 300 * KB),
+    "run page, tools failed": (60.0, 300 * KB),
+    "run page, text search": (None, 300 * KB),
     "run page, next 100 cases": (None, 300 * KB),
     "repeated run page": (60.0, 300 * KB),
     "repeated, only failures": (60.0, 300 * KB),
@@ -154,6 +157,9 @@ def main() -> int:
     report("run page, only failures", f"/runs/{run.pk}/?failures=1")
     report("run page, not graded only", f"/runs/{run.pk}/?outcome=not_graded")
     report("run page, a metric failed", f"/runs/{run.pk}/?metric=rouge")
+    report("run page, tools failed", f"/runs/{run.pk}/?tools=failed")
+    # A scan of every response of the run (the text is in one of them).
+    report("run page, text search", f"/runs/{run.pk}/?text=order+{args.cases // 2}-2")
     report("run page, next 100 cases", f"/runs/{run.pk}/?page=2", htmx)
     report("repeated run page", f"/runs/{repeated.pk}/")
     report("repeated, only failures", f"/runs/{repeated.pk}/?failures=1")

@@ -13,16 +13,18 @@ its turn rows), ``turn_to_wire`` (one turn row with its metric rows).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from pydantic import BaseModel
 
 from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
 from runs.report import models as wire
 from runs.report.build import case_turns
-from runs.report.summary import MetricTally, RunSummary, summarize_tallies
+from runs.report.kinds import TOOLS_KIND
+from runs.report.outcomes import Outcome
+from runs.report.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
 from runs.report.transcripts import transcript_size
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "case_values",
     "summaries_of_rows",
     "summary_of_rows",
+    "tool_counts_of_rows",
     "turn_rows",
     "turn_to_wire",
 ]
@@ -226,9 +229,10 @@ def summary_of_rows(run_id: int, *, case_id: int | None = None) -> RunSummary:
 def summaries_of_rows(
     run_ids: Sequence[int], *, case_id: int | None = None
 ) -> dict[int, RunSummary]:
-    """Each run's summary from its stored verdicts, counted by the database: three GROUP BY
-    queries for all the runs together, so a poll of a large running run reads a few rows, not
-    one per turn and metric. ``case_id``: one case's summary (of the one run given)."""
+    """Each run's summary from its stored verdicts, counted by the database: four GROUP BY
+    queries for all the runs together (cases, turns, the turns' tool verdicts, metrics), so a
+    poll of a large running run reads a few rows, not one per turn and metric. ``case_id``: one
+    case's summary (of the one run given)."""
     cases = CaseResult.objects.filter(run_id__in=run_ids)
     turns = TurnResult.objects.filter(run_id__in=run_ids)
     metrics = MetricResult.objects.filter(run_id__in=run_ids)
@@ -238,11 +242,14 @@ def summaries_of_rows(
         metrics = metrics.filter(turn__case_id=case_id)
     case_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
     turn_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
+    tool_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
     metric_tally: dict[int, list[MetricTally]] = {run_id: [] for run_id in run_ids}
     for run_id, outcome, n in _tally(cases):
         case_tally[run_id].append((outcome, n))
     for run_id, outcome, n in _tally(turns):
         turn_tally[run_id].append((outcome, n))
+    for run_id, tools in _tool_tallies(turns):
+        tool_tally[run_id] = tools
     for run_id, *row in (
         metrics.values_list("run_id", "metric_name", "kind", "outcome")
         .annotate(n=Count("pk"), score_sum=Sum("score"), scored=Count("score"))
@@ -251,12 +258,41 @@ def summaries_of_rows(
         metric_tally[run_id].append(MetricTally(*row))
     return {
         run_id: summarize_tallies(
-            cases=case_tally[run_id], turns=turn_tally[run_id], metrics=metric_tally[run_id]
+            cases=case_tally[run_id],
+            turns=turn_tally[run_id],
+            metrics=metric_tally[run_id],
+            tools=tool_tally[run_id],
         )
         for run_id in run_ids
     }
 
 
+def tool_counts_of_rows(run_ids: Sequence[int]) -> dict[int, OutcomeCounts]:
+    """Each run's turns that asserted tool calls, by their tool verdict (``RunSummary.tools``,
+    for a summary stored before they were counted; one query)."""
+    tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
+    tally.update(_tool_tallies(TurnResult.objects.filter(run_id__in=run_ids)))
+    return {run_id: OutcomeCounts.tallied(rows) for run_id, rows in tally.items()}
+
+
 def _tally(rows: QuerySet[Any]) -> QuerySet[Any]:
     """(run id, outcome, how many) of case or turn rows."""
     return rows.values_list("run_id", "outcome").annotate(n=Count("pk")).order_by()
+
+
+def _tool_tallies(turns: QuerySet[TurnResult]) -> Iterator[tuple[int, list[tuple[str, int]]]]:
+    """Per run of ``turns``, (tool verdict, how many) of its turns that asserted tool calls
+    (``kind_outcomes["tools"]``), grouped by run alone (the leading column of the turns'
+    covering index ``turn_verdicts_cover``: no sort). A turn that failed its tool assertions did
+    not pass, so only the verdicts of the turns that did not pass are read; the rest passed."""
+    failed = ~Q(outcome=Outcome.PASSED) & Q(**{f"kind_outcomes__{TOOLS_KIND}": Outcome.FAILED})
+    rows = (
+        turns.values_list("run_id")
+        .annotate(
+            asserted=Count("pk", filter=Q(kind_outcomes__has_key=TOOLS_KIND)),
+            failed=Count("pk", filter=failed),
+        )
+        .order_by()
+    )
+    for run_id, asserted, failures in rows:
+        yield run_id, [(Outcome.PASSED, asserted - failures), (Outcome.FAILED, failures)]

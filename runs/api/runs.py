@@ -313,6 +313,16 @@ class CaseFilters(Schema):
         description="only cases with a turn that failed this metric (by name; not those where "
         "it could not grade)",
     )
+    tools: Literal["failed"] | None = Field(
+        default=None,
+        description="`failed`: only cases with a turn whose tool assertions failed (a tool not "
+        "called, or called with other arguments)",
+    )
+    text: SafeText = Field(
+        default="",
+        description="only cases whose response (a turn's, or the case's) contains this "
+        "(case-insensitive)",
+    )
 
 
 @router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
@@ -327,6 +337,8 @@ def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> 
             flaky=filters.flaky,
             outcome=filters.outcome or "",
             metric=filters.metric,
+            tools=filters.tools or "",
+            text=filters.text,
         ),
         fields=tuple(CaseOut.model_fields),
     )

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from runs.report import summary as run_summary
+from runs.report.kinds import TOOLS_KIND
 from runs.report.models import (
     MetricResult,
     ProcessedFileInput,
@@ -233,15 +234,21 @@ def summary_of_results(
     (errored, cancelled, pending)."""
     case_values: list[str | None] = list(unfinished)
     turn_values: list[str | None] = []
+    tool_values: list[str] = []
     marks: list[run_summary.MetricMark] = []
     for result in results:
         case_values.append(result.outcome)
         for turn in case_turns(result):
             turn_values.append(turn.outcome)
+            if (tools := (turn.kind_outcomes or {}).get(TOOLS_KIND)) is not None:
+                tool_values.append(tools)
             marks.extend(
                 run_summary.MetricMark(m.metric_name, m.kind, m.outcome or "", m.score)
                 for m in turn.metric_results
             )
     return run_summary.summarize(
-        case_outcomes=case_values, turn_outcomes=turn_values, metrics=marks
+        case_outcomes=case_values,
+        turn_outcomes=turn_values,
+        metrics=marks,
+        tool_outcomes=tool_values,
     )

@@ -88,13 +88,18 @@ class MetricSummary(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """Cases, turns and metrics of a run (or of one case). ``pass_rate`` is the cases'."""
+    """Cases, turns and metrics of a run (or of one case). ``pass_rate`` is the cases'.
+
+    ``tools``: the turns that asserted tool calls, by their tool verdict (``passed``, or
+    ``failed``: a tool not called, or called with other arguments); None in a summary stored
+    before they were counted (``runs.selectors.run_summaries`` counts them from the rows)."""
 
     model_config = ConfigDict(extra="ignore")  # computed fields come back on re-read
 
     cases: OutcomeCounts
     turns: OutcomeCounts
     metrics: list[MetricSummary]
+    tools: OutcomeCounts | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -118,14 +123,15 @@ class RunSummary(BaseModel):
 
     @classmethod
     def empty(cls) -> RunSummary:
-        return cls(cases=OutcomeCounts(), turns=OutcomeCounts(), metrics=[])
+        return cls(cases=OutcomeCounts(), turns=OutcomeCounts(), metrics=[], tools=OutcomeCounts())
 
     @classmethod
     def stored(cls, data: object) -> RunSummary | None:
         """A summary stored as JSON (None when it has none, or an older shape)."""
         if not isinstance(data, dict) or "cases" not in data:
             return None
-        return cls.model_validate({key: data[key] for key in ("cases", "turns", "metrics")})
+        keys = ("cases", "turns", "metrics", "tools")
+        return cls.model_validate({key: data[key] for key in keys if key in data})
 
 
 @dataclass(frozen=True)
@@ -156,11 +162,14 @@ def summarize(
     case_outcomes: Iterable[str | None],
     turn_outcomes: Iterable[str | None],
     metrics: Iterable[MetricMark],
+    tool_outcomes: Iterable[str] | None = None,
 ) -> RunSummary:
-    """The summary from plain verdicts: every case's outcome, every turn's, every metric's."""
+    """The summary from plain verdicts: every case's outcome, every turn's, every metric's,
+    and the tool verdict of every turn that asserted tool calls (None: not counted)."""
     return summarize_tallies(
         cases=Counter(case_outcomes).items(),
         turns=Counter(turn_outcomes).items(),
+        tools=None if tool_outcomes is None else Counter(tool_outcomes).items(),
         metrics=[
             MetricTally(mark.name, mark.kind, mark.outcome, 1, mark.score,
                         int(mark.score is not None))
@@ -174,12 +183,15 @@ def summarize_tallies(
     cases: Iterable[tuple[str | None, int]],
     turns: Iterable[tuple[str | None, int]],
     metrics: Iterable[MetricTally],
+    tools: Iterable[tuple[str | None, int]] | None = None,
 ) -> RunSummary:
-    """The summary from counts (what a database counts with GROUP BY): the one computation."""
+    """The summary from counts (what a database counts with GROUP BY): the one computation;
+    ``tools``: the turns' tool verdicts (None: not counted)."""
     return RunSummary(
         cases=OutcomeCounts.tallied(cases),
         turns=OutcomeCounts.tallied(turns),
         metrics=metric_summaries(metrics),
+        tools=None if tools is None else OutcomeCounts.tallied(tools),
     )
 
 

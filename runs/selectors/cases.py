@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.kinds import METRIC_KINDS
+from runs.report.kinds import METRIC_KINDS, TOOLS_KIND
 from runs.report.numbers import case_text
 from runs.report.outcomes import BAD, Outcome
 from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
@@ -40,16 +40,32 @@ class CaseFilters:
     ``failures``: failed or errored cases; ``outcome``: cases with that stored verdict;
     ``metric``: cases with a turn that failed that metric (by name; not those where it could
     not grade); ``query``: names containing it (case-insensitive); ``flaky``: the repetitions
-    of cases that passed in some repetitions and failed in others."""
+    of cases that passed in some repetitions and failed in others; ``tools`` (``failed``):
+    cases with a turn whose tool assertions failed — a tool not called, or called with other
+    arguments (the case's ``kind_outcomes["tools"]``, its turns' verdicts rolled up: a case is
+    listed once it has settled); ``text``: cases whose response (a turn's, or the case's)
+    contains it (case-insensitive)."""
 
     failures: bool = False
     query: str = ""
     flaky: bool = False
     outcome: str = ""
     metric: str = ""
+    tools: str = ""
+    text: str = ""
 
 
-# Columns a case row shows; the heavy JSON/text columns stay in the database until expanded.
+# The tool verdicts a case list can be filtered to (``?tools=``).
+TOOL_VERDICTS = (Outcome.FAILED.value,)
+# A case with a failed tool assertion did not pass (a turn that failed one fails, and so does its
+# case, or it was cancelled): the tools filter reads the verdicts of these only, found through
+# the index on run and outcome.
+UNPASSED = tuple(outcome for outcome in CASE_OUTCOMES if outcome != Outcome.PASSED)
+# How many matching cases a text search lists by id (``_cases_with_text``).
+TEXT_IDS = 5_000
+
+# Columns a case row shows; the heavy JSON/text columns stay in the database until expanded
+# (``kind_outcomes`` is a few words: its ``tools`` verdict marks a failed tool assertion).
 CASE_ROW_FIELDS = (
     "id",
     "run_id",
@@ -65,6 +81,7 @@ CASE_ROW_FIELDS = (
     "started_at",
     "finished_at",
     "outcome",
+    "kind_outcomes",
 )
 
 # Large run columns the case pages (case_detail.html and the case turns fragment) never read.
@@ -88,7 +105,9 @@ def case_rows(
 ) -> QuerySet[CaseResult]:
     """The case rows of a run that pass ``filters`` (reading ``fields``), in one query: the
     verdict filters read the indexed ``outcome`` column; the metric filter is a semi-join on
-    the run's metric rows (``MetricResult``'s index on run and metric name)."""
+    the run's metric rows (``MetricResult``'s index on run and metric name); the tools filter
+    reads the verdicts of the run's cases that did not pass. A text search first reads the ids
+    of the cases that have the text (``_cases_with_text``: one scan of the run's responses)."""
     cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index", "repetition")
     if filters.failures:
         cases = cases.filter(outcome__in=FAILURES)
@@ -96,8 +115,14 @@ def case_rows(
         cases = cases.filter(outcome=filters.outcome)
     if filters.metric:
         cases = cases.filter(pk__in=Subquery(_cases_failing_metric(run, filters.metric)))
+    if filters.tools:
+        cases = cases.filter(outcome__in=UNPASSED).filter(
+            **{f"kind_outcomes__{TOOLS_KIND}": filters.tools}
+        )
     if filters.query:
         cases = cases.filter(name__icontains=filters.query)
+    if filters.text:
+        cases = cases.filter(_cases_with_text(run, filters.text))
     if filters.flaky:
         cases = cases.filter(index__in=Subquery(_flaky_indices(run)))
     return cases
@@ -114,6 +139,22 @@ def _cases_failing_metric(run: Run, metric: str) -> QuerySet[Any, Any]:
         .order_by()
         .values("turn__case_id")
     )
+
+
+def _cases_with_text(run: Run, text: str) -> Q:
+    """The run's cases whose response contains ``text``, case-insensitively as the database
+    folds it (SQLite: ASCII letters only): a turn's response, or the case's own
+    ``agent_response``. Their ids are read once (one scan of the responses, in the database:
+    no row is loaded) and the list filters on them; a text found in more than ``TEXT_IDS``
+    cases is matched by the list's own queries instead (a scan for its count, one for its page)."""
+    turns = TurnResult.objects.filter(run=run, response__icontains=text).order_by()
+    own = CaseResult.objects.filter(run=run, agent_response__icontains=text).order_by()
+    matched = turns.values_list("case_id", flat=True).union(own.values_list("pk", flat=True))
+    # A UNION takes the model's default ordering back, which it cannot apply: order by nothing.
+    ids = list(matched.order_by()[: TEXT_IDS + 1])
+    if len(ids) <= TEXT_IDS:
+        return Q(pk__in=ids)
+    return Q(agent_response__icontains=text) | Q(pk__in=Subquery(turns.values("case_id")))
 
 
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
@@ -307,5 +348,6 @@ def case_run_repeats(case: CaseResult) -> int:
 
 
 def case_summary(*, case: CaseResult) -> RunSummary:
-    """The case's own summary (its turns and metrics, counted as a run's are; three queries)."""
+    """The case's own summary (its turns, their tool verdicts and metrics, counted as a run's
+    are; four queries)."""
     return summary_of_rows(case.run_id, case_id=case.pk)

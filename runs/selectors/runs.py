@@ -13,7 +13,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
-from runs.mapping import summaries_of_rows
+from runs.mapping import summaries_of_rows, tool_counts_of_rows
 from runs.models import CaseResult, MetricResult, Run
 from runs.report.outcomes import Outcome
 from runs.report.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
@@ -226,15 +226,29 @@ def run_summary(*, run: Run) -> RunSummary:
 
 def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
     """Each run's summary: the one stored when it ended; while it runs (or for a finished run
-    stored without one, none should be) the live one from its rows — three queries for all
-    such runs together, whatever their size."""
+    stored without one, none should be) the live one from its rows — four queries for all
+    such runs together, whatever their size; one more when a stored one predates the count of
+    tool verdicts (``_with_tools``)."""
     summaries = {
         run.pk: stored
         for run in runs
         if not run.is_live and (stored := RunSummary.stored(run.summary)) is not None
     }
     live = [run.pk for run in runs if run.pk not in summaries]
-    return summaries | (summaries_of_rows(live) if live else {})
+    return _with_tools(summaries) | (summaries_of_rows(live) if live else {})
+
+
+def _with_tools(summaries: dict[int, RunSummary]) -> dict[int, RunSummary]:
+    """``summaries`` with the tool verdicts a summary stored before they were counted lacks,
+    counted from the rows (one query for all such runs; none when every one has them)."""
+    missing = [run_id for run_id, summary in summaries.items() if summary.tools is None]
+    if not missing:
+        return summaries
+    counted = tool_counts_of_rows(missing)
+    return summaries | {
+        run_id: summaries[run_id].model_copy(update={"tools": counted[run_id]})
+        for run_id in missing
+    }
 
 
 # How many not-graded or errored rows (of how many cases) a reason reads to name their most

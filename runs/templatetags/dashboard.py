@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from runs.report import times
-from runs.report.kinds import KIND_LABELS, kind_order
+from runs.report.kinds import KIND_LABELS, TOOLS_KIND, kind_order
 from runs.report.numbers import (
     case_text,
     format_rate,
@@ -333,10 +333,26 @@ def case_chips(case: Any, stopping: bool = False) -> SafeString:
         count,
     )
     if outcome in (Outcome.NOT_GRADED, Outcome.ERROR):
-        return format_html(
+        chips = format_html(
             '{}<span class="chip chip-{}">{}</span>', chips, outcome, outcome_label(outcome)
         )
-    return chips
+    return format_html("{}{}", chips, tools_chip(case.kind_outcomes))
+
+
+@register.simple_tag
+def tools_chip(kind_outcomes: dict[str, str] | None) -> SafeString:
+    """A red "tools" chip for a case or turn whose tool assertions failed (``kind_outcomes``:
+    its verdicts by kind), so one that failed only on a tool's arguments never looks green;
+    nothing otherwise."""
+    if (kind_outcomes or {}).get(TOOLS_KIND) != Outcome.FAILED:
+        return mark_safe("")
+    return _TOOLS_CHIP
+
+
+_TOOLS_CHIP = mark_safe(
+    '<span class="chip chip-failed tools-failed" title="a tool assertion failed">tools'
+    ' <span aria-hidden="true">✗</span><span class="sr-only">failed</span></span>'
+)
 
 
 # --- summaries ---------------------------------------------------------------------------------

@@ -378,9 +378,19 @@ def _case_query(filters: CaseFilters) -> str:
         params["outcome"] = filters.outcome
     if filters.metric:
         params["metric"] = filters.metric
-    if filters.query:
-        params["q"] = filters.query
+    if filters.tools:
+        params["tools"] = filters.tools
+    params.update(_searches(filters))
     return f"{urlencode(params)}&" if params else ""
+
+
+def _searches(filters: CaseFilters) -> dict[str, str]:
+    """The case list's searches (a name, a text in the responses) as query parameters: what
+    every filter link keeps."""
+    params = {"q": filters.query} if filters.query else {}
+    if filters.text:
+        params["text"] = filters.text
+    return params
 
 
 def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -391,12 +401,13 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     case_page = _case_page(request, run, filters)
     remaining = case_page.paginator.count - case_page.end_index()
     query = filters.query
+    links = _filter_links(run, filters)
     return {
         "run": run,
         "case_page": case_page,
         "case_rows_html": _case_rows_html(run, case_page),
         "filters": filters,
-        "filter_links": _filter_links(run, filters),
+        "filter_links": links,
         "only_flaky": filters.flaky,
         "next_page_size": min(remaining, CASES_PER_PAGE),
         "only_failures": filters.failures,
@@ -405,7 +416,31 @@ def _case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "known_cases": case_page.paginator.count,
         "errors": errors,
         "bad_q": shown_value(request, "q", errors),
+        "bad_text": shown_value(request, "text", errors),
+        "empty_text": _empty_text(run, filters, links) if not case_page.paginator.count else "",
     }
+
+
+def _empty_text(run: Run, filters: CaseFilters, links: list[FilterLink]) -> str:
+    """What an empty case list says: what the searches found none of (and among which cases),
+    else what the filter (of ``links``, the one on) found none of, else that no case has
+    started."""
+    filtered = filters.failures or filters.flaky or filters.outcome or filters.metric
+    among = ""
+    if filters.failures:
+        among = " among the failures"
+    elif filtered or filters.tools:
+        among = " among these cases"
+    if filters.query and filters.text:
+        return (f"No case whose name contains “{filters.query}” has “{filters.text}” in a"
+                f" response{among}.")  # fmt: skip
+    if filters.query:
+        return f"No case name contains “{filters.query}”{among}."
+    if filters.text:
+        return f"No case has “{filters.text}” in a response{among}."
+    if run.is_live and not (filtered or filters.tools):
+        return "No case has started yet."
+    return " ".join(link.empty for link in links if link.on)
 
 
 @dataclass(frozen=True)
@@ -427,9 +462,11 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
     each metric's failures to it)."""
 
     def url(**params: str) -> str:
-        return urlencode({**({"q": filters.query} if filters.query else {}), **params})
+        return urlencode({**_searches(filters), **params})
 
-    unfiltered = not (filters.failures or filters.flaky or filters.outcome or filters.metric)
+    unfiltered = not (
+        filters.failures or filters.flaky or filters.outcome or filters.metric or filters.tools
+    )
     links = [
         FilterLink("all", url(), unfiltered, "No cases."),
         FilterLink("only failures", url(failures="1"), filters.failures, "No failed cases.",
@@ -441,6 +478,10 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
                    filters.outcome == Outcome.NOT_GRADED, "No case could not be graded.",
                    "cases whose only failures are metrics that could not grade",
                    "filter-not-graded"),
+        FilterLink("tool assertions failed", url(tools=Outcome.FAILED),
+                   filters.tools == Outcome.FAILED, "No case failed a tool assertion.",
+                   "cases with a turn whose tool assertions failed: a tool not called, or"
+                   " called with other arguments", "filter-tools"),
     ]  # fmt: skip
     if filters.outcome not in ("", Outcome.ERROR, Outcome.NOT_GRADED):
         label = Outcome(filters.outcome).label
@@ -474,13 +515,16 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
 
 def _case_filters(request: Query) -> CaseFilters:
     """The run page's case-list filters (``selectors.CaseFilters``): ``failures``, ``q``,
-    ``flaky``, ``outcome`` (a stored verdict) and ``metric`` (a metric's name)."""
+    ``flaky``, ``outcome`` (a stored verdict), ``metric`` (a metric's name), ``tools`` (a tool
+    verdict: ``failed``) and ``text`` (a text in the responses)."""
     return CaseFilters(
         failures=flag_param(request, "failures"),
         query=text_param(request, "q"),
         flaky=flag_param(request, "flaky"),
         outcome=choice_param(request, "outcome", selectors.CASE_OUTCOMES),
         metric=text_param(request, "metric"),
+        tools=choice_param(request, "tools", selectors.TOOL_VERDICTS),
+        text=text_param(request, "text"),
     )
 
 
@@ -554,6 +598,8 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         "reason": selectors.run_status_reason_get(run=run, summary=summary),
         # The metric summary links each metric's failed count to its case filter.
         "metric_filter_url": reverse("run_detail", args=[run.pk]) + "?metric=",
+        # The tool assertions tile links its failed count to their case filter.
+        "tools_filter_url": reverse("run_detail", args=[run.pk]) + "?tools=failed",
         # Imported or scripted runs may record no usage at all: "–" rather than a fake 0.
         "has_tokens": bool(run.total_tokens or run.prompt_tokens or run.completion_tokens),
         "cost": _polled_cost(run) if polled else run_cost(run=run),

@@ -528,6 +528,34 @@ def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Ru
     return run
 
 
+def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseResult:
+    """Case ``index`` (a passed multi-turn one) failed only a tool's arguments at turn ``turn``:
+    the tool was called, with another order id, and every metric passed. Its verdicts are those
+    ``runs.report.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
+    failed, every other kind passed); the run's counters and summary are counted again."""
+    from runs.recorder import run_finish
+
+    case = CaseResult.objects.get(run=run, index=index)
+    kinds = {**PASSING_KINDS, "tools": "failed"}
+    TurnResult.objects.filter(case=case, index=turn).update(
+        passed=False,
+        outcome="failed",
+        tools_matched=False,
+        kind_outcomes=kinds,
+        arg_match_details=[_assertion(passed=False, actual="A-999", expected=f"{index}-{turn}")],
+    )
+    CaseResult.objects.filter(pk=case.pk).update(
+        passed=False,
+        outcome="failed",
+        tools_matched=False,
+        kind_outcomes=kinds,
+        turns_passed=F("turns_passed") - 1,
+    )
+    run_finish(run.pk)
+    case.refresh_from_db()
+    return case
+
+
 def make_errored(run: Run, index: int = 0) -> CaseResult:
     """Case ``index`` (a finished multi-turn one) errored: its first turn passed, its second
     got no answer (the agent timed out), the rest were skipped; the run's counters and summary

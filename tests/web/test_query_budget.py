@@ -69,14 +69,21 @@ def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cas
     project: AgentProject,
     django_assert_max_num_queries: AssertQueries,
 ) -> None:
-    """Each filter is one query on stored, indexed columns (a metric's a bounded semi-join),
-    and the header's reason reads at most one bounded query per cause, whatever the size."""
+    """Each filter is one query on stored, indexed columns (a metric's or a tool verdict's a
+    bounded semi-join; a text search a scan in the same query), and the header's reason reads
+    at most one bounded query per cause, whatever the size."""
     small = build_run(project, RunSpec(cases=10, turns=5))
     big = build_run(project, RunSpec(cases=1000, turns=5, failing=range(1, 1000, 7)))
     for index in (2, 500, 998):
         make_not_graded(big, index)
     make_not_graded(small, 2)
-    for query in ("?outcome=not_graded", "?outcome=error", "?metric=rouge"):
+    for query in (
+        "?outcome=not_graded",
+        "?outcome=error",
+        "?metric=rouge",
+        "?tools=failed",
+        "?text=order+5-1&tools=failed",
+    ):
         counts = []
         for run in (small, big):
             with django_assert_max_num_queries(DETAIL_BUDGET) as captured:

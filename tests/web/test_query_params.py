@@ -51,9 +51,11 @@ PAGE_PARAMS: dict[str, list[str]] = {
         "page", "since", "until", "project", "status", "commit", "agent", "version",
         "model", "tag", "min_pass", "q",
     ],
-    "/runs/{run}/": ["page", "failures", "q", "flaky", "outcome", "metric"],
+    "/runs/{run}/": ["page", "failures", "q", "flaky", "outcome", "metric", "tools", "text"],
     "/runs/{run}/export.json": ["format"],
-    "/runs/{run}/progress/": ["failures", "q", "flaky", "outcome", "metric", "since", "known", "v"],
+    "/runs/{run}/progress/": [
+        "failures", "q", "flaky", "outcome", "metric", "tools", "text", "since", "known", "v",
+    ],
     "/compare/?runs={run},{other}": [
         "runs", "kinds", "show", "sort", "baseline", "page", "order", "metric", "min_drop", "q",
     ],

@@ -646,7 +646,8 @@ def test_a_running_runs_live_summary_is_recounted_by_the_poll_at_most_every_few_
     finish_case(run, 1, cases_done=2, turns_done=4, passed_cases=2)
     with CaptureQueriesContext(connection) as first:
         assert viewer_client.get(url, headers=HTMX).status_code == 200
-    assert counted(first) == 3  # cases, turns and metrics (read now: a request resets the log)
+    # Cases, turns, their tool verdicts and metrics (read now: a request resets the log).
+    assert counted(first) == 4
     url = poll_url(viewer_client, run)
     finish_case(run, 2, cases_done=3, turns_done=6, passed_cases=3)
     with CaptureQueriesContext(connection) as cached:
@@ -658,7 +659,7 @@ def test_a_running_runs_live_summary_is_recounted_by_the_poll_at_most_every_few_
     monkeypatch.setattr(views, "LIVE_SUMMARY_SECONDS", 0.0)
     with CaptureQueriesContext(connection) as recounted:
         assert viewer_client.get(url, headers=HTMX).status_code == 200
-    assert counted(recounted) == 3
+    assert counted(recounted) == 4
 
 
 def counted(queries: Any) -> int:
