@@ -173,7 +173,64 @@
     failed(evt, "network error");
   });
 
+  // --- the case's search: every turn's transcript at once ---------------------------------
+
+  function caseBox() {
+    return document.querySelector("[data-tx-case-search]");
+  }
+
+  function caseStatus() {
+    var box = caseBox();
+    var status = document.querySelector("[data-tx-case-status]");
+    if (!box || !status) return;
+    var needle = box.value.trim();
+    if (!needle) {
+      status.textContent = "";
+      return;
+    }
+    var loading = document.querySelectorAll("details.tx-section[open] .tx-body > p.muted").length;
+    var events = 0;
+    var turns = 0;
+    document.querySelectorAll("[data-tx-scope]").forEach(function (scope) {
+      var shown = scope.querySelectorAll("[data-tx-item]:not([hidden])").length;
+      events += shown;
+      if (shown) turns += 1;
+    });
+    status.textContent =
+      (events
+        ? events + " event" + (events === 1 ? "" : "s") + " in " + turns + " turn" + (turns === 1 ? "" : "s") + " match “" + needle + "”"
+        : "No event matches “" + needle + "”") + (loading ? " (loading " + loading + " more…)" : "");
+  }
+
+  function searchScope(scope, value) {
+    var box = scope.querySelector("[data-tx-search]");
+    if (!box) return;
+    box.value = value;
+    search(box);
+  }
+
+  function searchCase(value) {
+    document.querySelectorAll("details.tx-section").forEach(function (section) {
+      if (value.trim() && !section.open) section.open = true; // loads it (hx-trigger: toggle once)
+      var scope = section.querySelector("[data-tx-scope]");
+      if (scope) searchScope(scope, value);
+    });
+    caseStatus();
+  }
+
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    var box = caseBox();
+    var target = evt.detail && evt.detail.target;
+    if (!box || !box.value.trim() || !target || !target.closest) return;
+    var section = target.closest("details.tx-section");
+    var scope = section && section.querySelector("[data-tx-scope]");
+    if (scope) searchScope(scope, box.value);
+    caseStatus();
+  });
+
   document.addEventListener("input", function (evt) {
-    if (evt.target.matches && evt.target.matches("[data-tx-search]")) search(evt.target);
+    if (!evt.target.matches) return;
+    if (evt.target.matches("[data-tx-search]")) search(evt.target);
+    else if (evt.target.matches("[data-tx-case-search]")) searchCase(evt.target.value);
   });
 })();

@@ -272,11 +272,11 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         page.locator("tr.has-regression").first.locator("td.cell a.cv-failed").click()
         page.wait_for_url(re.compile(r".*/compare/case/.*"))
 
-    def transcripts(page: Any) -> None:  # from the case page: its first two turns' opened
-        for index in (0, 1):
-            section = page.locator(f"#turn-{index}-transcript")
-            section.locator("summary").click()
-            section.locator(".tx-ev").first.wait_for()
+    def transcripts(page: Any) -> None:  # from the case page: all its turns' opened, searched
+        page.get_by_label("Search the transcripts of every turn").fill("model call")
+        for index in (0, 1):  # the case's search opened, loaded and searched each sent turn's
+            page.locator(f"#turn-{index}-transcript mark.tx-hit").first.wait_for()
+        page.locator("[data-tx-case-status]", has_text="in 2 turns match “model call”").wait_for()
 
     def api_docs(page: Any) -> None:
         page.goto(urljoin(page.url, "/api/v1/docs"))

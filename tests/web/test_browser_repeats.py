@@ -65,7 +65,7 @@ def test_a_repeated_run_groups_each_cases_repetitions_and_switches_between_them(
 
     first, second, third = (run.cases.get(index=0, repetition=r) for r in (0, 1, 2))
     row = page.locator(f"#case-{first.pk}")
-    header = row.locator("summary")
+    header = row.locator(":scope > summary")
     assert "2/3 reps passed" in header.inner_text() and "flaky" in header.inner_text()
     header.click()
     switch = row.locator(".repetition-switch")
@@ -76,7 +76,7 @@ def test_a_repeated_run_groups_each_cases_repetitions_and_switches_between_them(
         current.get_attribute("class") or ""
     )
     assert switch.locator('[aria-current="true"]').count() == 1
-    row.locator("summary .rep-shown").filter(has_text="showing rep 2/3").wait_for()
+    row.locator(":scope > summary .rep-shown").filter(has_text="showing rep 2/3").wait_for()
     assert row.locator("section.turn.turn-failed").count() >= 1
     table = row.locator("table.repeat-stats")
     assert "2/3" in table.locator("tr.row-flaky").inner_text()
@@ -86,7 +86,7 @@ def test_a_repeated_run_groups_each_cases_repetitions_and_switches_between_them(
     # and the switcher say it is the one shown.
     switch.locator("a >> nth=2").click()
     row.locator('.repetition-switch [aria-current="true"]').filter(has_text="3").wait_for()
-    row.locator("summary .rep-shown").filter(has_text="showing rep 3/3").wait_for()
+    row.locator(":scope > summary .rep-shown").filter(has_text="showing rep 3/3").wait_for()
     assert row.locator('.repetition-switch [aria-current="true"]').count() == 1
     assert row.locator("section.turn.turn-failed").count() == 0
     assert row.locator(f'a.turn-link[href*="/cases/{third.pk}/"]').count() >= 1
@@ -118,11 +118,11 @@ def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_s
     open_run(page, live_server, run)
     first = run.cases.get(index=0, repetition=0)
     row = page.locator(f"#case-{first.pk}")
-    assert "2/3 reps done" in row.locator("summary").inner_text()
-    row.locator("summary").click()
-    row.locator("summary .rep-shown").filter(has_text="showing rep 3/3").wait_for()
+    assert "2/3 reps done" in row.locator(":scope > summary").inner_text()
+    row.locator(":scope > summary").click()
+    row.locator(":scope > summary .rep-shown").filter(has_text="showing rep 3/3").wait_for()
     row.locator(".repetition-switch a >> nth=0").click()  # the reader looks at repetition 1
-    row.locator("summary .rep-shown").filter(has_text="showing rep 1/3").wait_for()
+    row.locator(":scope > summary .rep-shown").filter(has_text="showing rep 1/3").wait_for()
     page.evaluate("window.__not_reloaded = true")
 
     # Repetition 3 fails: the poll swaps the case's row in again; it stays open on repetition 1.
@@ -130,10 +130,10 @@ def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_s
         status="done", outcome="failed", passed=False, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=6)
-    row.locator("summary .flaky-mark").wait_for()
-    assert "2/3 reps passed" in row.locator("summary").inner_text()
+    row.locator(":scope > summary .flaky-mark").wait_for()
+    assert "2/3 reps passed" in row.locator(":scope > summary").inner_text()
     assert row.get_attribute("open") is not None
-    assert "showing rep 1/3" in row.locator("summary .rep-shown").inner_text()
+    assert "showing rep 1/3" in row.locator(":scope > summary .rep-shown").inner_text()
     assert row.locator('.repetition-switch [aria-current="true"]').inner_text().startswith("1")
     assert page.evaluate("window.__not_reloaded === true")
 
@@ -163,11 +163,11 @@ def test_a_repeated_runs_rows_fit_a_phone_with_a_case_open(
     # The rows wrap their chips under the case's name rather than push it off the screen.
     assert page.evaluate(CASE_LIST_RIGHT) <= PHONE["width"]
     row = page.locator(f"#case-{run.cases.get(index=0, repetition=0).pk}")
-    name = row.locator("summary .name")
+    name = row.locator(":scope > summary .name")
     box = name.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
-    row.locator("summary").click()
-    row.locator("summary .rep-shown").filter(has_text="showing rep").wait_for()
+    row.locator(":scope > summary").click()
+    row.locator(":scope > summary .rep-shown").filter(has_text="showing rep").wait_for()
     row.locator("section.turn").first.wait_for()
     assert page.evaluate(CASE_LIST_RIGHT) <= PHONE["width"]
     screenshot(page, "run-repeats-390")
