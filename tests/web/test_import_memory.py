@@ -37,15 +37,16 @@ def big_list(seed_runs: list[dict[str, Any]], size: int) -> bytes:
     return ("[\n" + ",\n".join(items) + "\n]").encode()
 
 
-# 60 MB and about a minute of one core under tracemalloc: one process, measured by tracemalloc
-# (not by the clock), so it runs beside the other in-process tests rather than in the
-# one-at-a-time group, whose processes and browser are the suite's longest path.
-def test_a_60_mb_json_list_imports_within_twice_its_size_in_memory(
+# 40 MB (the peak grows with the file: 60 MB measured 99 MB, 40 MB 67 MB) and about 45 s of
+# one core under tracemalloc: one process, measured by tracemalloc (not by the clock), so it
+# runs beside the other in-process tests rather than in the one-at-a-time group, whose
+# processes and browser are the suite's longest path.
+def test_a_40_mb_json_list_imports_within_twice_its_size_in_memory(
     seed_runs: list[dict[str, Any]],
 ) -> None:
-    content = big_list(seed_runs, 60_000_000)
+    content = big_list(seed_runs, 40_000_000)
     count = content.count(b'"metadata"')
-    assert len(content) >= 60_000_000 and count > 1000
+    assert len(content) >= 40_000_000 and count > 700
 
     # tracemalloc counts every Python allocation (the JSON decoder's and pydantic's included)
     # made from here on; the upload's bytes, already held, are not counted.
