@@ -42,7 +42,7 @@ test_cases_file: {fixture}
 CHILD = """
 import asyncio, json, resource, sys, time
 sys.path.insert(0, {repo!r})
-from runs.spec.loader import load_agent
+from runs.agentconfig.loader import load_agent
 from runs.engine.executor import Engine
 started = time.perf_counter()
 agent = load_agent({agent!r})

@@ -287,7 +287,7 @@ def _grader_steps(workload: Workload) -> list[list[Callable[[], Any]]]:
     from graders.code import GraderContext, normalize_grader_output
     from graders.deterministic import grade_equality, grade_numeric
     from graders.tool_calls import assert_tools
-    from runs.report.models import ToolInvocation
+    from runs.wire.models import ToolInvocation
 
     metrics, expected = _configs(workload)
     per_variant = []

@@ -187,7 +187,7 @@ def transcripts_add(run: Any) -> int:
     system prompt on each case's first turn). Pages must not read them: only an opened
     transcript does."""
     from runs.models import TurnResult, TurnTranscript
-    from runs.report.transcripts import transcript_size
+    from runs.wire.transcripts import transcript_size
 
     def events(index: int) -> list[dict[str, Any]]:
         call = {

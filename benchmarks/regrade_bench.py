@@ -91,9 +91,9 @@ def run_original(agent: Path) -> object:
 
 def grading_alone(original: object, agent_path: Path) -> str:
     from runs import selectors
+    from runs.agentconfig.loader import load_agent
     from runs.engine.metrics import MetricRunner
     from runs.engine.regrade import regrade_case
-    from runs.spec.loader import load_agent
 
     agent = load_agent(agent_path)
     results = selectors.run_eval_run(run=original).report.results  # type: ignore[arg-type]

@@ -1,9 +1,9 @@
-"""The one mapping between the wire models (``runs.report``) and the database rows.
+"""The one mapping between the wire models (``runs.wire``) and the database rows.
 
 Each row model's columns are declared once below, as (wire field, row column) pairs; both
 directions are read off those lists, so a result field is added to the wire model, the row
 model and one list here, nowhere else. Verdicts (``outcome``, ``kind_outcomes``) travel like any
-other field: the wire models decide them when a result is built (``runs.report.outcomes``) and
+other field: the wire models decide them when a result is built (``runs.verdicts.outcomes``) and
 the rows store them; nothing here or downstream decides them again.
 
 Wire -> rows: ``case_values`` (a case row's result columns), ``turn_rows`` (a case's turn rows
@@ -20,12 +20,12 @@ from django.db.models import Count, Q, QuerySet, Sum
 from pydantic import BaseModel
 
 from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
-from runs.report import models as wire
-from runs.report.build import case_turns
-from runs.report.kinds import TOOLS_KIND
-from runs.report.outcomes import Outcome
-from runs.report.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
-from runs.report.transcripts import transcript_size
+from runs.verdicts.kinds import TOOLS_KIND
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
+from runs.wire import models as wire
+from runs.wire.build import case_turns
+from runs.wire.transcripts import transcript_size
 
 __all__ = [
     "CASE_FIELDS",

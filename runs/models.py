@@ -17,10 +17,10 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.report.numbers import case_text
-from runs.report.regrades import RegradeSources
-from runs.report.status import StatusCounts, StatusReason, counters_of, run_status_reason
-from runs.spec.test_cases import case_label
+from runs.agentconfig.test_cases import case_label
+from runs.verdicts.numbers import case_text
+from runs.verdicts.regrades import RegradeSources
+from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
 
 
 class AgentProject(models.Model):
@@ -45,7 +45,7 @@ class AgentProject(models.Model):
 
 
 class AgentSnapshot(models.Model):
-    """The files of an agent directory as a run ran them (``runs.snapshots``): a deterministic
+    """The files of an agent directory as a run ran them (``runs.sealing``): a deterministic
     zip, content-addressed by ``digest``, one row per distinct tree (launches of the same tree
     share it). Never changed once written; workers unpack it into their local cache."""
 
@@ -90,7 +90,7 @@ class Run(models.Model):
     regrade_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="regrades"
     )
-    # A re-grade's two sources (runs.report.regrades.RegradeSources as JSON; {} otherwise): the
+    # A re-grade's two sources (runs.verdicts.regrades.RegradeSources as JSON; {} otherwise): the
     # run and snapshot its transcripts come from, and the agent.yaml (ref, commit, snapshot) it
     # was graded with. Its git_* fields are its transcripts', never the grading commit's.
     regrade_sources = models.JSONField(default=dict, blank=True)
@@ -151,7 +151,7 @@ class Run(models.Model):
     prompt_tokens = models.BigIntegerField(default=0)
     completion_tokens = models.BigIntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
-    # The run's summary (runs.report.summary.RunSummary), stored when it ends.
+    # The run's summary (runs.verdicts.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
     # Kept by retention (manage.py prune_runs never deletes a kept run).
     keep = models.BooleanField(default=False)
@@ -321,10 +321,10 @@ class CaseResult(models.Model):
     turn_count = models.IntegerField(default=0)
     turns_passed = models.IntegerField(default=0)
     passed = models.BooleanField(null=True)
-    # The stored verdict (runs.report.outcomes): passed | failed | not_graded | cancelled, error
+    # The stored verdict (runs.verdicts.outcomes): passed | failed | not_graded | cancelled, error
     # (its execution failed: no result), or "" while it has none (pending, running).
     outcome = models.CharField(max_length=16, blank=True)
-    # {kind: passed | failed | not_graded} over its turns (runs.report.outcomes), for compare.
+    # {kind: passed | failed | not_graded} over its turns (runs.verdicts.outcomes), for compare.
     kind_outcomes = models.JSONField(default=dict, blank=True)
     test_input = models.TextField(blank=True)
     agent_response = models.TextField(null=True, blank=True)
@@ -385,7 +385,7 @@ class TurnResult(models.Model):
     arg_match_details = models.JSONField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     skipped = models.BooleanField(default=False)
-    # passed | failed | error | not_graded | skipped (runs.report.outcomes), decided when
+    # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when
     # written; kind_outcomes: {kind: passed | failed | not_graded}, kinds incl. "tools".
     outcome = models.CharField(max_length=16, default="failed")
     kind_outcomes = models.JSONField(default=dict, blank=True)
@@ -413,7 +413,7 @@ class TurnResult(models.Model):
 
 class TurnTranscript(models.Model):
     """What one turn's agent was sent and did, as its backend reported it
-    (``runs.report.transcripts``): the system prompt (the case's first turn only), the user
+    (``runs.wire.transcripts``): the system prompt (the case's first turn only), the user
     message, each model call, each tool call and its result, each retry. Its own table, read
     only when a transcript is opened: run and case pages never load it."""
 
@@ -437,7 +437,7 @@ class MetricResult(models.Model):
     score = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(default=False)
-    # passed | failed | error | not_graded | skipped (runs.report.outcomes), decided when written.
+    # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when written.
     outcome = models.CharField(max_length=16, default="failed")
     scale = models.CharField(max_length=32, blank=True)
     error = models.TextField(null=True, blank=True)

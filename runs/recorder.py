@@ -41,13 +41,13 @@ from runs import gitutil
 from runs.mapping import TurnRows, case_turns, case_values, summary_of_rows, turn_rows
 from runs.models import AgentSnapshot, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.owner import process_identity
-from runs.report import models as wire
-from runs.report.build import summary_of_results
-from runs.report.outcomes import Outcome
-from runs.report.regrades import GradingSource, RegradeSources, TranscriptSource
-from runs.report.round_trip import commit_subject
-from runs.report.summary import RunSummary
 from runs.rows import rows_insert
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.regrades import GradingSource, RegradeSources, TranscriptSource
+from runs.verdicts.summary import RunSummary
+from runs.wire import models as wire
+from runs.wire.build import summary_of_results
+from runs.wire.round_trip import commit_subject
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def run_open(
 
     ``git``, ``git_ref`` and ``commit`` say where the agent it runs was read: a re-grade's are
     those of the agent.yaml it grades with, recorded apart (``Run.regrade_sources``), while its
-    own git identity is its transcripts' (``runs.report.regrades``).
+    own git identity is its transcripts' (``runs.verdicts.regrades``).
     """
     cases = options["cases"]
     repeats = max(1, int(options.get("repeats") or 1))
@@ -550,7 +550,7 @@ def _case_settle_without_result(
 def _pass_rate_after(passed: int, failed: int) -> Round:
     """The live pass rate once ``passed``/``failed`` more cases are counted: passed over graded
     cases (passed, failed, errored; not graded and cancelled left out), in % with two decimals,
-    NULL while none is graded (``runs.report.numbers.pass_rate_of`` in SQL). For the same
+    NULL while none is graded (``runs.verdicts.numbers.pass_rate_of`` in SQL). For the same
     UPDATE that counts them: the columns on the right of an UPDATE are the values before it."""
     settled = F("passed_cases") + F("failed_cases") + (passed + failed)
     return Round(

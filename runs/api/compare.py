@@ -3,7 +3,7 @@
 Each run's headline carries its summary (``RunSummary``, the run page's numbers: cases and
 turns by outcome, the pass rate, per metric the turns it graded), whatever the kind filter;
 ``kind_pass_rate`` is the one number the filter changes. Matrix cells are outcomes
-(``runs.report.outcomes.Outcome``): the stored verdict, ``pending``, ``absent`` or ``none``.
+(``runs.verdicts.outcomes.Outcome``): the stored verdict, ``pending``, ``absent`` or ``none``.
 
 ``order=commits`` lays the runs out oldest first, each compared with the one before it (as the
 page's chronological mode); ``metric`` adds each row's scores and deltas of that metric; ``q``
@@ -21,11 +21,8 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.report.compare import Row, attach_hits, attach_scores, rows_matching, select_rows
-from runs.report.kinds import KINDS, MetricKind
-from runs.report.prices import Cost, SplitCost
-from runs.report.regrades import RegradeSources
-from runs.report.summary import RunSummary
+from runs.comparison.matrix import Row, attach_hits, attach_scores, rows_matching, select_rows
+from runs.pricing.prices import Cost, SplitCost
 from runs.selectors.compare import (
     MAX_RUNS,
     Comparison,
@@ -36,15 +33,18 @@ from runs.selectors.compare import (
     turn_hits,
 )
 from runs.selectors.significance import RunSignificance
+from runs.verdicts.kinds import KINDS, MetricKind
+from runs.verdicts.regrades import RegradeSources
+from runs.verdicts.summary import RunSummary
 from runs.web.compare_export import MOST_METRICS, CsvSettings, UnknownMetric, compare_csv_response
 
 router = Router(tags=["compare"])
 
-# ``runs.report.compare.ORDERS`` as a type (a test checks they agree).
+# ``runs.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.report.compare.SHOWS`` and its alias, as on the compare page.
+# ``runs.comparison.matrix.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
-# ``runs.report.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
+# ``runs.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
 # they agree).
 Kind = Literal[MetricKind, "tools"]
 

@@ -8,9 +8,9 @@ from ninja.errors import HttpError
 
 from runs.api.compare import Kind
 from runs.api.schemas import ErrorOut, Id, SafeText
-from runs.report.gate import GateOptions
-from runs.report.summary import MetricSummary, RunSummary
 from runs.services.gate import GateError, gate_baseline, gate_evaluate, gate_run, public_url
+from runs.verdicts.summary import MetricSummary, RunSummary
+from runs.writers.gate_markdown import GateOptions
 
 router = Router(tags=["gate"])
 

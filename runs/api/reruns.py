@@ -51,10 +51,10 @@ def run_rerun(
     live, or when it has no snapshot (an imported or older run), is a re-grade, or has no
     failed case; 404 for a case it does not have. Staff only."""
     staff_only(request, "re-run runs")
+    from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_by_idempotency_key
     from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
     from runs.services.rerun import run_rerun as rerun
-    from runs.spec.errors import ConfigError
 
     original = selectors.run_row(run_id=run_id)
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]

@@ -11,13 +11,13 @@ from ninja.pagination import paginate
 from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
-from runs.report.models import TurnResult
-from runs.report.outcomes import CaseOutcome
-from runs.report.summary import RunSummary
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
+from runs.verdicts.outcomes import CaseOutcome
+from runs.verdicts.summary import RunSummary
 from runs.web.exports import run_export_response
+from runs.wire.models import TurnResult
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -197,8 +197,8 @@ def run_launch(
     request: HttpRequest, payload: RunLaunchIn, idempotency_key: str = IDEMPOTENCY_KEY
 ) -> object:
     staff_only(request, "launch runs")
+    from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_by_idempotency_key, run_create
-    from runs.spec.errors import ConfigError
 
     project = selectors.project_get(project_id=payload.project)
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]

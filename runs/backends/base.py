@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graders.matchers import json_safe
-from runs.report.models import TokenUsage, ToolInvocation
+from runs.wire.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 
 @dataclass
@@ -33,7 +33,7 @@ class TurnOutput:
     usage: TokenUsage | None = None
     is_error: bool = False
     error: str | None = None
-    # What the turn did as the SDK reported it (``runs.report.transcripts`` events: model calls,
+    # What the turn did as the SDK reported it (``runs.wire.transcripts`` events: model calls,
     # assistant texts, tool calls and results, retries), from a ``TurnTrace``; None: none kept.
     transcript: list[dict[str, Any]] | None = None
 

@@ -14,7 +14,7 @@ wheel) kept open for all turns of a test case:
   settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``, ``--bare``), no
   non-essential traffic, bounded CLI retries;
 - usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls);
-- the transcript (``runs.report.transcripts``) is read off the stream, partial messages on:
+- the transcript (``runs.wire.transcripts``) is read off the stream, partial messages on:
   each API call's ``message_start``/``message_delta`` events are a ``model_call`` with its
   usage and stop reason, timed from the CLI's ``requesting`` status; its text blocks are
   ``assistant`` events; each ``tool_use`` is a ``tool_call`` completed by its
@@ -63,11 +63,11 @@ from runs.backends.function_tools import (
     function_group_name,
     function_tool_schema,
 )
-from runs.report.models import TokenUsage, ToolInvocation
-from runs.report.transcripts import TurnTrace
+from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 MAX_RETRIES = 2
 # How long the next send waits for an abandoned (timed-out) turn to wind down.

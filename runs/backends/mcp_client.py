@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-    from runs.spec.tool_config import McpTool
+    from runs.agentconfig.tool_config import McpTool
 
 
 class McpConnection:

@@ -33,19 +33,19 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from graders.matchers import FuzzyMatcher, LiteralMatcher
+from runs.agentconfig.test_cases import case_label
 from runs.backends.base import BackendError, TurnOutput, captured_call
 from runs.backends.function_tools import call_function_tool, error_text
 from runs.backends.mcp_client import McpConnection
-from runs.report.models import TokenUsage, ToolInvocation
-from runs.report.transcripts import TurnTrace
-from runs.spec.test_cases import case_label
+from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from runs.spec.loader import LoadedAgent
-    from runs.spec.test_cases import TestCase
-    from runs.spec.tool_config import McpTool
+    from runs.agentconfig.loader import LoadedAgent
+    from runs.agentconfig.test_cases import TestCase
+    from runs.agentconfig.tool_config import McpTool
 
 Transcript = dict[str, list[dict[str, Any]]]
 

@@ -11,7 +11,7 @@ What a turn reports:
   is a separate chat completion with its own ``usage``, so an httpx response hook on the
   session's private client adds them up (the final message's metadata only holds the last one);
 - model/HTTP failures as ``TurnOutput(is_error=True)``; ``send`` never raises for them;
-- its transcript (``runs.report.transcripts``), from the same two places: each HTTP request of
+- its transcript (``runs.wire.transcripts``), from the same two places: each HTTP request of
   the turn is a ``model_call`` (its model, timing, usage and finish reason read off the
   request and response; a failed one a ``retry``), the assistant text of each response, and
   each tool call from the filter. The system prompt is the one the first request carried.
@@ -50,13 +50,13 @@ from runs.backends.function_tools import (
     function_group_name,
     function_tool_schema,
 )
-from runs.report.models import TokenUsage, ToolInvocation
-from runs.report.transcripts import TurnTrace
+from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.mcp import MCPPluginBase
 
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 OLLAMA_DEFAULT_ENDPOINT = "http://localhost:11434/v1"
 # Retries inside one send; the engine's llm_timeout bounds the whole turn anyway.

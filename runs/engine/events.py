@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from runs.report.models import TestResult, TurnResult
+from runs.wire.models import TestResult, TurnResult
 
 EventKind = Literal["case_started", "turn_finished", "case_finished"]
 

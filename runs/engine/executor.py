@@ -39,21 +39,21 @@ from runs.engine.sessions import (
     open_session,
     sessions_ahead,
 )
-from runs.report.build import rollup_turns, single_turn_result, summarize, summary_of_results
-from runs.report.models import (
+from runs.verdicts.numbers import repetition_name
+from runs.wire.build import rollup_turns, single_turn_result, summarize, summary_of_results
+from runs.wire.models import (
     ProcessedFileInput,
     TestReport,
     TestResult,
     ToolInvocation,
     TurnResult,
 )
-from runs.report.numbers import repetition_name
-from runs.report.times import grading_ms
-from runs.report.transcripts import turn_events
+from runs.wire.times import grading_ms
+from runs.wire.transcripts import turn_events
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
-    from runs.spec.test_cases import ExpectedTool, TestCase, Turn
+    from runs.agentconfig.loader import LoadedAgent
+    from runs.agentconfig.test_cases import ExpectedTool, TestCase, Turn
 
 ENGINE_VERSION = "holodeck-web 0.1.0"
 MAX_CONSECUTIVE_SESSION_ERRORS = 2
@@ -145,7 +145,7 @@ class Engine:
                 await starts.close()
         if repeats == 1:
             return self.report(list(results), elapsed_ms(started))
-        from runs.report.repeats import repetition_summaries
+        from runs.verdicts.repeats import repetition_summaries
 
         summaries = repetition_summaries(
             (
@@ -242,7 +242,7 @@ class Engine:
             if session is not None:
                 await close_session(session)
         result = self._case_result(case, results, files)
-        # The case's time is its turns' sends, their grading (runs.report.times) and the part
+        # The case's time is its turns' sends, their grading (runs.wire.times) and the part
         # of its session's start it waited for: the parts add up to it.
         update: dict[str, Any] = {
             "execution_time_ms": result.execution_time_ms

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graders.result import error_text
-from runs.report.models import ProcessedFileInput
+from runs.wire.models import ProcessedFileInput
 
 if TYPE_CHECKING:
-    from runs.spec.agent import ExecutionConfig
-    from runs.spec.test_cases import FileInput
+    from runs.agentconfig.agent import ExecutionConfig
+    from runs.agentconfig.test_cases import FileInput
 
 SUFFIXES = {
     "pdf": ".pdf",

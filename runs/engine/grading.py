@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 from graders.tool_calls import assert_tools, tools_matched
 from runs.engine.metrics import MetricRunner, TurnFacts, skip_reason
-from runs.report.kinds import JUDGE_KINDS
-from runs.report.models import MetricResult, ToolInvocation, TurnResult
-from runs.report.outcomes import Outcome
+from runs.verdicts.kinds import JUDGE_KINDS
+from runs.verdicts.outcomes import Outcome
+from runs.wire.models import MetricResult, ToolInvocation, TurnResult
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from runs.spec.metrics import Metric
-    from runs.spec.test_cases import ExpectedTool
+    from runs.agentconfig.metrics import Metric
+    from runs.agentconfig.test_cases import ExpectedTool
 
 __all__ = [
     "JUDGE_KINDS",
@@ -179,7 +179,7 @@ def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Pat
     naming the item and field at fault."""
     from pydantic import ValidationError
 
-    from runs.spec.resolve import CodeResolver
+    from runs.agentconfig.resolve import CodeResolver
 
     root = Path(base_dir).resolve()
     context = {"base_dir": root, "resolver": CodeResolver(root)}
@@ -201,14 +201,14 @@ def _metric_adapter() -> TypeAdapter[Metric]:
     use."""
     from pydantic import TypeAdapter
 
-    from runs.spec.metrics import Metric
+    from runs.agentconfig.metrics import Metric
 
     return TypeAdapter(Metric)
 
 
 def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
     """``expected_tools`` as written in agent.yaml (names or ``{name, args, count}``)."""
-    from runs.spec.test_cases import Turn
+    from runs.agentconfig.test_cases import Turn
 
     turn = Turn.model_validate({"input": "-", "expected_tools": list(items)})
     return turn.tool_expectations()

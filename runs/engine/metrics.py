@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 from graders.code import GraderContext, GraderFn, run_code_grader, run_code_grader_sync
 from graders.deterministic import grade_equality, grade_numeric
 from graders.result import Grade, error_text
-from runs.report.kinds import JUDGE_KINDS
-from runs.report.models import MetricResult, TokenUsage
+from runs.verdicts.kinds import JUDGE_KINDS
+from runs.wire.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
-    from runs.spec.agent import AgentConfig
-    from runs.spec.loader import LoadedAgent
-    from runs.spec.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
-    from runs.spec.model import ModelConfig
-    from runs.spec.test_cases import TestCase, Turn
+    from runs.agentconfig.agent import AgentConfig
+    from runs.agentconfig.loader import LoadedAgent
+    from runs.agentconfig.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
+    from runs.agentconfig.model import ModelConfig
+    from runs.agentconfig.test_cases import TestCase, Turn
 
 # RAG metrics whose deepeval implementation compares against the expected output.
 RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}

@@ -7,8 +7,8 @@ import time
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
-from runs.report.numbers import case_text, repetition_text, turn_text
-from runs.report.outcomes import BAD, Outcome
+from runs.verdicts.numbers import case_text, repetition_text, turn_text
+from runs.verdicts.outcomes import BAD, Outcome
 
 
 class TerminalProgress:

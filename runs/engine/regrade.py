@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from runs.engine.executor import as_text, is_tool_of, serialize_expected
 from runs.engine.grading import grade_turn, graded_turn
 from runs.engine.metrics import MetricRunner, TurnFacts, turn_metrics
-from runs.report.build import rollup_turns, single_turn_result
-from runs.report.models import TestResult, TurnResult
-from runs.report.numbers import turn_text
-from runs.report.times import grading_ms
+from runs.verdicts.numbers import turn_text
+from runs.wire.build import rollup_turns, single_turn_result
+from runs.wire.models import TestResult, TurnResult
+from runs.wire.times import grading_ms
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
-    from runs.spec.test_cases import TestCase, Turn
+    from runs.agentconfig.loader import LoadedAgent
+    from runs.agentconfig.test_cases import TestCase, Turn
 
 NOT_REGRADABLE = "not re-gradable"
 TurnCallback = Callable[[TurnResult], Awaitable[None]]
@@ -70,7 +70,7 @@ async def regrade_case(
         rolled = rollup_turns(turns, test_name=case_name, timestamp=timestamp)
     else:
         rolled = single_turn_result(turns[0], case_name, timestamp)
-    # Its time: the transcripts' turns and their new grading (runs.report.times; no session).
+    # Its time: the transcripts' turns and their new grading (runs.wire.times; no session).
     spent = rolled.execution_time_ms + sum(grading_ms(turn) for turn in turns)
     return rolled.model_copy(update={"execution_time_ms": spent}), turns
 

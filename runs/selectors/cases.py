@@ -14,11 +14,11 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.kinds import METRIC_KINDS, TOOLS_KIND
-from runs.report.numbers import case_text
-from runs.report.outcomes import BAD, Outcome
-from runs.report.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
-from runs.report.summary import RunSummary
+from runs.verdicts.kinds import METRIC_KINDS, TOOLS_KIND
+from runs.verdicts.numbers import case_text
+from runs.verdicts.outcomes import BAD, Outcome
+from runs.verdicts.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
+from runs.verdicts.summary import RunSummary
 
 # "Only failures": cases that failed or errored (not those that could not be graded).
 FAILURES = tuple(outcome.value for outcome in BAD)
@@ -158,7 +158,7 @@ def _cases_with_text(run: Run, text: str) -> Q:
 
 
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
-    """The indices of the run's flaky cases (``runs.report.repeats``), as a subquery."""
+    """The indices of the run's flaky cases (``runs.verdicts.repeats``), as a subquery."""
     return (
         CaseResult.objects.filter(run=run)
         .order_by()

@@ -5,7 +5,7 @@
 - ``runs_for_compare``: the runs asked for (1 query);
 - ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
 - ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case), aligned by
-  ``runs.report.compare``, each run's summary (stored with the run; from its rows, 3 queries
+  ``runs.comparison.matrix``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
   (1 aggregate); the runs in commit order (one git call), for the chronological mode;
 - ``case_scores`` and ``turn_hits``: one metric's score of every case (1 query), the turns where
@@ -37,8 +37,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Concat
 
 from runs import gitutil
-from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.compare import (
+from runs.comparison.matrix import (
     BASELINE_ORDER,
     CaseData,
     Matrix,
@@ -48,17 +47,18 @@ from runs.report.compare import (
     case_verdict,
     compared_with,
 )
-from runs.report.kinds import JUDGE_KINDS, TOOLS_KIND
-from runs.report.numbers import pass_rate_of
-from runs.report.ordering import commit_ordered, on_history
-from runs.report.outcomes import RUN_FINISHED_STATES, Outcome
-from runs.report.prices import SplitCost
-from runs.report.regrades import RegradeSources
-from runs.report.significance import ScoreResult
-from runs.report.summary import MetricSummary, OutcomeCounts, RunSummary
+from runs.comparison.ordering import commit_ordered, on_history
+from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.pricing.prices import SplitCost
 from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
 from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
+from runs.stats.significance import ScoreResult
+from runs.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
+from runs.verdicts.numbers import pass_rate_of
+from runs.verdicts.outcomes import RUN_FINISHED_STATES, Outcome
+from runs.verdicts.regrades import RegradeSources
+from runs.verdicts.summary import MetricSummary, OutcomeCounts, RunSummary
 
 MAX_RUNS = 12
 # A baseline is a run that ended with its cases graded: finished, but not cancelled.
@@ -90,7 +90,7 @@ class Headline:
     judge_ms: int
     cost_usd: float | None
     kind_pass_rate: float | None = None  # only with a kind filter
-    # The whole run's cost by the price table (runs.report.prices), agent and judge apart;
+    # The whole run's cost by the price table (runs.pricing.prices), agent and judge apart;
     # None with cost_error when the price file cannot be read.
     cost: SplitCost | None = None
     cost_error: str | None = None
@@ -348,7 +348,7 @@ def compare_runs(
     or has no stored summary). The runs are laid out oldest first (as in commit order, whatever
     the order asked); ``order="commits"``: each compared with the one before it; else each with
     ``baseline``. ``only_significant`` (the compare page and API): with a repeated run among
-    them, only significant changes are regressions and fixes (``runs.report.compare``)."""
+    them, only significant changes are regressions and fixes (``runs.comparison.matrix``)."""
     runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
     cases, totals, repetitions = _cases(ids)
@@ -589,9 +589,9 @@ def _merge_repetitions(
     cases: dict[int, list[CaseData]], repeated: dict[tuple[int, int], list[CaseData]]
 ) -> dict[int, tuple[int, int]]:
     """A repeated run's cases, each one case of the comparison with its verdicts merged over
-    its repetitions (``runs.report.repeats.repetitions_merged``); (passed, graded) of each
+    its repetitions (``runs.verdicts.repeats.repetitions_merged``); (passed, graded) of each
     merged case's repetitions, by its id."""
-    from runs.report.repeats import repeat_stats, repetitions_merged
+    from runs.verdicts.repeats import repeat_stats, repetitions_merged
 
     counts = {}
     for run_id, listed in cases.items():

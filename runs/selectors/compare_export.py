@@ -1,4 +1,4 @@
-"""Reads for a compare's CSV (``runs.report.compare_csv``): the runs the compare page shows,
+"""Reads for a compare's CSV (``runs.writers.compare_csv``): the runs the compare page shows,
 in its column order, the metrics to score, and their cases a slice of case indexes at a time.
 
 The runs are the compare page's (``runs_compared``: the baseline added to a lone run, oldest
@@ -19,11 +19,11 @@ from django.db.models import Avg, Max, Min, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from runs.comparison.matrix import CaseData, case_verdict
 from runs.models import CaseResult, MetricResult, Run, TurnResult, repeats_of
-from runs.report.compare import CaseData, case_verdict
-from runs.report.compare_csv import CsvCase, CsvRun
-from runs.report.kinds import TOOLS_KIND
 from runs.selectors.compare import runs_compared, runs_in_time_order
+from runs.verdicts.kinds import TOOLS_KIND
+from runs.writers.compare_csv import CsvCase, CsvRun
 
 SLICE_ROWS = 2000  # about how many case rows (of every run) one slice reads
 NO_KINDS: frozenset[str] = frozenset()

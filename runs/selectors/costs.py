@@ -1,4 +1,4 @@
-"""What a run, a case and a turn cost (``runs.report.prices``), read from their stored tokens.
+"""What a run, a case and a turn cost (``runs.pricing.prices``), read from their stored tokens.
 
 The agent's tokens are priced at the run's agent model (its config snapshot's ``model.name``),
 each judge's at the model it recorded. Fixed queries whatever the size of the run: the run's
@@ -20,7 +20,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.db.models.lookups import GreaterThan
 
 from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.report.prices import (
+from runs.pricing.prices import (
     Cost,
     PriceFileError,
     PriceTable,
@@ -103,7 +103,7 @@ _finished_lock = threading.Lock()
 def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
     """Each run's cost, agent and judge apart (three queries for all of them, whatever their
     size: the database sums the rows' tokens, by run and judge model; each sum is priced as the
-    sum of its usages' costs, ``runs.report.prices``)."""
+    sum of its usages' costs, ``runs.pricing.prices``)."""
     table = prices()
     if isinstance(table, str):
         return {run_id: Priced(None, table) for run_id in run_ids}

@@ -1,4 +1,4 @@
-"""A run read back as the wire models (``runs.report.models``): its summary, a case's turns and
+"""A run read back as the wire models (``runs.wire.models``): its summary, a case's turns and
 the whole run as a HoloDeck EvalRun. The API serves these shapes and the exports write them;
 the verdicts are the stored ones (``runs.mapping`` copies them), never decided again here."""
 
@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
-from runs.report import models as wire
-from runs.report.numbers import repetition_name
 from runs.selectors.runs import run_summary
+from runs.verdicts.numbers import repetition_name
+from runs.wire import models as wire
 
 
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
@@ -40,11 +40,11 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
     run is active. Each result carries its stored verdicts and ``report.run_summary`` is the
     run's summary (``run_summary``). HoloDeck's own ``report.summary`` is computed as HoloDeck
     does, per case from the results (an imported file's own summary too: the results are the
-    truth), and the environment names the run (``runs.report.round_trip``), so importing the
+    truth), and the environment names the run (``runs.wire.round_trip``), so importing the
     export where the run already is is recognised.
     """
-    from runs.report.build import summarize
-    from runs.report.round_trip import with_identity
+    from runs.wire.build import summarize
+    from runs.wire.round_trip import with_identity
 
     results, repetitions = _run_results(run)
     report = wire.TestReport(
@@ -91,7 +91,7 @@ def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionS
     repeats = run.repeats
     if repeats == 1:
         return results, None
-    from runs.report.repeats import repetition_summaries
+    from runs.verdicts.repeats import repetition_summaries
 
     summaries = repetition_summaries(
         (

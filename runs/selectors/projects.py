@@ -11,12 +11,12 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, Run
-from runs.report.status import StatusCounts, StatusReason, counters_of, run_status_reason
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from runs.selectors.runs import ERRORED_CASES
+from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
 
 if TYPE_CHECKING:
-    from runs.report.trend_chart import TrendRun
+    from runs.charts.trend_chart import TrendRun
 
 
 def project_list() -> QuerySet[AgentProject]:
@@ -47,7 +47,7 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
-    # What its status reason is read from (``Run.status_counts``, ``runs.report.status``).
+    # What its status reason is read from (``Run.status_counts``, ``runs.verdicts.status``).
     cases_done: int
     failed_cases: int  # failed or errored
     not_graded_cases: int
@@ -123,7 +123,7 @@ def project_choices() -> QuerySet[AgentProject]:
 def project_pass_rates(*, project: AgentProject, last: int = 20) -> list[TrendRun]:
     """The project's last ``last`` finished runs (re-grades left out), oldest first, as the
     trends page reads them (``runs.selectors.trends``): the project page's small series."""
-    from runs.report.trend_chart import split_regrades
+    from runs.charts.trend_chart import split_regrades
     from runs.selectors.trends import finished_runs
 
     runs, _ = split_regrades(finished_runs(project=project, agent=""))

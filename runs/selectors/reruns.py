@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runs.models import CaseResult, Run
-from runs.report.numbers import case_text
-from runs.report.outcomes import Outcome
+from runs.verdicts.numbers import case_text
+from runs.verdicts.outcomes import Outcome
 
 RERUN_FAILED = "failed"
 # What a re-run of "the failed cases" takes: the cases that failed, and those that errored.

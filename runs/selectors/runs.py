@@ -15,9 +15,9 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summaries_of_rows, tool_counts_of_rows
 from runs.models import CaseResult, MetricResult, Run
-from runs.report.outcomes import Outcome
-from runs.report.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
-from runs.report.summary import RunSummary
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
+from runs.verdicts.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
 RUN_STATUSES: list[tuple[str, str]] = Run.Status.choices
@@ -259,7 +259,7 @@ CAUSE_CASES = 100
 
 
 def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
-    """Why ``run`` (with ``summary``, stored or live) has its status (``runs.report.status``),
+    """Why ``run`` (with ``summary``, stored or live) has its status (``runs.verdicts.status``),
     naming the most common error of its not-graded and of its errored cases once it has ended
     (one bounded query each, only when it has such cases; none while it runs)."""
     counts = StatusCounts.of_summary(summary.cases)

@@ -19,7 +19,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentSnapshot, Run
-from runs.snapshots import Snapshot, SnapshotError, SnapshotFile
+from runs.sealing import Snapshot, SnapshotError, SnapshotFile
 
 # Run columns the snapshot pages never read.
 HEAVY_RUN_FIELDS = ("raw_yaml", "config_snapshot", "environment", "cli_args", "summary")

@@ -14,9 +14,9 @@ from typing import Any
 from django.http import Http404
 
 from runs.models import CaseResult, TurnResult
-from runs.report.transcripts import Event
 from runs.selectors.costs import prices
 from runs.selectors.transcripts import priced
+from runs.wire.transcripts import Event
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from typing import Any
 from django.shortcuts import get_object_or_404
 
 from runs.models import CaseResult, TurnResult
-from runs.report.models import TokenUsage
-from runs.report.prices import PriceTable, usage_cost
-from runs.report.transcripts import Event
+from runs.pricing.prices import PriceTable, usage_cost
 from runs.selectors.costs import prices
+from runs.wire.models import TokenUsage
+from runs.wire.transcripts import Event
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The engine runs in this process. The run is stored as it goes, through the recorder (the write
 path of the workers), so it lists in the dashboard like a dashboard run; storing is best effort
 (``RunStore``). What the command writes is a HoloDeck result file (``cli_run_execute``'s
-EvalRun), which names the stored run (``runs.report.round_trip``), so importing it anywhere
+EvalRun), which names the stored run (``runs.wire.round_trip``), so importing it anywhere
 the run already is is recognised.
 """
 
@@ -23,16 +23,16 @@ from runs.engine.events import emit
 from runs.logcontext import log_context
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open, run_options
-from runs.report import models as wire
-from runs.report.round_trip import with_identity
+from runs.sealing import SnapshotError, snapshot_working_tree
 from runs.services.history import eval_run_hash
 from runs.services.launch import launch_warnings
 from runs.services.snapshots import snapshot_limits, snapshot_store
-from runs.snapshots import SnapshotError, snapshot_working_tree
+from runs.wire import models as wire
+from runs.wire.round_trip import with_identity
 
 if TYPE_CHECKING:
     from runs import gitutil
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 Warn = Callable[[str], None]
 

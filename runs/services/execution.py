@@ -57,15 +57,15 @@ from runs.recorder import (
     close_thread_connection,
     run_settle,
 )
-from runs.report import models as wire
 from runs.services.launch import LaunchError
 from runs.services.queue import EXECUTE_CASE, task_enqueue
 from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
+from runs.wire import models as wire
 
 if TYPE_CHECKING:
+    from runs.agentconfig.loader import LoadedAgent
     from runs.backends.base import AgentBackend
     from runs.engine.events import CaseEvent, EventCallback
-    from runs.spec.loader import LoadedAgent
 
 log = logging.getLogger(__name__)
 
@@ -686,7 +686,7 @@ def run_agents_forget() -> None:
 def _agent_load(run: Run) -> LoadedAgent:
     """The agent of the run's snapshot, loaded from this machine's unpacked copy: relative paths
     in it (instructions, transcript, tools, graders, test cases, file inputs) resolve there."""
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.loader import load_agent
 
     assert run.snapshot_id is not None
     directory = snapshot_unpacked(snapshot_id=run.snapshot_id)
@@ -697,7 +697,7 @@ def _agent_load_legacy(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
     """A run launched before snapshots existed: loaded from the project's directory (at its
     commit, in a temporary worktree) with the agent.yaml text it was launched with; every other
     file it read must still hash the same."""
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.loader import load_agent
 
     project = run.project
     if project is None:

@@ -2,8 +2,8 @@
 
 ``gate_run`` and ``gate_baseline`` find the two runs (a ``GateError`` when they cannot);
 ``gate_evaluate`` compares them with the compare page's code and checks the thresholds, and
-returns a ``GateResult`` (``runs.report.gate``) with its reasons and a Markdown summary fit for
-a pull-request comment.
+returns a ``GateResult`` (``runs.writers.gate_markdown``) with its reasons and a Markdown
+summary fit for a pull-request comment.
 
 The pass rate, the case and turn counts and the metric summaries (counted per turn) are the
 runs' stored summaries (what their run pages show); regressions and fixes are counted over the
@@ -17,24 +17,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
+from runs.comparison.matrix import REGRESSION, Row, change_of
 from runs.models import Run
-from runs.report.compare import REGRESSION, Row, change_of
-from runs.report.gate import (
-    GateOptions,
-    GateResult,
-    GateRun,
-    GateSignificance,
-    MetricChange,
-    NoisyTurn,
-    RegressedCase,
-    gate_markdown,
-    plural,
-)
-from runs.report.kinds import kind_order, kinds_parse
-from runs.report.numbers import format_rate, format_score, format_score_change
-from runs.report.outcomes import Outcome
-from runs.report.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
-from runs.report.summary import MetricSummary, RunSummary
 from runs.selectors.compare import (
     FINISHED,
     Baseline,
@@ -45,6 +29,22 @@ from runs.selectors.compare import (
 )
 from runs.selectors.costs import run_cost
 from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
+from runs.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
+from runs.verdicts.kinds import kind_order, kinds_parse
+from runs.verdicts.numbers import format_rate, format_score, format_score_change
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.summary import MetricSummary, RunSummary
+from runs.writers.gate_markdown import (
+    GateOptions,
+    GateResult,
+    GateRun,
+    GateSignificance,
+    MetricChange,
+    NoisyTurn,
+    RegressedCase,
+    gate_markdown,
+    plural,
+)
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -143,7 +143,7 @@ def _project_name(run: Run) -> str:
 
 
 def gate_kinds(text: str) -> tuple[str, ...]:
-    """``standard,code`` -> ("standard", "code") (``runs.report.kinds.kinds_parse``); an
+    """``standard,code`` -> ("standard", "code") (``runs.verdicts.kinds.kinds_parse``); an
     unknown kind is a ``GateError``."""
     try:
         return kinds_parse(text)

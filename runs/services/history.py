@@ -2,7 +2,7 @@
 (``runs.recorder.run_record``: bulk inserts, a fixed number of queries whatever a run's size).
 
 A file is recognised, not imported again, when the database already holds the run it names
-(every export names its run: ``runs.report.round_trip``) or a run with the same content (the
+(every export names its run: ``runs.wire.round_trip``) or a run with the same content (the
 same file imported before, or the result file run_agent wrote for a run it stored)."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from django.db import DataError, IntegrityError
 
 from runs.models import AgentProject, Run
 from runs.recorder import run_record
-from runs.report import models as wire
-from runs.report.models import holodeck_dump
-from runs.report.round_trip import run_identity, summary_contradiction
+from runs.wire import models as wire
+from runs.wire.models import holodeck_dump
+from runs.wire.round_trip import run_identity, summary_contradiction
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -
 
     A result already here (the run it names, or the same content) is not imported again.
     """
-    from runs.report.holodeck_io import load_eval_runs
+    from runs.wire.holodeck_io import load_eval_runs
 
     outcome = ImportOutcome()
     for path in paths:
@@ -195,7 +195,7 @@ def _is_result_member(info: zipfile.ZipInfo) -> bool:
 def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """A member's bytes. Reading stops at its declared size, which the vetting capped, so a
     member lying about its size cannot expand further."""
-    from runs.report.holodeck_io import ReportFormatError
+    from runs.wire.holodeck_io import ReportFormatError
 
     try:
         with archive.open(info) as member:
@@ -211,7 +211,7 @@ def _document_import(
     """Import one result document, streamed: its EvalRuns are parsed one at a time (twice:
     first all validated, so a file with a defect imports nothing, then each imported and let
     go), so memory stays near the document's own size whatever it holds."""
-    from runs.report.holodeck_io import ReportFormatError, iter_eval_runs, result_text
+    from runs.wire.holodeck_io import ReportFormatError, iter_eval_runs, result_text
 
     report = SourceImport(name)
     try:

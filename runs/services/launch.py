@@ -1,7 +1,7 @@
 """Launch a run from the dashboard (or the API), and cancel one.
 
 A launch seals the agent: the agent directory as it will run (the tree of the chosen git ref's
-commit, or the working tree) is packed into a snapshot (``runs.snapshots``), unpacked into this
+commit, or the working tree) is packed into a snapshot (``runs.sealing``), unpacked into this
 machine's cache, and the agent is validated from there, so what is validated is what runs. The
 snapshot is stored (once per distinct tree) and the queued run, created with its case rows,
 records it; its start is enqueued once the transaction commits. Nothing is queued when sealing
@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 
 from runs import gitutil
+from runs.agentconfig.errors import ConfigError, ConfigProblem
+from runs.agentconfig.limits import MAX_REPEATS
+from runs.agentconfig.test_cases import case_label
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import cases_cancel_pending, run_open, run_options, run_settle
+from runs.sealing import SnapshotError, snapshot_agent, unpack
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_cache_dir, snapshot_limits, snapshot_store
-from runs.snapshots import SnapshotError, snapshot_agent, unpack
-from runs.spec.errors import ConfigError, ConfigProblem
-from runs.spec.limits import MAX_REPEATS
-from runs.spec.test_cases import case_label
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 
 class LaunchError(Exception):
@@ -125,7 +125,7 @@ def run_create(
     (``run_open_once``). Raises ConfigError (every problem of the agent.yaml) or LaunchError;
     nothing is queued then.
     """
-    from runs.spec.loader import collector_paused
+    from runs.agentconfig.loader import collector_paused
 
     def open_run() -> Run:
         with collector_paused():
@@ -216,7 +216,7 @@ def agent_seal(
     Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref, a directory
     that cannot be snapshotted, a file the agent reads outside its directory).
     """
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.loader import load_agent
 
     directory = Path(project.directory)
     ref = git_ref.strip()

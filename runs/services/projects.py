@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.db import IntegrityError, transaction
 
+from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentProject, Run
-from runs.spec.errors import ConfigError, ConfigProblem
 
 NAME_MAX = AgentProject._meta.get_field("name").max_length or 200
 
@@ -40,7 +40,7 @@ def project_register(
     (``manage.py register_project``: fix it later).
     Raises FileNotFoundError when there is no such file.
     """
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.loader import load_agent
 
     agent_path = agent_file_of(agent_path.expanduser()).resolve()
     if not agent_path.is_file():

@@ -17,17 +17,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentSnapshot, CaseResult, Run
 from runs.recorder import run_open, run_options
+from runs.sealing import SnapshotError
 from runs.selectors.reruns import RERUN_FAILED, failed_case_indices
 from runs.services.launch import LaunchError, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_unpacked
-from runs.snapshots import SnapshotError
-from runs.spec.errors import ConfigError, ConfigProblem
 
 if TYPE_CHECKING:
-    from runs.spec.loader import LoadedAgent
+    from runs.agentconfig.loader import LoadedAgent
 
 RerunCases = int | Literal["failed"]
 
@@ -140,7 +140,7 @@ def _agent_file(original: Run) -> str:
 
 def _agent_of(original: Run, snapshot_id: int) -> LoadedAgent:
     """The original's agent, loaded from its snapshot's files as a worker loads it."""
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.loader import load_agent
 
     try:
         directory = snapshot_unpacked(snapshot_id=snapshot_id)

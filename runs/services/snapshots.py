@@ -1,6 +1,6 @@
 """Sealed agent snapshots in the database: store one at launch, unpack one where a run runs.
 
-The packing and the cache are ``runs.snapshots`` (Django-free); this module keeps the archives
+The packing and the cache are ``runs.sealing`` (Django-free); this module keeps the archives
 (``AgentSnapshot``, one row per distinct tree) and knows where this machine's cache is
 (``HOLODECK_SNAPSHOT_CACHE``).
 """
@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from runs.models import AgentSnapshot
-from runs.snapshots import PackedSnapshot, SnapshotLimits, unpack
+from runs.sealing import PackedSnapshot, SnapshotLimits, unpack
 
 
 def snapshot_store(*, packed: PackedSnapshot, archive: bytes | None = None) -> AgentSnapshot:

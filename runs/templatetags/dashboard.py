@@ -5,8 +5,8 @@ Everything an agent, a tool or a grader wrote is untrusted. Markdown is rendered
 disabled (so ``<script>`` shows as text) and the result is sanitized with nh3 on top; every other
 value goes through Django's escaping.
 
-Verdicts are drawn from the stored outcome (``runs.report.outcomes.Outcome``: its words, mark and
-CSS class) and numbers are formatted by ``runs.report.numbers``; nothing here names a verdict or
+Verdicts are drawn from the stored outcome (``runs.verdicts.outcomes.Outcome``: its words, mark and
+CSS class) and numbers are formatted by ``runs.verdicts.numbers``; nothing here names a verdict or
 formats a pass rate its own way.
 """
 
@@ -26,20 +26,20 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from runs.report import times
-from runs.report.kinds import KIND_LABELS, TOOLS_KIND, kind_order
-from runs.report.numbers import (
+from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd
+from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
+from runs.verdicts.numbers import (
     case_text,
     format_rate,
     format_score,
     ordinal,
     turn_text,
 )
-from runs.report.outcomes import Outcome, OutcomeLook, look
-from runs.report.prices import Cost, SplitCost, format_cost, format_usd
-from runs.report.summary import MetricSummary, OutcomeCounts
-from runs.report.times import CaseTimes, TurnTimes
-from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.verdicts.outcomes import Outcome, OutcomeLook, look
+from runs.verdicts.summary import MetricSummary, OutcomeCounts
+from runs.wire import times
+from runs.wire.times import CaseTimes, TurnTimes
 
 register = template.Library()
 
@@ -153,7 +153,7 @@ def json_tree(value: Any) -> SafeString:
     return _tree(value, 0)
 
 
-# The one number formatter (runs.report.numbers): a score "0.89", a pass rate "33.3%", "–" for
+# The one number formatter (runs.verdicts.numbers): a score "0.89", a pass rate "33.3%", "–" for
 # none (never "0 %" for a run with nothing graded).
 score = register.filter("score", format_score)
 percent = register.filter("percent", format_rate)
@@ -171,7 +171,7 @@ def pass_all(stats: Any, k: int) -> float | None:
     return stats.pass_all(k)  # type: ignore[no-any-return]
 
 
-# Turns and cases for people, from 1 (runs.report.numbers): ``{{ turn.index|turn_of:4 }}`` reads
+# Turns and cases for people, from 1 (runs.verdicts.numbers): ``{{ turn.index|turn_of:4 }}`` reads
 # "turn 1 of 4", ``{{ case.index|number }}`` "1"; anchors and URLs keep the 0-based index.
 number = register.filter("number", ordinal)
 turn_of = register.filter("turn_of", turn_text)
@@ -527,7 +527,7 @@ def case_times(case: Any) -> CaseTimes:
     return times.case_times(case.execution_time_ms, [turn_times(t) for t in case.turns.all()])
 
 
-# The one cost formatter (runs.report.prices.format_usd): "$0.0123", "$0.00004", "$12.34".
+# The one cost formatter (runs.pricing.prices.format_usd): "$0.0123", "$0.00004", "$12.34".
 usd = register.filter("usd", format_usd)
 
 

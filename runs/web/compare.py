@@ -26,7 +26,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from runs.report.compare import (
+from runs.comparison.matrix import (
     BASELINE_ORDER,
     COMMIT_ORDER,
     FIX,
@@ -48,28 +48,8 @@ from runs.report.compare import (
     sort_rows,
     verdict,
 )
-from runs.report.kinds import KINDS, TOOLS_KIND, kind_order
-from runs.report.numbers import (
-    NONE_TEXT,
-    format_points,
-    format_rate,
-    format_score,
-    format_score_change,
-    format_score_delta,
-    turn_text,
-)
-from runs.report.outcomes import Outcome
-from runs.report.prices import Cost, format_cost, format_usd
-from runs.report.significance import (
-    NO_EVIDENCE,
-    SIGNIFICANTLY_BETTER,
-    SIGNIFICANTLY_WORSE,
-    ScoreResult,
-    Significance,
-    UnitResult,
-    classify_score_changes,
-)
-from runs.report.summary import MetricSummary, OutcomeCounts
+from runs.pricing.prices import Cost, format_cost, format_usd
+from runs.sealing import SnapshotFile, snapshot_diff
 from runs.selectors.compare import (
     MAX_RUNS,
     Comparison,
@@ -84,8 +64,28 @@ from runs.selectors.compare import (
     turn_hits,
 )
 from runs.selectors.snapshots import StoredSnapshot, snapshot_contents, stored_snapshot
-from runs.snapshots import SnapshotFile, snapshot_diff
+from runs.stats.significance import (
+    NO_EVIDENCE,
+    SIGNIFICANTLY_BETTER,
+    SIGNIFICANTLY_WORSE,
+    ScoreResult,
+    Significance,
+    UnitResult,
+    classify_score_changes,
+)
 from runs.templatetags.dashboard import duration, thousands
+from runs.verdicts.kinds import KINDS, TOOLS_KIND, kind_order
+from runs.verdicts.numbers import (
+    NONE_TEXT,
+    format_points,
+    format_rate,
+    format_score,
+    format_score_change,
+    format_score_delta,
+    turn_text,
+)
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.web.diffs import (
     CONTENTS_STAFF_ONLY,
     MAX_FILE_DIFF_LINES,
@@ -294,7 +294,7 @@ def _score_significance(
     comparison: Comparison, samples: dict[int, list[float]]
 ) -> dict[int, dict[str, ScoreResult]]:
     """Per run, each case's scores over its repetitions against the compared run's
-    (Mann–Whitney, Benjamini–Hochberg over the cases; ``runs.report.significance``)."""
+    (Mann–Whitney, Benjamini–Hochberg over the cases; ``runs.stats.significance``)."""
     found = {}
     for run_id, other in comparison.matrix.against.items():
         units = {
@@ -536,7 +536,7 @@ def _count_lines(
 
 
 def _cost_lines(headlines: Sequence[Headline], against: Against) -> list[Line]:
-    """The whole run's cost, then the agent's and the judges' (runs.report.prices): "unknown
+    """The whole run's cost, then the agent's and the judges' (runs.pricing.prices): "unknown
     price" where a model has none, and a change only between two known costs."""
     error = next((h.cost_error for h in headlines if h.cost_error), None)
     if error is not None:
@@ -663,7 +663,7 @@ class CellView:
     delta: float | None = None
     # A repeated run's case: (passed, graded) of its repetitions.
     repetitions: tuple[int, int] | None = None
-    # Against the compared run, over their repetitions (runs.report.significance): the case's
+    # Against the compared run, over their repetitions (runs.stats.significance): the case's
     # verdicts, and the chosen metric's scores.
     significance: UnitResult | None = None
     score_significance: ScoreResult | None = None

@@ -1,6 +1,6 @@
 """A compare as CSV, for the compare page's "Download CSV" link (``/compare/export.csv``, the
 page's query string) and ``GET /api/v1/compare.csv``: one row per case and run
-(``runs.report.compare_csv``), streamed as it is read (``runs.selectors.compare_export``).
+(``runs.writers.compare_csv``), streamed as it is read (``runs.selectors.compare_export``).
 
 It holds the compare page's runs (the baseline added to a lone run) and every case of them:
 the page's row filters (show, q, min_drop, sort, page) choose what the page lists, not what the
@@ -17,10 +17,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from runs.report.compare_csv import csv_chunks
-from runs.report.kinds import KINDS
 from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing
 from runs.selectors.compare_export import export_cases, export_metric_names, export_runs
+from runs.verdicts.kinds import KINDS
 from runs.web.params import (
     BadParam,
     Query,
@@ -29,6 +28,7 @@ from runs.web.params import (
     int_param,
     text_list_param,
 )
+from runs.writers.compare_csv import csv_chunks
 
 MAX_METRIC = 200  # MetricResult.metric_name's length
 MOST_METRICS = 100  # metric= values in one request

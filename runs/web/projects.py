@@ -65,8 +65,8 @@ class ProjectRemoveForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def project_new(request: HttpRequest) -> HttpResponse:
     """Register a project: nothing is saved unless its agent.yaml loads."""
+    from runs.agentconfig.errors import ConfigError
     from runs.services.projects import ProjectError, project_register
-    from runs.spec.errors import ConfigError
 
     form = ProjectRegisterForm(request.POST or None)
     problems: list[str] = []
@@ -107,8 +107,8 @@ class LoadedConfig:
 
 
 def _config_of(project: AgentProject) -> tuple[LoadedConfig | None, list[str]]:
-    from runs.spec.errors import ConfigError
-    from runs.spec.loader import load_agent
+    from runs.agentconfig.errors import ConfigError
+    from runs.agentconfig.loader import load_agent
 
     try:
         agent = load_agent(project.agent_path)

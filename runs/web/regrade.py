@@ -23,9 +23,9 @@ class RegradeForm(forms.Form):
 def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-grade of the run with its project's agent.yaml (now, or at a git ref) and
     open it; problems are shown on the original run's page, nothing is queued then."""
+    from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError
     from runs.services.regrade import run_regrade_create
-    from runs.spec.errors import ConfigError
 
     original = selectors.run_row(run_id=run_id)
     form = RegradeForm(request.POST)

@@ -24,9 +24,9 @@ class RerunForm(forms.Form):
 def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-run of the run's failed cases (or of one case) at its snapshot and open it;
     problems are shown on the original run's page, nothing is queued then."""
+    from runs.agentconfig.errors import ConfigError
     from runs.services.rerun import RerunError
     from runs.services.rerun import run_rerun as rerun
-    from runs.spec.errors import ConfigError
 
     original = selectors.run_row(run_id=run_id)
     form = RerunForm(request.POST)

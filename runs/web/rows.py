@@ -19,9 +19,6 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
-from runs.report.numbers import ordinal
-from runs.report.outcomes import BAD, GRADED_VALUES
-from runs.report.repeats import merged_outcome, repeat_stats
 from runs.templatetags.dashboard import (
     ago,
     case_chips,
@@ -31,6 +28,9 @@ from runs.templatetags.dashboard import (
     percent,
     shortsha,
 )
+from runs.verdicts.numbers import ordinal
+from runs.verdicts.outcomes import BAD, GRADED_VALUES
+from runs.verdicts.repeats import merged_outcome, repeat_stats
 
 if TYPE_CHECKING:
     from runs.models import AgentProject, CaseResult
@@ -71,7 +71,7 @@ def case_rows_html(
 
 # A repeated run lists each case once, its repetitions under it (``selectors.case_groups``):
 # the row says how many repetitions passed and the case's verdict over them, as compare reads
-# it (``runs.report.repeats.merged_outcome``); opened, it shows one repetition's turns with the
+# it (``runs.verdicts.repeats.merged_outcome``); opened, it shows one repetition's turns with the
 # switcher between them (case_detail.html's ``repetitions``), which says in the row's header
 # which one is shown (``#case-<first>-shown``).
 

@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs import selectors
-from runs.report import trend_chart
-from runs.report.kinds import METRIC_KINDS, kinds_parse
+from runs.charts import trend_chart
 from runs.selectors import trends as trend
+from runs.verdicts.kinds import METRIC_KINDS, kinds_parse
 from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text_param
 
 DEFAULT_POINTS = 100

@@ -32,12 +32,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
-from runs.report.outcomes import Outcome
-from runs.report.repeats import run_repeat_stats
+from runs.agentconfig.test_cases import case_label
 from runs.selectors.cases import CaseFilters
 from runs.selectors.costs import Priced, pricing_for, run_cost
 from runs.selectors.reruns import run_rerun_state, run_rerunnable
-from runs.spec.test_cases import case_label
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.repeats import run_repeat_stats
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import (
     BadParam,
@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
 
     from runs.models import AgentProject, CaseResult, Run
-    from runs.report.summary import RunSummary
-    from runs.report.writers import ExportFormat
+    from runs.verdicts.summary import RunSummary
+    from runs.writers.results import ExportFormat
 
 RUNS_PER_PAGE = 50
 RUNNING = "running"  # CaseResult.Status.RUNNING (views read no model)
@@ -233,9 +233,9 @@ def rerun_initial(run: Run) -> dict[str, Any]:
 
 
 def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
+    from runs.agentconfig.errors import ConfigError
+    from runs.agentconfig.loader import load_agent
     from runs.engine.metrics import judge_warnings
-    from runs.spec.errors import ConfigError
-    from runs.spec.loader import load_agent
 
     try:
         agent = load_agent(project.agent_path)
@@ -262,8 +262,8 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     A bad git ref or a filter matching nothing is reported at its field instead.
     """
     # Imported here: services pull in the spec loader, which web pages otherwise never need.
+    from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_create
-    from runs.spec.errors import ConfigError
 
     data = form.cleaned_data
     try:

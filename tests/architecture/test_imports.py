@@ -65,5 +65,5 @@ def test_views_and_api_routers_import_no_model() -> None:
 
 def test_the_trend_chart_and_the_gate_summary_import_no_django() -> None:
     graph = grimp.build_graph(*PACKAGES, include_external_packages=True)
-    for module in ("runs.report.trend_chart", "runs.report.gate"):
+    for module in ("runs.charts.trend_chart", "runs.writers.gate_markdown"):
         assert graph.chain_exists(module, "django") is False

@@ -14,12 +14,12 @@ BUILDERS = {
     "runs/mapping.py",
     "runs/engine/executor.py",
     "runs/engine/metrics.py",
-    "runs/report/build.py",
+    "runs/wire/build.py",
 }
 # A call with this many keyword arguments or more is a field-by-field build.
 FIELD_BY_FIELD = 4
 VERDICT_WORDS = {"not_graded", "not-graded", "not graded", "errored", "pass", "fail", "absent"}
-VERDICT_MODULE = "runs/report/outcomes.py"
+VERDICT_MODULE = "runs/verdicts/outcomes.py"
 
 
 def source_files() -> list[Path]:

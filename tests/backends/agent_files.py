@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from runs.spec.loader import LoadedAgent, load_agent
+from runs.agentconfig.loader import LoadedAgent, load_agent
 
 INSTRUCTIONS = "You are a careful calculator. Use the tools for arithmetic."
 

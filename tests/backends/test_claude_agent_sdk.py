@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from runs.agentconfig.loader import load_agent
 from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession, bundled_cli_path
 from runs.engine.executor import Engine
-from runs.report.models import TokenUsage
-from runs.spec.loader import load_agent
+from runs.wire.models import TokenUsage
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, Exchange, FakeAnthropic
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from runs.agentconfig.loader import load_agent
 from runs.backends.base import BackendError, backend_for
 from runs.backends.scripted import ScriptedBackend, build_transcript, load_transcript
 from runs.engine.executor import Engine
-from runs.spec.loader import load_agent
 from tests.engine.agents import make_agent
 
 ARCHIVE = Path(__file__).with_name("mcp_archive_server.py")

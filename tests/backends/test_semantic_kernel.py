@@ -10,7 +10,7 @@ import pytest
 
 from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.semantic_kernel import SemanticKernelBackend, SemanticKernelSession
-from runs.report.models import TokenUsage
+from runs.wire.models import TokenUsage
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from runs.spec.loader import LoadedAgent, load_agent
+from runs.agentconfig.loader import LoadedAgent, load_agent
 
 TOOLS = '''
 def subtract(a: float, b: float) -> float:

@@ -10,7 +10,7 @@ import pytest
 
 import graders.judges
 from runs.engine.executor import Engine
-from runs.report.times import wire_case_times, wire_turn_times
+from runs.wire.times import wire_case_times, wire_turn_times
 from tests.engine.agents import make_agent
 
 SLOW_GRADER = """

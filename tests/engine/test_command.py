@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from runs.report.holodeck_io import load_eval_runs
+from runs.wire.holodeck_io import load_eval_runs
 
 REPO = Path(__file__).resolve().parents[2]
 

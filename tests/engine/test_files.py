@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from runs.agentconfig.agent import ExecutionConfig
+from runs.agentconfig.test_cases import FileInput
 from runs.engine.executor import Engine
 from runs.engine.files import FileProcessor
-from runs.spec.agent import ExecutionConfig
-from runs.spec.test_cases import FileInput
 from tests.engine.agents import make_agent
 from tests.engine.documents import write_docx, write_pdf, write_pptx, write_xlsx
 

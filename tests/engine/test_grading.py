@@ -19,7 +19,7 @@ from runs.engine.grading import (
     grade_turn_sync,
     metrics_from_yaml,
 )
-from runs.report.models import ToolInvocation
+from runs.wire.models import ToolInvocation
 
 
 def test_the_documented_example_grades_a_numeric_answer(tmp_path: Path) -> None:

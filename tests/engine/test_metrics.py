@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from graders.judges import JudgeSpec
+from runs.agentconfig.loader import load_agent
 from runs.engine.executor import Engine
 from runs.engine.metrics import MetricRunner
-from runs.spec.loader import load_agent
 from tests.engine.agents import make_agent
 
 

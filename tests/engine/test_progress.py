@@ -5,7 +5,7 @@ import re
 
 from runs.engine.events import CaseEvent
 from runs.engine.progress import TerminalProgress
-from runs.report.models import TestResult, TurnResult
+from runs.wire.models import TestResult, TurnResult
 
 
 class FakeTty(io.StringIO):

@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import CaseResult, Run
-from runs.report.models import holodeck_dump
 from runs.selectors.export import run_eval_run
+from runs.wire.models import holodeck_dump
 from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
 

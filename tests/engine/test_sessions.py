@@ -301,7 +301,7 @@ def test_a_case_counts_only_the_part_of_its_session_start_it_waited_for(
 def test_a_session_start_is_kept_out_of_holodeck_dumps_but_stored_in_ours(
     tmp_path: Path,
 ) -> None:
-    from runs.report.models import holodeck_dump
+    from runs.wire.models import holodeck_dump
 
     agent = make_agent(tmp_path, cases(1), metrics=[NUMERIC])
     report = run(agent, CostlyBackend(agent))

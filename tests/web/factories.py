@@ -18,10 +18,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
-from runs.report.transcripts import capped, transcript_size
+from runs.wire.transcripts import capped, transcript_size
 
 PASSWORD = "correct horse battery"
-# The verdicts by kind (runs.report.outcomes) of a passing turn and of the failing turn.
+# The verdicts by kind (runs.verdicts.outcomes) of a passing turn and of the failing turn.
 PASSING_KINDS = {"code": "passed", "geval": "passed", "standard": "passed", "tools": "passed"}
 FAILING_KINDS = {"code": "failed", "geval": "not_graded", "standard": "failed", "tools": "failed"}
 
@@ -531,7 +531,7 @@ def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Ru
 def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseResult:
     """Case ``index`` (a passed multi-turn one) failed only a tool's arguments at turn ``turn``:
     the tool was called, with another order id, and every metric passed. Its verdicts are those
-    ``runs.report.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
+    ``runs.verdicts.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
     failed, every other kind passed); the run's counters and summary are counted again."""
     from runs.recorder import run_finish
 

@@ -27,10 +27,10 @@ from django.urls import Resolver404, resolve, reverse
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run
 from runs.recorder import run_finish
+from runs.sealing import snapshot_working_tree
 from runs.services.launch import run_cancel
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create
-from runs.snapshots import snapshot_working_tree
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import (
     RunSpec,

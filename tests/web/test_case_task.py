@@ -18,9 +18,9 @@ from django.db.backends.signals import connection_created
 from runs import recorder
 from runs.engine.events import CaseEvent
 from runs.models import CaseResult, Run, TurnResult
-from runs.report import models as wire
-from runs.report.build import rollup_turns
 from runs.services import execution, launch
+from runs.wire import models as wire
+from runs.wire.build import rollup_turns
 from tests.web.factories import RunSpec, build_run
 from tests.web.services_helpers import example_project
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run, TurnResult
-from runs.report.outcomes import Outcome
+from runs.verdicts.outcomes import Outcome
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
 
@@ -343,7 +343,7 @@ def test_the_api_kind_type_is_the_kinds_module() -> None:
     from typing import get_args
 
     from runs.api.compare import Kind
-    from runs.report.kinds import KINDS
+    from runs.verdicts.kinds import KINDS
 
     assert get_args(Kind) == KINDS
 
@@ -352,7 +352,7 @@ def test_the_api_show_type_is_the_pages_filters() -> None:
     from typing import get_args
 
     from runs.api.compare import Show
-    from runs.report.compare import SHOW_ALIASES, SHOWS
+    from runs.comparison.matrix import SHOW_ALIASES, SHOWS
 
     assert get_args(Show) == (*SHOWS, *SHOW_ALIASES)
 

@@ -227,7 +227,7 @@ def test_a_runs_cost_summed_by_the_database_is_the_sum_of_each_rows_cost(
 ) -> None:
     """Every rule of the per-row pricing holds in the sums: cached tokens inside the prompt,
     usages of no tokens, a judge model without a price whose grades recorded a cost or not."""
-    from runs.report.prices import judge_cost, price_table, total, usage_cost
+    from runs.pricing.prices import judge_cost, price_table, total, usage_cost
     from runs.selectors.costs import runs_costs
 
     price_file.write_text(

@@ -14,8 +14,8 @@ import pytest
 from django.test import override_settings
 
 from runs.models import Run
-from runs.report.holodeck_io import ReportFormatError, iter_eval_runs
 from runs.services import history
+from runs.wire.holodeck_io import ReportFormatError, iter_eval_runs
 
 pytestmark = pytest.mark.django_db
 

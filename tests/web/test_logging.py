@@ -192,7 +192,7 @@ def test_the_turn_a_case_is_on_is_bound_from_the_engines_progress() -> None:
 
     from runs.engine.events import CaseEvent, emit
     from runs.logcontext import log_context, log_context_ids
-    from runs.report import models as wire
+    from runs.wire import models as wire
 
     seen: list[object] = []
 

@@ -13,11 +13,11 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import CaseResult, Run, TurnResult
-from runs.report.gate import GateOptions
-from runs.report.numbers import format_rate
-from runs.report.summary import RunSummary
 from runs.services.gate import gate_baseline, gate_evaluate
 from runs.services.tokens import token_create
+from runs.verdicts.numbers import format_rate
+from runs.verdicts.summary import RunSummary
+from runs.writers.gate_markdown import GateOptions
 from tests.web.one_record import (
     IMPORTED,
     MIXED,
@@ -70,7 +70,7 @@ def test_an_import_whose_summary_contradicts_its_results_takes_the_results(
 
 
 def test_a_run_with_nothing_graded_has_no_pass_rate() -> None:
-    from runs.report.summary import summarize
+    from runs.verdicts.summary import summarize
 
     summary = summarize(case_outcomes=["not_graded", "cancelled"], turn_outcomes=[], metrics=[])
     assert summary.pass_rate is None

@@ -13,10 +13,10 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import Run
-from runs.report.gate import GateOptions
-from runs.report.numbers import format_rate
 from runs.services.gate import gate_baseline, gate_evaluate
 from runs.services.tokens import token_create
+from runs.verdicts.numbers import format_rate
+from runs.writers.gate_markdown import GateOptions
 from tests.web.one_record import (
     IMPORTED,
     MIXED,

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import CaseResult, Run
-from runs.report.numbers import format_rate
-from runs.report.summary import RunSummary
 from runs.selectors.trends import finished_runs, metric_averages
+from runs.verdicts.numbers import format_rate
+from runs.verdicts.summary import RunSummary
 from tests.web.one_record import (
     IMPORTED,
     MIXED,

@@ -12,9 +12,9 @@ from django.urls import get_resolver, reverse
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, Run
+from runs.sealing import snapshot_working_tree
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create, token_revoke
-from runs.snapshots import snapshot_working_tree
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project
 

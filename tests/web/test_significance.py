@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from runs.models import AgentProject
-from runs.report.gate import GateOptions
-from runs.report.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.selectors.compare import Baseline
 from runs.selectors.significance import runs_significance, same_commit_runs, turn_key
 from runs.services.gate import gate_evaluate
+from runs.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
+from runs.writers.gate_markdown import GateOptions
 from tests.web.factories import repeated_run
 
 pytestmark = pytest.mark.django_db

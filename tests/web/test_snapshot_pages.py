@@ -16,9 +16,9 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentProject, Run
+from runs.sealing import snapshot_working_tree
 from runs.services import launch
 from runs.services.snapshots import snapshot_store
-from runs.snapshots import snapshot_working_tree
 from runs.web.diffs import (
     MAX_DIFF_FILE_BYTES,
     MAX_DIFF_FILE_LINES,

@@ -19,11 +19,11 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentSnapshot, Run
+from runs.sealing import PackedSnapshot, snapshot_working_tree
 from runs.services import launch
 from runs.services import snapshots as snapshot_services
 from runs.services.regrade import run_regrade_create
 from runs.services.snapshots import snapshot_store
-from runs.snapshots import PackedSnapshot, snapshot_working_tree
 from tests.web.services_helpers import example_project, git
 from tests.web.snapshot_helpers import (
     edit_prompt,
@@ -213,7 +213,7 @@ def test_a_file_the_agent_reads_outside_its_directory_is_a_launch_error(tmp_path
 def test_an_invalid_agent_is_validated_from_the_snapshot_and_nothing_is_stored(
     tmp_path: Path,
 ) -> None:
-    from runs.spec.errors import ConfigError
+    from runs.agentconfig.errors import ConfigError
 
     project = example_project(tmp_path)
     (Path(project.directory) / "prompts" / "system.md").unlink()

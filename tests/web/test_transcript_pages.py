@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.models import AgentProject, CaseResult, Run, TurnTranscript
+from runs.sealing import snapshot_working_tree
 from runs.services.snapshots import snapshot_store
-from runs.snapshots import snapshot_working_tree
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project
 

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from runs.mapping import summary_of_rows
 from runs.models import AgentProject, Run
-from runs.report.summary import OutcomeCounts
 from runs.services.history import runs_import
+from runs.verdicts.summary import OutcomeCounts
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
 

@@ -98,8 +98,8 @@ class Command(BaseCommand):
         return EXIT_PASSED if result.passed else EXIT_FAILED
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
-        from runs.report.gate import GateOptions
         from runs.services.gate import GateError, gate_kinds, metric_drops_parse, public_url
+        from runs.writers.gate_markdown import GateOptions
 
         if options["max_regressions"] < 0:
             raise GateError(f"--max-regressions {options['max_regressions']}: must be 0 or more")

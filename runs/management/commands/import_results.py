@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.models import AgentProject
-from runs.report.holodeck_io import ReportFormatError
 from runs.services.history import runs_import
+from runs.wire.holodeck_io import ReportFormatError
 
 
 class Command(BaseCommand):

@@ -32,11 +32,11 @@ class Command(BaseCommand):
         sys.exit(self.regrade(options))
 
     def regrade(self, options: dict[str, Any]) -> int:
+        from runs.agentconfig.errors import ConfigError
         from runs.models import Run
         from runs.services.execution import run_execute_inline
         from runs.services.launch import LaunchError
         from runs.services.regrade import run_regrade_create
-        from runs.spec.errors import ConfigError
 
         original = Run.objects.filter(pk=options["run"]).first()
         if original is None:

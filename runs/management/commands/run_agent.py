@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from graders.result import error_text
 
 if TYPE_CHECKING:
-    from runs.report.models import TestReport
     from runs.services.cli import RunStore
+    from runs.wire.models import TestReport
 
 EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
@@ -82,9 +82,9 @@ class Command(BaseCommand):
         sys.exit(self.execute_run(options))
 
     def execute_run(self, options: dict[str, Any]) -> int:
-        from runs.spec.errors import ConfigError
-        from runs.spec.limits import MAX_REPEATS
-        from runs.spec.loader import load_agent
+        from runs.agentconfig.errors import ConfigError
+        from runs.agentconfig.limits import MAX_REPEATS
+        from runs.agentconfig.loader import load_agent
 
         for output in options["output"]:
             if Path(output).suffix not in {".json", ".md", ".xml"}:
@@ -170,8 +170,8 @@ class Command(BaseCommand):
         return outcome.eval_run
 
     def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
-        from runs.report.holodeck_io import write_eval_run
-        from runs.report.writers import EXPORT_SUFFIXES, export_text
+        from runs.wire.holodeck_io import write_eval_run
+        from runs.writers.results import EXPORT_SUFFIXES, export_text
 
         if not options["no_results_file"]:
             results_dir = Path(options["results_dir"] or default_results_dir())
@@ -188,7 +188,7 @@ class Command(BaseCommand):
 
 def run_status(report: TestReport) -> str:
     """The run's status as the dashboard gives it (``RunSummary.run_status``)."""
-    from runs.report.writers import report_summary
+    from runs.writers.results import report_summary
 
     return report_summary(report).run_status()
 
@@ -204,8 +204,8 @@ def default_results_dir() -> Path:
 def closing_line(agent_name: str, report: TestReport) -> str:
     """``"agent: 4 test cases: 1 passed, 2 failed, 0 errored, 1 not graded (pass rate 33.3%)
     in 1.2s"``: the numbers of the run's page and exports."""
-    from runs.report.numbers import format_rate
-    from runs.report.writers import counts_text, report_summary
+    from runs.verdicts.numbers import format_rate
+    from runs.writers.results import counts_text, report_summary
 
     cases = report_summary(report).cases
     return (

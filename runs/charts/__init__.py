@@ -1,0 +1,1 @@
+"""Charts drawn as SVG from plain values (Django-free): the trends chart."""

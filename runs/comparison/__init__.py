@@ -1,0 +1,1 @@
+"""Runs side by side (Django-free): the compare matrix from plain values, commit order."""

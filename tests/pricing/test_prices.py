@@ -1,0 +1,199 @@
+"""Cost from a price table: agent and judge apart, unknown prices said, never $0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runs.pricing.prices import (
+    DEFAULTS_DATED,
+    Price,
+    PriceFileError,
+    PriceTable,
+    case_cost,
+    format_cost,
+    format_usd,
+    price_table,
+    turn_cost,
+    usage_cost,
+)
+from runs.wire.models import MetricResult, TestResult, TokenUsage, TurnResult
+
+TABLE = PriceTable(
+    {
+        "agent-model": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
+        "judge-model": Price(input=1.0, output=4.0, cache_write=1.0, cache_read=1.0),
+        "cached-inside": Price(1.0, 1.0, 1.0, 0.5, cached_in_prompt=True),
+    },
+    "test",
+)
+
+
+def judged(model: str, prompt: int, completion: int) -> MetricResult:
+    return MetricResult(
+        metric_name="tone",
+        kind="geval",
+        score=1.0,
+        threshold=0.5,
+        passed=True,
+        model_used=model,
+        judge_usage=TokenUsage.counted(prompt, completion),
+    )
+
+
+def turn(index: int, usage: TokenUsage | None, metrics: list[MetricResult]) -> TurnResult:
+    return TurnResult(
+        turn_index=index,
+        input="q",
+        passed=True,
+        execution_time_ms=1,
+        token_usage=usage,
+        metric_results=metrics,
+    )
+
+
+def test_every_token_kind_is_priced_per_million() -> None:
+    usage = TokenUsage.counted(
+        1_000_000, 100_000, cache_creation_tokens=200_000, cache_read_tokens=1_000_000
+    )
+    cost = usage_cost(usage, "agent-model", TABLE)
+    assert cost.known
+    assert cost.usd == pytest.approx(2.0 + 1.0 + 0.5 + 0.2)
+
+
+def test_cached_tokens_inside_the_prompt_are_priced_once_as_cache_reads() -> None:
+    usage = TokenUsage.counted(1_000_000, 0, cache_read_tokens=400_000)
+    assert usage_cost(usage, "cached-inside", TABLE).usd == pytest.approx(0.6 + 0.2)
+
+
+def test_a_turn_costs_its_agent_and_its_judges_apart() -> None:
+    cost = turn_cost(
+        turn(0, TokenUsage.counted(1_000_000, 0), [judged("judge-model", 0, 1_000_000)]),
+        "agent-model",
+        TABLE,
+    )
+    assert cost.agent.usd == pytest.approx(2.0)
+    assert cost.judge.usd == pytest.approx(4.0)
+    assert cost.both.usd == pytest.approx(6.0)
+
+
+def test_a_case_costs_the_sum_of_its_turns() -> None:
+    turns = [
+        turn(0, TokenUsage.counted(500_000, 0), []),
+        turn(1, TokenUsage.counted(500_000, 0), [judged("judge-model", 1_000_000, 0)]),
+    ]
+    result = TestResult(
+        test_input="q", passed=True, execution_time_ms=2, timestamp="t", turns=turns
+    )
+    cost = case_cost(result, "agent-model", TABLE)
+    assert (cost.agent.usd, cost.judge.usd) == pytest.approx((2.0, 1.0))
+
+
+def test_a_model_without_a_price_is_an_unknown_price_never_zero() -> None:
+    cost = turn_cost(
+        turn(0, TokenUsage.counted(10, 10), [judged("mystery-judge", 10, 10)]),
+        "agent-model",
+        TABLE,
+    )
+    assert cost.agent.known
+    assert not cost.judge.known and cost.judge.unpriced == ("mystery-judge",)
+    assert format_cost(cost.judge) == "unknown price (mystery-judge)"
+    assert format_cost(cost.both).endswith("+ unknown price (mystery-judge)")
+    assert "$0" not in format_cost(cost.judge)
+
+
+@pytest.mark.parametrize(
+    ("usd", "shown"),
+    [
+        (0.00004, "$0.00004"),
+        (0.0000412, "$0.0000412"),
+        (0.000123, "$0.000123"),
+        (0.0001, "$0.0001"),
+        (0.0123, "$0.0123"),
+        (0.52, "$0.5200"),
+        (0.0, "$0.0000"),
+        (0.99996, "$1.00"),
+        (12.345, "$12.35"),
+        (1234.5, "$1,234.50"),
+    ],
+)
+def test_a_cost_keeps_three_significant_digits_below_four_decimals(usd: float, shown: str) -> None:
+    assert format_usd(usd) == shown
+
+
+def test_the_parts_of_a_small_cost_visibly_add_up_to_the_whole() -> None:
+    """A run of $0.0001 whose turns cost $0.00004 and $0.00006 no longer reads as turns of
+    $0.0000 each."""
+    turns = [0.00004, 0.00006]
+    shown = [format_usd(usd) for usd in turns]
+    assert shown == ["$0.00004", "$0.00006"]
+    assert "$0.0000" not in shown
+    assert sum(float(text.removeprefix("$")) for text in shown) == pytest.approx(0.0001)
+    assert format_usd(sum(turns)) == "$0.0001"
+    cases = [0.000123, 0.0000412]  # 3 significant digits each: the shown sum is the whole's
+    whole = format_usd(sum(cases))
+    assert whole == "$0.000164"
+    assert sum(float(format_usd(usd).removeprefix("$")) for usd in cases) == pytest.approx(
+        float(whole.removeprefix("$")), abs=1e-6
+    )
+
+
+def test_no_recorded_tokens_is_no_cost_rather_than_zero() -> None:
+    assert format_cost(usage_cost(None, "agent-model", TABLE)) == "—"
+
+
+def test_dated_and_prefixed_model_ids_find_their_defaults() -> None:
+    table = price_table()
+    assert DEFAULTS_DATED in table.source
+    sonnet = table.price_of("claude-sonnet-4-5-20250929")
+    assert sonnet is not None and (sonnet.input, sonnet.output) == (3.0, 15.0)
+    mini = table.price_of("openai/gpt-4o-mini-2024-07-18")
+    assert mini is not None and mini.input == 0.15  # not gpt-4o's price
+    assert table.price_of("llama3") is None
+
+
+def test_a_price_file_adds_models_and_overrides_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("models:\n  gpt-4o: {input: 1, output: 2}\n  llama3: {input: 0, output: 0}\n")
+    monkeypatch.setenv("HOLODECK_PRICES", str(path))
+    table = price_table()
+    assert table.price_of("gpt-4o") == Price(1.0, 2.0, cache_write=1.0, cache_read=1.0)
+    assert table.price_of("llama3") is not None
+    assert table.price_of("claude-haiku-4-5") is not None  # the other defaults stay
+    assert str(path) in table.source
+
+
+def test_a_json_price_file_is_read_too(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text('{"models": {"m": {"input": 1, "output": 2, "cache_read": 0.1}}}')
+    price = price_table(path).price_of("m")
+    assert price is not None and price.cache_read == 0.1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("models:\n  m: {input: cheap, output: 2}\n", "models.m.input"),
+        ("models:\n  m: {input: 1}\n", "models.m.output"),
+        ("models:\n  m: {input: 1, output: 2, output_price: 3}\n", "models.m.output_price"),
+        ("models:\n  m: {input: -1, output: 2}\n", "models.m.input"),
+        ("prices: {}\n", "models"),
+        ("models: [\n", "not valid YAML or JSON"),
+    ],
+)
+def test_a_bad_price_file_is_an_error_naming_the_file_and_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(PriceFileError) as raised:
+        price_table(path)
+    assert str(path) in str(raised.value) and message in str(raised.value)
+
+
+def test_a_missing_price_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(PriceFileError, match="cannot read"):
+        price_table(tmp_path / "nope.yaml")
