@@ -8,7 +8,7 @@ rules (no ground truth, no retrieval context) and resolves the judge model
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,32 @@ if TYPE_CHECKING:
 # RAG metrics whose deepeval implementation compares against the expected output.
 RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}
 JUDGE_PROVIDERS = {"openai", "azure_openai", "anthropic", "ollama"}
+
+
+# The options of each standard metric its grader takes (all take threshold and response_path).
+STANDARD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "equality": ("case_insensitive", "strip_whitespace", "strip_punctuation"),
+    "numeric": (
+        "absolute_tolerance",
+        "relative_tolerance",
+        "accept_percent",
+        "accept_thousands_separators",
+    ),
+    "bleu": (),
+    "rouge": (),
+    "meteor": (),
+}
+
+
+def _standard_grader(name: str) -> Callable[..., Grade]:
+    """The grader of a standard metric (NLP ones imported on first use: nltk is slow to load)."""
+    if name == "equality":
+        return grade_equality
+    if name == "numeric":
+        return grade_numeric
+    from graders import nlp
+
+    return {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
 
 
 @dataclass(frozen=True)
@@ -113,36 +139,14 @@ class MetricRunner:
         return await self._rag(metric, facts)  # type: ignore[arg-type]
 
     def _standard(self, metric: Any, facts: TurnFacts) -> Grade:
-        expected = facts.ground_truth or ""
         name = metric.metric
-        if name == "equality":
-            return grade_equality(
-                facts.response,
-                expected,
-                case_insensitive=metric.case_insensitive,
-                strip_whitespace=metric.strip_whitespace,
-                strip_punctuation=metric.strip_punctuation,
-                response_path=metric.response_path,
-                threshold=metric.threshold,
-            )
-        if name == "numeric":
-            return grade_numeric(
-                facts.response,
-                expected,
-                absolute_tolerance=metric.absolute_tolerance,
-                relative_tolerance=metric.relative_tolerance,
-                accept_percent=metric.accept_percent,
-                accept_thousands_separators=metric.accept_thousands_separators,
-                response_path=metric.response_path,
-                threshold=metric.threshold,
-            )
-        from graders import nlp
-
-        grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[
-            name
-        ]
-        return grader(
-            facts.response, expected, threshold=metric.threshold, response_path=metric.response_path
+        options = {option: getattr(metric, option) for option in STANDARD_OPTIONS[name]}
+        return _standard_grader(name)(
+            facts.response,
+            facts.ground_truth or "",
+            threshold=metric.threshold,
+            response_path=metric.response_path,
+            **options,
         )
 
     def _judge(self, metric: Metric) -> Any:
