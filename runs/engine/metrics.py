@@ -19,6 +19,7 @@ from runs.verdicts.kinds import JUDGE_KINDS
 from runs.wire.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
+    from graders.judges import JudgeCall
     from runs.agentconfig.agent import AgentConfig
     from runs.agentconfig.loader import LoadedAgent
     from runs.agentconfig.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
@@ -173,17 +174,36 @@ class MetricRunner:
     async def _geval(self, metric: GEvalMetric, facts: TurnFacts) -> Grade:
         from graders.judges import grade_geval
 
-        try:
-            judge = self._judge(metric)
-        except JudgeUnavailable as exc:
-            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
+        call = self._judge_call(metric, facts)
+        if isinstance(call, Grade):
+            return call
         return await grade_geval(
+            call,
             name=metric.name,
             criteria=metric.criteria,
             evaluation_steps=metric.evaluation_steps,
             evaluation_params=list(metric.evaluation_params),
             strict_mode=metric.strict_mode,
             threshold=metric.threshold,
+        )
+
+    async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
+        from graders.judges import grade_rag
+
+        call = self._judge_call(metric, facts)
+        if isinstance(call, Grade):
+            return call
+        return await grade_rag(call, metric.metric_type, threshold=metric.threshold)
+
+    def _judge_call(self, metric: Metric, facts: TurnFacts) -> JudgeCall | Grade:
+        """How the metric's judge grades this turn, or "could not grade" without a judge."""
+        from graders.judges import JudgeCall
+
+        try:
+            judge = self._judge(metric)
+        except JudgeUnavailable as exc:
+            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
+        return JudgeCall(
             judge=judge,
             input=facts.input,
             actual_output=facts.response,
@@ -199,25 +219,6 @@ class MetricRunner:
             return metric.timeout_ms
         llm_timeout = self.agent.config.execution.llm_timeout if self.agent else 60.0
         return int(llm_timeout * 1000)
-
-    async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
-        from graders.judges import grade_rag
-
-        try:
-            judge = self._judge(metric)
-        except JudgeUnavailable as exc:
-            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
-        return await grade_rag(
-            metric.metric_type,
-            threshold=metric.threshold,
-            judge=judge,
-            input=facts.input,
-            actual_output=facts.response,
-            expected_output=facts.ground_truth,
-            retrieval_context=facts.retrieval_context,
-            retries=metric.retry_on_failure or 0,
-            timeout_ms=self._judge_timeout_ms(metric),
-        )
 
 
 class JudgeUnavailable(Exception):
