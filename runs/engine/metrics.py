@@ -135,9 +135,12 @@ class MetricRunner:
         if kind == "code":
             fn, context, options = _code_call(metric, facts)  # type: ignore[arg-type]
             return await run_code_grader(fn, context, **options)
+        call = self._judge_call(metric, facts)  # an LLM judge grades the rest
+        if isinstance(call, Grade):
+            return call
         if kind == "geval":
-            return await self._geval(metric, facts)  # type: ignore[arg-type]
-        return await self._rag(metric, facts)  # type: ignore[arg-type]
+            return await _geval(metric, call)  # type: ignore[arg-type]
+        return await _rag(metric, call)  # type: ignore[arg-type]
 
     def _standard(self, metric: Any, facts: TurnFacts) -> Grade:
         name = metric.metric
@@ -171,30 +174,6 @@ class MetricRunner:
             temperature=model.temperature,
         )
 
-    async def _geval(self, metric: GEvalMetric, facts: TurnFacts) -> Grade:
-        from graders.judges import grade_geval
-
-        call = self._judge_call(metric, facts)
-        if isinstance(call, Grade):
-            return call
-        return await grade_geval(
-            call,
-            name=metric.name,
-            criteria=metric.criteria,
-            evaluation_steps=metric.evaluation_steps,
-            evaluation_params=list(metric.evaluation_params),
-            strict_mode=metric.strict_mode,
-            threshold=metric.threshold,
-        )
-
-    async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
-        from graders.judges import grade_rag
-
-        call = self._judge_call(metric, facts)
-        if isinstance(call, Grade):
-            return call
-        return await grade_rag(call, metric.metric_type, threshold=metric.threshold)
-
     def _judge_call(self, metric: Metric, facts: TurnFacts) -> JudgeCall | Grade:
         """How the metric's judge grades this turn, or "could not grade" without a judge."""
         from graders.judges import JudgeCall
@@ -219,6 +198,26 @@ class MetricRunner:
             return metric.timeout_ms
         llm_timeout = self.agent.config.execution.llm_timeout if self.agent else 60.0
         return int(llm_timeout * 1000)
+
+
+async def _geval(metric: GEvalMetric, call: JudgeCall) -> Grade:
+    from graders.judges import grade_geval
+
+    return await grade_geval(
+        call,
+        name=metric.name,
+        criteria=metric.criteria,
+        evaluation_steps=metric.evaluation_steps,
+        evaluation_params=list(metric.evaluation_params),
+        strict_mode=metric.strict_mode,
+        threshold=metric.threshold,
+    )
+
+
+async def _rag(metric: RAGMetric, call: JudgeCall) -> Grade:
+    from graders.judges import grade_rag
+
+    return await grade_rag(call, metric.metric_type, threshold=metric.threshold)
 
 
 class JudgeUnavailable(Exception):
