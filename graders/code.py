@@ -110,10 +110,8 @@ async def run_code_grader(
     start = time.perf_counter()
     try:
         raw = await _call_in_thread(fn, ctx, name=name, timeout_s=timeout_s)
-    except TimeoutError:
-        return _failed(f"timed out after {timeout_s:g}s", threshold, start)
-    except _GraderRaised as exc:
-        return _failed(_raised_text(exc), threshold, start)
+    except (TimeoutError, _GraderRaised) as exc:
+        return _failed(_fault_text(exc, timeout_s), threshold, start)
     return _graded(raw, threshold, start)
 
 
@@ -137,10 +135,8 @@ def run_code_grader_sync(
             raw = _call_here(fn, ctx)
         else:
             raw = _call_in_thread_sync(fn, ctx, name=name, timeout_s=timeout_s)
-    except TimeoutError:
-        return _failed(f"timed out after {timeout_s:g}s", threshold, start)
-    except _GraderRaised as exc:
-        return _failed(_raised_text(exc), threshold, start)
+    except (TimeoutError, _GraderRaised) as exc:
+        return _failed(_fault_text(exc, timeout_s), threshold, start)
     return _graded(raw, threshold, start)
 
 
@@ -154,8 +150,11 @@ def _failed(message: str, threshold: float | None, start: float) -> Grade:
     )
 
 
-def _raised_text(exc: _GraderRaised) -> str:
-    return f"{type(exc.original).__name__}: {exc.original}"
+def _fault_text(exc: TimeoutError | _GraderRaised, timeout_s: float | None) -> str:
+    """Why a grader gave no answer: it ran out of time, or raised (named with its type)."""
+    if isinstance(exc, _GraderRaised):
+        return f"{type(exc.original).__name__}: {exc.original}"
+    return f"timed out after {timeout_s:g}s"
 
 
 def _graded(raw: Any, threshold: float | None, start: float) -> Grade:

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "GEVAL_PARAMS",
     "RAG_METRICS",
+    "JudgeCall",
     "JudgeSpec",
     "RagMetricType",
     "grade_geval",
@@ -64,7 +65,35 @@ class _Attempts:
     error: str | None
 
 
+@dataclass(frozen=True)
+class JudgeCall:
+    """What a judge grades (one turn's texts) and how it is called: the judge, the retries
+    after a failed call and the time limit of each call."""
+
+    judge: JudgeSpec | DeepEvalBaseLLM
+    input: str
+    actual_output: str
+    expected_output: str | None = None
+    retrieval_context: list[str] | None = None
+    retries: int = 0
+    timeout_ms: int | None = None
+
+    def test_case(self, context: list[str] | None = None) -> LLMTestCase:
+        """deepeval's test case of the turn, with ``context`` for its ``context`` param."""
+        from deepeval.test_case import LLMTestCase
+
+        retrieval = self.retrieval_context
+        return LLMTestCase(
+            input=self.input,
+            actual_output=self.actual_output,
+            expected_output=self.expected_output,
+            retrieval_context=list(retrieval) if retrieval is not None else None,
+            context=list(context) if context is not None else None,
+        )
+
+
 async def grade_geval(
+    call: JudgeCall,
     *,
     name: str,
     criteria: str | None,
@@ -72,13 +101,6 @@ async def grade_geval(
     evaluation_params: list[str],
     strict_mode: bool,
     threshold: float | None,
-    judge: JudgeSpec | DeepEvalBaseLLM,
-    input: str,
-    actual_output: str,
-    expected_output: str | None,
-    retrieval_context: list[str] | None,
-    retries: int = 0,
-    timeout_ms: int | None = None,
     context: list[str] | None = None,
 ) -> Grade:
     """Grade one answer with deepeval's ``GEval`` (criteria and/or evaluation steps).
@@ -89,10 +111,10 @@ async def grade_geval(
     effective_threshold = 1.0 if strict_mode else _threshold(threshold)
     started = _start_clock()
     try:
-        model = _resolve_judge(judge)
+        model = _resolve_judge(call.judge)
         params = _geval_params(evaluation_params)
     except _JudgeUnavailable as exc:
-        return _errored(str(exc), judge, effective_threshold, started)
+        return _errored(str(exc), call.judge, effective_threshold, started)
 
     def build() -> BaseMetric:
         from deepeval.metrics import GEval
@@ -109,28 +131,16 @@ async def grade_geval(
             verbose_mode=False,
         )
 
-    test_case = _test_case(
-        input=input,
-        actual_output=actual_output,
-        expected_output=expected_output,
-        retrieval_context=retrieval_context,
-        context=context if context is not None else retrieval_context,
-    )
-    attempts = await _measure(build, test_case, retries=retries, timeout_ms=timeout_ms)
-    return _grade_from(attempts, model, judge, effective_threshold, started, _geval_details)
+    test_case = call.test_case(context if context is not None else call.retrieval_context)
+    attempts = await _measure(build, test_case, retries=call.retries, timeout_ms=call.timeout_ms)
+    return _grade_from(attempts, model, call.judge, effective_threshold, started, _geval_details)
 
 
 async def grade_rag(
+    call: JudgeCall,
     metric_type: RagMetricType,
     *,
     threshold: float | None,
-    judge: JudgeSpec | DeepEvalBaseLLM,
-    input: str,
-    actual_output: str,
-    expected_output: str | None,
-    retrieval_context: list[str] | None,
-    retries: int = 0,
-    timeout_ms: int | None = None,
     include_reason: bool = True,
     strict_mode: bool = False,
 ) -> Grade:
@@ -139,11 +149,11 @@ async def grade_rag(
     started = _start_clock()
     if metric_type not in RAG_METRICS:
         message = f"unknown RAG metric {metric_type!r} (expected one of {', '.join(RAG_METRICS)})"
-        return _errored(message, judge, effective_threshold, started)
+        return _errored(message, call.judge, effective_threshold, started)
     try:
-        model = _resolve_judge(judge)
+        model = _resolve_judge(call.judge)
     except _JudgeUnavailable as exc:
-        return _errored(str(exc), judge, effective_threshold, started)
+        return _errored(str(exc), call.judge, effective_threshold, started)
 
     def build() -> BaseMetric:
         metric_class = _rag_metric_class(metric_type)
@@ -159,15 +169,9 @@ async def grade_rag(
         )
         return metric
 
-    test_case = _test_case(
-        input=input,
-        actual_output=actual_output,
-        expected_output=expected_output,
-        retrieval_context=retrieval_context,
-        context=None,
-    )
-    attempts = await _measure(build, test_case, retries=retries, timeout_ms=timeout_ms)
-    return _grade_from(attempts, model, judge, effective_threshold, started, _rag_details)
+    test_case = call.test_case()
+    attempts = await _measure(build, test_case, retries=call.retries, timeout_ms=call.timeout_ms)
+    return _grade_from(attempts, model, call.judge, effective_threshold, started, _rag_details)
 
 
 # --- building blocks -------------------------------------------------------------------------
@@ -223,25 +227,6 @@ def _rag_metric_class(metric_type: str) -> Callable[..., BaseMetric]:
         "contextual_recall": metrics.ContextualRecallMetric,
     }
     return classes[metric_type]
-
-
-def _test_case(
-    *,
-    input: str,
-    actual_output: str,
-    expected_output: str | None,
-    retrieval_context: list[str] | None,
-    context: list[str] | None,
-) -> LLMTestCase:
-    from deepeval.test_case import LLMTestCase
-
-    return LLMTestCase(
-        input=input,
-        actual_output=actual_output,
-        expected_output=expected_output,
-        retrieval_context=list(retrieval_context) if retrieval_context is not None else None,
-        context=list(context) if context is not None else None,
-    )
 
 
 async def _measure(

@@ -27,55 +27,47 @@ METEOR_NO_WORDNET = (
 )
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
-# The shape of grade_bleu / grade_rouge / grade_meteor (response, expected, *, threshold=...).
+
+# The shape of grade_bleu / grade_rouge / grade_meteor (response, expected, *, threshold=...,
+# response_path=...).
 NlpGrader = Callable[..., Grade]
 
 
-def grade_bleu(
-    response: str | None,
-    expected: str,
-    *,
-    threshold: float | None = None,
-    response_path: str | None = None,
-) -> Grade:
-    def score(hypothesis: str, reference: str) -> float:
-        import sacrebleu
+def nlp_grader(
+    label: str, score: Callable[[str, str], float], *, needs_wordnet: bool = False
+) -> NlpGrader:
+    """The grader scoring with ``score(response text, expected text)`` in 0..1, named
+    ``label`` in its reasons; ``needs_wordnet``: "could not grade" without NLTK's WordNet."""
 
-        return float(sacrebleu.sentence_bleu(hypothesis, [reference]).score) / 100
+    def grade(
+        response: str | None,
+        expected: str,
+        *,
+        threshold: float | None = None,
+        response_path: str | None = None,
+    ) -> Grade:
+        def run() -> Grade:
+            if needs_wordnet and not wordnet_available():
+                return Grade.could_not_grade(METEOR_NO_WORDNET, threshold=threshold)
+            return _grade_untimed(label, score, response, expected, threshold, response_path)
 
-    return _grade("BLEU", score, response, expected, threshold, response_path)
+        return timed(run)
 
-
-def grade_rouge(
-    response: str | None,
-    expected: str,
-    *,
-    threshold: float | None = None,
-    response_path: str | None = None,
-) -> Grade:
-    def score(hypothesis: str, reference: str) -> float:
-        from rouge_score import rouge_scorer
-
-        scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
-        # RougeScorer.score(target, prediction): the reference comes first.
-        return float(scorer.score(reference, hypothesis)["rougeL"].fmeasure)
-
-    return _grade("ROUGE-L F", score, response, expected, threshold, response_path)
+    return grade
 
 
-def grade_meteor(
-    response: str | None,
-    expected: str,
-    *,
-    threshold: float | None = None,
-    response_path: str | None = None,
-) -> Grade:
-    def grade() -> Grade:
-        if not wordnet_available():
-            return Grade.could_not_grade(METEOR_NO_WORDNET, threshold=threshold)
-        return _grade_untimed("METEOR", _meteor, response, expected, threshold, response_path)
+def _bleu(hypothesis: str, reference: str) -> float:
+    import sacrebleu
 
-    return timed(grade)
+    return float(sacrebleu.sentence_bleu(hypothesis, [reference]).score) / 100
+
+
+def _rouge(hypothesis: str, reference: str) -> float:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    # RougeScorer.score(target, prediction): the reference comes first.
+    return float(scorer.score(reference, hypothesis)["rougeL"].fmeasure)
 
 
 def wordnet_available() -> bool:
@@ -102,20 +94,13 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+grade_bleu = nlp_grader("BLEU", _bleu)
+grade_rouge = nlp_grader("ROUGE-L F", _rouge)
+# _meteor is looked up at each call, so a test may replace it.
+grade_meteor = nlp_grader("METEOR", lambda hyp, ref: _meteor(hyp, ref), needs_wordnet=True)
+
+
 # --- shared --------------------------------------------------------------------------------
-
-
-def _grade(
-    label: str,
-    score_fn: Callable[[str, str], float],
-    response: str | None,
-    expected: str,
-    threshold: float | None,
-    response_path: str | None,
-) -> Grade:
-    return timed(
-        lambda: _grade_untimed(label, score_fn, response, expected, threshold, response_path)
-    )
 
 
 def _grade_untimed(

@@ -203,32 +203,22 @@ def _judge_args(matchers: dict[str, ArgMatcher], args: Mapping[str, Any]) -> lis
 
 
 def _judge_arg(key: str, matcher: ArgMatcher, args: Mapping[str, Any]) -> ArgVerdict:
-    kind = matcher_kind(matcher)
-    if key not in args:
-        present = ", ".join(str(k) for k in args) or "none"
-        return ArgVerdict(
-            arg=key,
-            matcher=kind,
-            expected=matcher_display(matcher),
-            actual=None,
-            actual_present=False,
-            expected_normalized=match_arg(matcher, None).expected_normalized,
-            actual_normalized=None,
-            passed=False,
-            reason=f"missing from the call (call args: {present})",
-        )
-    actual = args[key]
+    present = key in args
+    actual = args[key] if present else None
     result = match_arg(matcher, actual)
+    reason = result.reason
+    if not present:
+        reason = f"missing from the call (call args: {', '.join(str(k) for k in args) or 'none'})"
     return ArgVerdict(
         arg=key,
-        matcher=kind,
+        matcher=matcher_kind(matcher),
         expected=matcher_display(matcher),
         actual=actual,
-        actual_present=True,
+        actual_present=present,
         expected_normalized=result.expected_normalized,
-        actual_normalized=result.actual_normalized,
-        passed=result.passed,
-        reason=result.reason,
+        actual_normalized=result.actual_normalized if present else None,
+        passed=result.passed and present,
+        reason=reason,
     )
 
 

@@ -15,6 +15,17 @@ lists and sorts the whole folder for every message it takes. This one:
   reader never sees a half-written table while workers start.
 
 Registered as ``holodeckfs://`` by :mod:`holodeck_web.celery`.
+
+Why a subclass of a private API: kombu has no public hook for how its file-system transport
+writes, claims and lists files, so this overrides ``filesystem.Channel``'s private methods
+(``_put``, ``_get``, ``_purge``, ``_delete``, ``_queue_bind``) and calls others
+(``_exchange_file``, ``get_table``, the folder options). To keep that safe, pyproject.toml pins
+kombu to the tested minor series, and tests/web/test_broker_kombu_api.py fails as soon as an
+installed kombu changes the signature of anything used here or falls outside the pin. A public
+transport was considered instead: kombu's SQLAlchemy transport over SQLite would add SQLAlchemy
+(not otherwise a dependency) and trade the file-level guarantees the broker tests check (a
+message whole once visible, a claim by rename, undecodable files quarantined) for the
+transport's own, so the pin and the test are the cheaper way to a supported base.
 """
 
 from __future__ import annotations

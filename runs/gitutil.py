@@ -1,4 +1,7 @@
-"""Git facts about an agent directory, and temporary worktrees to run any commit."""
+"""Git facts about an agent directory, and temporary worktrees to run any commit.
+
+Django-free. Every git command of the project runs through ``git`` here (the sealed snapshots'
+too: ``runs.sealing``)."""
 
 from __future__ import annotations
 
@@ -36,20 +39,34 @@ class GitInfo:
     dirty: bool
 
 
-def _git(directory: Path, *args: str) -> str:
+# Seconds a git command may take (reading a big commit's blobs may pass a longer one).
+GIT_TIMEOUT = 30
+
+
+def git(
+    directory: Path, *args: str, stdin: bytes | None = None, timeout: float = GIT_TIMEOUT
+) -> bytes:
+    """git's raw output in ``directory`` (file names may hold any byte but NUL: no decoding,
+    no strip). GitError with git's own complaint when it fails, or why it could not run."""
     try:
         done = subprocess.run(
             ["git", "-C", str(directory), *args],
+            input=stdin,
             capture_output=True,
-            text=True,
-            timeout=30,
+            timeout=timeout,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(f"git {' '.join(args)} failed: {exc}") from exc
     if done.returncode != 0:
-        raise GitError(done.stderr.strip() or f"git {' '.join(args)} failed")
-    return done.stdout.strip()
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise GitError(message or f"git {' '.join(args)} failed")
+    return done.stdout
+
+
+def _git(directory: Path, *args: str) -> str:
+    """git's output as text (UTF-8 whatever the locale), stripped."""
+    return git(directory, *args).decode("utf-8", "replace").strip()
 
 
 def git_info(directory: Path) -> GitInfo | None:
@@ -108,19 +125,10 @@ def commit_subject(directory: Path, commit: str) -> str:
     if not commit or commit.startswith("-") or not directory.is_dir():
         return ""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(directory), "log", "-1", "--format=%s", commit, "--"],
-            capture_output=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        subject = _git(directory, "log", "-1", "--format=%s", commit, "--")
+    except GitError:
         return ""
-    if done.returncode != 0:
-        return ""
-    return done.stdout.strip().replace("\x00", "")[:MAX_SUBJECT]
+    return subject.replace("\x00", "")[:MAX_SUBJECT]
 
 
 def resolve_commit(directory: Path, ref: str) -> str:

@@ -42,6 +42,7 @@ from runs.mapping import TurnRows, case_turns, case_values, summary_of_rows, tur
 from runs.models import AgentSnapshot, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.owner import process_identity
 from runs.rows import rows_insert
+from runs.selectors.costs import run_prices_warn
 from runs.verdicts.outcomes import Outcome
 from runs.verdicts.regrades import GradingSource, RegradeSources, TranscriptSource
 from runs.verdicts.summary import RunSummary
@@ -187,6 +188,7 @@ def run_open(
         )
         if regrade_of is not None:
             _regrade_carry_unrun(run, regrade_of)
+    run_prices_warn(run=run, when="opened")
     return run
 
 
@@ -844,6 +846,7 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
     if not ended:
         # Cancelled (or already finished): keep the status but store the summary.
         Run.objects.filter(pk=run.pk).update(**fields)
+    run_prices_warn(run=run, when="finished")
 
 
 def run_counters(summary: RunSummary) -> dict[str, Any]:

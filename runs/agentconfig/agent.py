@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from runs.agentconfig.common import StrictModel, non_empty, spec_error
+from runs.agentconfig.common import StrictModel, not_blank, spec_error
 from runs.agentconfig.holodeck import DeploymentConfig, ObservabilityConfig, OpenAIConfig
 from runs.agentconfig.limits import ParallelTestCases, Repeats, TimeoutSeconds
 from runs.agentconfig.metrics import EvaluationConfig
@@ -58,7 +58,7 @@ class AgentConfig(StrictModel):
         "openai": "",
     }
 
-    name: str
+    name: Annotated[str, not_blank("name")]
     description: str | None = None
     author: str | None = None
     model: ModelConfig
@@ -83,12 +83,6 @@ class AgentConfig(StrictModel):
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if v is not None or k not in _DEFAULTED}
         return data
-
-    @field_validator("name")
-    @classmethod
-    def _name_not_empty(cls, value: str) -> str:
-        non_empty(value, "name")
-        return value
 
     @model_validator(mode="after")
     def _unique_tool_names(self) -> Self:

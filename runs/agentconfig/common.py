@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from runs.agentconfig.resolve import CodeResolver
@@ -92,3 +92,23 @@ def non_empty(value: str | None, what: str) -> str | None:
     if value is not None and not value.strip():
         raise ValueError(f"{what} must not be empty")
     return value
+
+
+def not_blank(what: str) -> AfterValidator:
+    """A text field's validator refusing blank text, naming the field ``what`` in its
+    message: ``name: Annotated[str, not_blank("model name")]``."""
+
+    def check(value: str) -> str:
+        non_empty(value, what)
+        return value
+
+    return AfterValidator(check)
+
+
+def join_path(path: str, sub: str) -> str:
+    """``path`` and then ``sub`` as a field path: ``a.b``, ``a[0]``, or either alone."""
+    if not sub:
+        return path
+    if not path or sub.startswith("["):
+        return path + sub
+    return f"{path}.{sub}"

@@ -12,7 +12,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from runs.agentconfig.common import NotedModel, StrictModel
+from runs.agentconfig.common import NotedModel, StrictModel, join_path
 
 NO_EFFECT = "accepted for HoloDeck compatibility; has no effect in HoloDeck Web"
 
@@ -41,14 +41,14 @@ def _walk(model: BaseModel, path: str, out: list[str], skip: frozenset[str] = fr
         value = getattr(model, name)
         if value is None:
             continue
-        field_path = join(path, name)
+        field_path = join_path(path, name)
         if name in ignored_fields:
             if name in model.model_fields_set:
                 out.append(f"{field_path}: {ignored(ignored_fields[name])}")
             continue
         _walk_value(value, field_path, out)
     if isinstance(model, NotedModel):
-        out.extend(f"{join(path, sub)}: {message}" for sub, message in model._compat_notes)
+        out.extend(f"{join_path(path, sub)}: {message}" for sub, message in model._compat_notes)
 
 
 def _walk_value(value: Any, path: str, out: list[str]) -> None:
@@ -60,7 +60,7 @@ def _walk_value(value: Any, path: str, out: list[str]) -> None:
     elif isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, BaseModel | list | dict):
-                _walk_value(item, join(path, str(key)), out)
+                _walk_value(item, join_path(path, str(key)), out)
 
 
 @cache
@@ -84,11 +84,3 @@ def _may_warn(annotation: Any) -> bool:
             or bool(_fields_that_may_warn(annotation))
         )
     return any(_may_warn(arg) for arg in get_args(annotation))
-
-
-def join(path: str, sub: str) -> str:
-    if not sub:
-        return path
-    if not path or sub.startswith("["):
-        return path + sub
-    return f"{path}.{sub}"

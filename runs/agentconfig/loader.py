@@ -23,10 +23,11 @@ import yaml
 from pydantic import ValidationError
 
 from runs.agentconfig.agent import AgentConfig
-from runs.agentconfig.common import SPEC_ERROR, UNION_TAGS
+from runs.agentconfig.common import join_path
 from runs.agentconfig.compat import compat_warnings
 from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.agentconfig.limits import MAX_PARALLEL_TEST_CASES, MAX_TIMEOUT_S, range_problem
+from runs.agentconfig.problems import problems_from_validation
 from runs.agentconfig.resolve import DEFAULT_IMPORT_TIMEOUT, CodeResolver
 from runs.agentconfig.test_cases import TestCase, case_shape_problem
 from runs.agentconfig.tool_config import duplicate_tool_names
@@ -40,7 +41,6 @@ SECRET_KEY_RE = re.compile(
 )
 _VAR_RE = re.compile(r"\$\{([^}]*)\}")
 _VAR_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MAX_SHOWN = 60
 
 
 @dataclass
@@ -322,7 +322,7 @@ def _duplicate_key_problem(
             turn = path[1]
     field_path = ""
     for part in (*path, str(key)):
-        field_path = _join_path(field_path, f"[{part}]" if isinstance(part, int) else part)
+        field_path = join_path(field_path, f"[{part}]" if isinstance(part, int) else part)
     message = f"duplicate key {str(key)!r} at line {line} (first at line {first})"
     return ConfigProblem(label, test_case, turn, field_path, message)
 
@@ -445,69 +445,6 @@ def _validate_cases(
     return cases
 
 
-def problems_from_validation(
-    exc: ValidationError, *, file: str, test_case: str | None
-) -> list[ConfigProblem]:
-    """One ConfigProblem per pydantic error, with YAML-like field paths and a human message."""
-    problems = []
-    for error in exc.errors(include_url=False):
-        loc = tuple(error["loc"])
-        path = loc_to_path(loc)
-        ctx = error.get("ctx") or {}
-        if error["type"] == SPEC_ERROR:
-            path = _join_path(path, str(ctx.get("subpath", "")))
-        turn = loc[1] if len(loc) > 1 and loc[0] == "turns" and isinstance(loc[1], int) else None
-        if test_case is None:
-            turn = None
-        problems.append(ConfigProblem(file, test_case, turn, path, _message(error)))
-    return problems
-
-
-def loc_to_path(loc: tuple[Any, ...]) -> str:
-    """A pydantic location as a YAML-like path, without union tags.
-
-    ``('turns', 2, 'expected_tools', 1, 'tool-object', 'args', 'a')`` ->
-    ``turns[2].expected_tools[1].args.a``.
-    """
-    path = ""
-    after_index = False
-    for item in loc:
-        if isinstance(item, int):
-            path += f"[{item}]"
-            after_index = True
-            continue
-        if after_index and item in UNION_TAGS:
-            after_index = False
-            continue  # the tag pydantic adds for a discriminated union member
-        after_index = False
-        path = _join_path(path, str(item))
-    return path
-
-
-def _join_path(path: str, sub: str) -> str:
-    if not sub:
-        return path
-    if not path or sub.startswith("["):
-        return path + sub
-    return f"{path}.{sub}"
-
-
-def _message(error: Any) -> str:
-    kind = error["type"]
-    if kind == SPEC_ERROR:
-        return str((error.get("ctx") or {}).get("message", error["msg"]))
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        return "unknown field"
-    message = str(error["msg"])
-    if kind in ("value_error", "assertion_error"):
-        return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if kind in ("metric_type", "tool_type", "expected_tool") or "input" not in error:
-        return message
-    return f"{message}, got {_shown(error['input'])}"
-
-
 def _resolve_parallel(
     override: int | None,
     data: dict[str, Any],
@@ -599,11 +536,6 @@ def _kind(value: Any) -> str:
         return "nothing"
     names: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
     return names.get(type(value), type(value).__name__)
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 def _redact(value: Any, key: str = "") -> Any:

@@ -16,7 +16,7 @@ from pydantic import (
 
 from graders.deterministic import is_valid_response_path
 from graders.judges import RagMetricType
-from runs.agentconfig.common import NotedModel, StrictModel, context_resolver, non_empty, spec_error
+from runs.agentconfig.common import NotedModel, StrictModel, context_resolver, not_blank, spec_error
 from runs.agentconfig.holodeck import OptimizerConfig
 from runs.agentconfig.limits import Scale, TimeoutMs, Tolerance, shown_number
 from runs.agentconfig.model import ModelConfig
@@ -137,17 +137,11 @@ class GEvalMetric(_MetricBase):
     """An LLM-judged custom criterion (deepeval G-Eval)."""
 
     type: Literal["geval"] = "geval"
-    name: str
-    criteria: str
+    name: Annotated[str, not_blank("name")]
+    criteria: Annotated[str, not_blank("criteria")]
     evaluation_steps: list[str] | None = None
     evaluation_params: list[GEvalParam] = Field(default_factory=lambda: _default_params())
     strict_mode: bool = False
-
-    @field_validator("name", "criteria")
-    @classmethod
-    def _not_empty(cls, value: str, info: ValidationInfo) -> str:
-        non_empty(value, str(info.field_name))
-        return value
 
     @property
     def metric_name(self) -> str:

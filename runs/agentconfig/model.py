@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import PrivateAttr, ValidationInfo, field_validator, model_validator
 
@@ -12,7 +12,7 @@ from runs.agentconfig.common import (
     context_base_dir,
     exists_if_local,
     local_path,
-    non_empty,
+    not_blank,
     spec_error,
 )
 from runs.agentconfig.compat import ignored
@@ -32,7 +32,7 @@ class ModelConfig(NotedModel):
     """An LLM: the agent's model, or a judge model for evaluations."""
 
     provider: Provider
-    name: str
+    name: Annotated[str, not_blank("model name")]
     temperature: Temperature | None = None
     max_tokens: TokenCount | None = None
     top_p: TopP | None = None
@@ -45,12 +45,6 @@ class ModelConfig(NotedModel):
     # scripted provider only
     transcript: str | None = None
     latency_ms: LatencyMs = 0
-
-    @field_validator("name")
-    @classmethod
-    def _name_not_empty(cls, value: str) -> str:
-        non_empty(value, "model name")
-        return value
 
     @model_validator(mode="after")
     def _auth_provider(self) -> Self:

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from graders.matchers import ArgMatcher, matcher_to_config, parse_arg_matcher
-from runs.agentconfig.common import StrictModel, exists_if_local, non_empty, spec_error
+from runs.agentconfig.common import StrictModel, exists_if_local, non_empty, not_blank, spec_error
 from runs.agentconfig.limits import PageNumber, ToolCount
 from runs.agentconfig.metrics import Metric, unique_metric_names
 
@@ -79,15 +79,9 @@ ArgMatcherField = Annotated[
 class ExpectedTool(StrictModel):
     """A tool the agent must call in this turn, optionally with asserted args."""
 
-    name: str
+    name: Annotated[str, not_blank("tool name")]
     args: dict[str, ArgMatcherField] | None = None
     count: ToolCount = 1
-
-    @field_validator("name")
-    @classmethod
-    def _name_not_empty(cls, value: str) -> str:
-        non_empty(value, "tool name")
-        return value
 
     @field_validator("count", mode="before")
     @classmethod

@@ -93,6 +93,7 @@ class _Builder:
         self.merged: set[int] = set()  # ids of the dicts that merged a mapping
         self.aliases = 0
         self.expanded = 0
+        self.documents = 0
 
     def build(self) -> Any:
         try:
@@ -108,7 +109,6 @@ class _Builder:
         stack = self.stack
         top: _Frame | None = None  # stack[-1]
         data: Any = None
-        documents = 0
         while True:
             event = get_event()
             kind = type(event)
@@ -138,41 +138,50 @@ class _Builder:
                     top.value[top.key] = value
                     top.key = _MISSING
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                if event.tag is not None and event.tag != "!":
-                    raise _Unusual
-                if top is not None and top.is_map and top.key is _MISSING:
-                    raise _Unusual  # a complex key
-                top = _Frame(kind is MappingStartEvent, event.anchor)
-                stack.append(top)
-            elif kind is MappingEndEvent or kind is SequenceEndEvent:
-                frame = stack.pop()
-                value = frame.value if frame.merges is None else self._with_merge(frame)
-                if frame.anchor is not None:
-                    self._anchor(frame.anchor, value, frame.size)
-                top = stack[-1] if stack else None
-                if top is None:
-                    data = value
-                    continue
-                top.size += frame.size
-                self._add(top, value)
-            elif kind is AliasEvent:
-                value, size = self._alias(event)
+                top = self._open(event, kind is MappingStartEvent, top)
+            elif kind is MappingEndEvent or kind is SequenceEndEvent or kind is AliasEvent:
+                if kind is AliasEvent:  # a collection or a value again, by its anchor
+                    value, size = self._alias(event)
+                    if top is not None and top.is_map and top.key is _MISSING:
+                        raise _Unusual  # an aliased key
+                else:
+                    value, size = self._close()
+                    top = stack[-1] if stack else None
                 if top is None:
                     data = value
                     continue
                 top.size += size
-                if top.is_map and top.key is _MISSING:
-                    raise _Unusual  # an aliased key
                 self._add(top, value)
             elif kind is DocumentStartEvent:
-                documents += 1
-                if documents > 1:
-                    raise _Unusual  # the general way says "expected a single document"
-                self.sizes.clear()
+                self._start_document()
             elif kind is StreamEndEvent:
                 return data
             elif kind is not StreamStartEvent and kind is not DocumentEndEvent:
                 raise _Unusual
+
+    def _open(self, event: Any, is_map: bool, top: _Frame | None) -> _Frame:
+        """A mapping or sequence that starts (``event``): its frame, on the stack."""
+        if event.tag is not None and event.tag != "!":
+            raise _Unusual
+        if top is not None and top.is_map and top.key is _MISSING:
+            raise _Unusual  # a complex key
+        frame = _Frame(is_map, event.anchor)
+        self.stack.append(frame)
+        return frame
+
+    def _close(self) -> tuple[Any, int]:
+        """The collection that ends: its value (merged, anchored) and its node count."""
+        frame = self.stack.pop()
+        value = frame.value if frame.merges is None else self._with_merge(frame)
+        if frame.anchor is not None:
+            self._anchor(frame.anchor, value, frame.size)
+        return value, frame.size
+
+    def _start_document(self) -> None:
+        self.documents += 1
+        if self.documents > 1:
+            raise _Unusual  # the general way says "expected a single document"
+        self.sizes.clear()
 
     def _add(self, frame: _Frame, value: Any) -> None:
         """A collection or an aliased value into its parent."""

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from graders.matchers import json_safe, matcher_to_config
@@ -198,10 +199,14 @@ class Engine:
         ahead, under the key ``slot``, else ``index``) when given, else opened here."""
         case = self.agent.config.test_cases[index]
         turns = case.as_turns()
-        await emit(
-            self.on_event,
-            CaseEvent("case_started", index, case.name, len(turns), repetition=repetition),
+        event = partial(
+            CaseEvent,
+            case_index=index,
+            case_name=case.name,
+            total_turns=len(turns),
+            repetition=repetition,
         )
+        await emit(self.on_event, event("case_started"))
         state = CaseState()
         results: list[TurnResult] = []
         files: list[ProcessedFileInput] = []
@@ -227,44 +232,27 @@ class Engine:
                     )
                     files.extend(processed)
                 results.append(turn_result)
-                await emit(
-                    self.on_event,
-                    CaseEvent(
-                        "turn_finished",
-                        index,
-                        case.name,
-                        len(turns),
-                        turn=turn_result,
-                        repetition=repetition,
-                    ),
-                )
+                await emit(self.on_event, event("turn_finished", turn=turn_result))
         finally:
             if session is not None:
                 await close_session(session)
-        result = self._case_result(case, results, files)
-        # The case's time is its turns' sends, their grading (runs.wire.times) and the part
-        # of its session's start it waited for: the parts add up to it.
+        result = self._timed(self._case_result(case, results, files), results, opened)
+        await emit(self.on_event, event("case_finished", result=result, turns=tuple(results)))
+        return result
+
+    @staticmethod
+    def _timed(
+        result: TestResult, turns: Sequence[TurnResult], opened: OpenedSession | None
+    ) -> TestResult:
+        """The case's time is its turns' sends, their grading (runs.wire.times) and the part
+        of its session's start it waited for: the parts add up to it."""
         update: dict[str, Any] = {
-            "execution_time_ms": result.execution_time_ms
-            + sum(grading_ms(turn) for turn in results)
+            "execution_time_ms": result.execution_time_ms + sum(grading_ms(t) for t in turns)
         }
         if opened is not None:
             update["session_start_ms"] = opened.start_ms
             update["execution_time_ms"] += opened.waited_ms
-        result = result.model_copy(update=update)
-        await emit(
-            self.on_event,
-            CaseEvent(
-                "case_finished",
-                index,
-                case.name,
-                len(turns),
-                result=result,
-                turns=tuple(results),
-                repetition=repetition,
-            ),
-        )
-        return result
+        return result.model_copy(update=update)
 
     async def _open(self, key: int, starts: SessionStarts | None, index: int) -> OpenedSession:
         if starts is not None:

@@ -8,7 +8,7 @@ rules (no ground truth, no retrieval context) and resolves the judge model
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from runs.verdicts.kinds import JUDGE_KINDS
 from runs.wire.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
+    from graders.judges import JudgeCall
     from runs.agentconfig.agent import AgentConfig
     from runs.agentconfig.loader import LoadedAgent
     from runs.agentconfig.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
@@ -28,6 +29,32 @@ if TYPE_CHECKING:
 # RAG metrics whose deepeval implementation compares against the expected output.
 RAG_NEEDS_GROUND_TRUTH = {"contextual_precision", "contextual_recall"}
 JUDGE_PROVIDERS = {"openai", "azure_openai", "anthropic", "ollama"}
+
+
+# The options of each standard metric its grader takes (all take threshold and response_path).
+STANDARD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "equality": ("case_insensitive", "strip_whitespace", "strip_punctuation"),
+    "numeric": (
+        "absolute_tolerance",
+        "relative_tolerance",
+        "accept_percent",
+        "accept_thousands_separators",
+    ),
+    "bleu": (),
+    "rouge": (),
+    "meteor": (),
+}
+
+
+def _standard_grader(name: str) -> Callable[..., Grade]:
+    """The grader of a standard metric (NLP ones imported on first use: nltk is slow to load)."""
+    if name == "equality":
+        return grade_equality
+    if name == "numeric":
+        return grade_numeric
+    from graders import nlp
+
+    return {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
 
 
 @dataclass(frozen=True)
@@ -108,41 +135,22 @@ class MetricRunner:
         if kind == "code":
             fn, context, options = _code_call(metric, facts)  # type: ignore[arg-type]
             return await run_code_grader(fn, context, **options)
+        call = self._judge_call(metric, facts)  # an LLM judge grades the rest
+        if isinstance(call, Grade):
+            return call
         if kind == "geval":
-            return await self._geval(metric, facts)  # type: ignore[arg-type]
-        return await self._rag(metric, facts)  # type: ignore[arg-type]
+            return await _geval(metric, call)  # type: ignore[arg-type]
+        return await _rag(metric, call)  # type: ignore[arg-type]
 
     def _standard(self, metric: Any, facts: TurnFacts) -> Grade:
-        expected = facts.ground_truth or ""
         name = metric.metric
-        if name == "equality":
-            return grade_equality(
-                facts.response,
-                expected,
-                case_insensitive=metric.case_insensitive,
-                strip_whitespace=metric.strip_whitespace,
-                strip_punctuation=metric.strip_punctuation,
-                response_path=metric.response_path,
-                threshold=metric.threshold,
-            )
-        if name == "numeric":
-            return grade_numeric(
-                facts.response,
-                expected,
-                absolute_tolerance=metric.absolute_tolerance,
-                relative_tolerance=metric.relative_tolerance,
-                accept_percent=metric.accept_percent,
-                accept_thousands_separators=metric.accept_thousands_separators,
-                response_path=metric.response_path,
-                threshold=metric.threshold,
-            )
-        from graders import nlp
-
-        grader = {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[
-            name
-        ]
-        return grader(
-            facts.response, expected, threshold=metric.threshold, response_path=metric.response_path
+        options = {option: getattr(metric, option) for option in STANDARD_OPTIONS[name]}
+        return _standard_grader(name)(
+            facts.response,
+            facts.ground_truth or "",
+            threshold=metric.threshold,
+            response_path=metric.response_path,
+            **options,
         )
 
     def _judge(self, metric: Metric) -> Any:
@@ -166,20 +174,15 @@ class MetricRunner:
             temperature=model.temperature,
         )
 
-    async def _geval(self, metric: GEvalMetric, facts: TurnFacts) -> Grade:
-        from graders.judges import grade_geval
+    def _judge_call(self, metric: Metric, facts: TurnFacts) -> JudgeCall | Grade:
+        """How the metric's judge grades this turn, or "could not grade" without a judge."""
+        from graders.judges import JudgeCall
 
         try:
             judge = self._judge(metric)
         except JudgeUnavailable as exc:
             return Grade.could_not_grade(str(exc), threshold=metric.threshold)
-        return await grade_geval(
-            name=metric.name,
-            criteria=metric.criteria,
-            evaluation_steps=metric.evaluation_steps,
-            evaluation_params=list(metric.evaluation_params),
-            strict_mode=metric.strict_mode,
-            threshold=metric.threshold,
+        return JudgeCall(
             judge=judge,
             input=facts.input,
             actual_output=facts.response,
@@ -196,24 +199,25 @@ class MetricRunner:
         llm_timeout = self.agent.config.execution.llm_timeout if self.agent else 60.0
         return int(llm_timeout * 1000)
 
-    async def _rag(self, metric: RAGMetric, facts: TurnFacts) -> Grade:
-        from graders.judges import grade_rag
 
-        try:
-            judge = self._judge(metric)
-        except JudgeUnavailable as exc:
-            return Grade.could_not_grade(str(exc), threshold=metric.threshold)
-        return await grade_rag(
-            metric.metric_type,
-            threshold=metric.threshold,
-            judge=judge,
-            input=facts.input,
-            actual_output=facts.response,
-            expected_output=facts.ground_truth,
-            retrieval_context=facts.retrieval_context,
-            retries=metric.retry_on_failure or 0,
-            timeout_ms=self._judge_timeout_ms(metric),
-        )
+async def _geval(metric: GEvalMetric, call: JudgeCall) -> Grade:
+    from graders.judges import grade_geval
+
+    return await grade_geval(
+        call,
+        name=metric.name,
+        criteria=metric.criteria,
+        evaluation_steps=metric.evaluation_steps,
+        evaluation_params=list(metric.evaluation_params),
+        strict_mode=metric.strict_mode,
+        threshold=metric.threshold,
+    )
+
+
+async def _rag(metric: RAGMetric, call: JudgeCall) -> Grade:
+    from graders.judges import grade_rag
+
+    return await grade_rag(call, metric.metric_type, threshold=metric.threshold)
 
 
 class JudgeUnavailable(Exception):

@@ -2,8 +2,10 @@
 
 Django-free. Prices are USD per million tokens, four of them per model: input (prompt),
 output (completion), cache writes and cache reads. The built-in table (``DEFAULT_PRICES``) holds
-the providers' list prices of common models as of ``DEFAULTS_DATED``; a file named by the
-environment variable ``HOLODECK_PRICES`` (YAML or JSON) adds models or overrides them::
+the providers' list prices of common models as of ``DEFAULTS_DATED``, read from
+``DEFAULTS_SOURCE`` (both named wherever a cost's prices are: ``PriceTable.source``); a file
+named by the environment variable ``HOLODECK_PRICES`` (YAML or JSON) adds models or overrides
+them::
 
     models:
       claude-sonnet-4-5: {input: 3, output: 15, cache_write: 3.75, cache_read: 0.3}
@@ -12,7 +14,9 @@ environment variable ``HOLODECK_PRICES`` (YAML or JSON) adds models or overrides
 A model is found by its exact name, else by the longest table name it starts with followed by
 ``-`` (dated ids: ``claude-sonnet-4-5-20250929`` is ``claude-sonnet-4-5``); case does not
 matter and a ``provider/`` prefix is ignored. A model without a price has an unknown cost,
-never zero: ``Cost.unpriced`` names it and ``format_cost`` says "unknown price".
+never zero: ``Cost.unpriced`` names it, ``format_cost`` says "unknown price" and
+``warn_unpriced`` logs a warning when a run starts or finishes with such a model, so a table
+gone stale is seen, never silently read as free.
 
 Token counts follow the providers: Anthropic reports cache tokens apart from the prompt
 tokens, OpenAI counts its cached tokens inside ``prompt_tokens`` (``cached_in_prompt``), so
@@ -23,9 +27,10 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runs.wire.models import MetricResult, TestReport, TestResult, TokenUsage, TurnResult
 
+log = logging.getLogger(__name__)
+
 PRICES_ENV = "HOLODECK_PRICES"
+# When the built-in prices were read, and from where (kept by hand: update both with the table,
+# and the table in docs/cost.md).
 DEFAULTS_DATED = "2025-11-01"
+DEFAULTS_SOURCE = "Anthropic's and OpenAI's published API pricing pages"
+DEFAULTS_NAMED = f"built-in defaults (list prices of {DEFAULTS_DATED}, {DEFAULTS_SOURCE})"
 PER_TOKENS = 1_000_000
 
 
@@ -93,7 +104,7 @@ class PriceFileError(ValueError):
 @dataclass(frozen=True)
 class PriceTable:
     prices: Mapping[str, Price]
-    # Where the prices come from: "built-in defaults (2025-11-01)" or "<file> + defaults".
+    # Where the prices come from: DEFAULTS_NAMED, or "<file> over " DEFAULTS_NAMED.
     source: str
 
     def price_of(self, model: str | None) -> Price | None:
@@ -328,6 +339,35 @@ def format_cost(cost: Cost) -> str:
     return f"{format_usd(cost.usd)} + {unknown}" if cost.usd else unknown
 
 
+def unpriced_models(models: Iterable[str | None], table: PriceTable) -> tuple[str, ...]:
+    """The named models ``table`` has no price for, in order, once each."""
+    return tuple(dict.fromkeys(m for m in models if m and table.price_of(m) is None))
+
+
+def warn_unpriced(
+    models: Sequence[str], *, run_id: int | None, when: str, table: PriceTable
+) -> None:
+    """Log one warning naming a run's models without a price (nothing when all have one):
+    their tokens' cost is unknown until a price file gives it."""
+    if not models:
+        return
+    log.warning(
+        "run %s %s with no price for %s: its cost is unknown (prices: %s); "
+        "add them to a price file ($%s, docs/cost.md)",
+        run_id,
+        when,
+        ", ".join(models),
+        table.source,
+        PRICES_ENV,
+        extra={
+            "event": "unpriced_models",
+            "run_id": run_id,
+            "models": list(models),
+            "prices": table.source,
+        },
+    )
+
+
 def agent_model_name(agent_config: Mapping[str, Any] | None) -> str | None:
     """The agent's model name in a config snapshot (``model.name``)."""
     model = (agent_config or {}).get("model")
@@ -387,7 +427,7 @@ def load_price_file(path: str | Path) -> dict[str, Price]:
 
 
 def default_table() -> PriceTable:
-    return PriceTable(DEFAULT_PRICES, f"built-in defaults ({DEFAULTS_DATED})")
+    return PriceTable(DEFAULT_PRICES, DEFAULTS_NAMED)
 
 
 def price_table(path: str | Path | None = None) -> PriceTable:
@@ -415,7 +455,7 @@ def price_table_key(path: str | Path | None = None) -> tuple[str, int]:
 def _table_of(path: str, stamp: int) -> PriceTable:
     return PriceTable(
         {**DEFAULT_PRICES, **load_price_file(path)},
-        f"{path} over built-in defaults ({DEFAULTS_DATED})",
+        f"{path} over {DEFAULTS_NAMED}",
     )
 
 

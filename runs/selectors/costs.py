@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from django.db.models import BigIntegerField, Case, Count, F, Q, QuerySet, Sum, When
 from django.db.models.fields.json import KT
@@ -26,22 +26,35 @@ from runs.pricing.prices import (
     PriceTable,
     SplitCost,
     UsageSums,
+    agent_model_name,
     judge_cost,
     price_table,
     price_table_key,
     summed_usage_cost,
     total,
+    unpriced_models,
     usage_cost,
+    warn_unpriced,
 )
 from runs.selectors.runs import MODEL_NAME
 
 
 @dataclass(frozen=True)
 class Priced:
-    """A cost, or why there is none: the price file cannot be read (its error names it)."""
+    """A cost, or why there is none: the price file cannot be read (its error names it).
+    ``prices`` names the price table, its date and source (``PriceTable.source``)."""
 
     cost: SplitCost | None
     error: str | None = None
+    prices: str = ""
+
+    @property
+    def note(self) -> str:
+        """What a page shows beside a cost some of whose models have no price ("" if none)."""
+        unpriced = self.cost.both.unpriced if self.cost is not None else ()
+        if not unpriced:
+            return ""
+        return f"no price for {', '.join(unpriced)}: its part of the cost is unknown"
 
 
 @dataclass(frozen=True)
@@ -131,8 +144,26 @@ def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
     for row in groups:
         judge[row["run_id"]].append(_judge_group_cost(row, table))
     return {
-        run_id: Priced(SplitCost(total(agent[run_id]), total(judge[run_id]))) for run_id in run_ids
+        run_id: Priced(SplitCost(total(agent[run_id]), total(judge[run_id])), prices=table.source)
+        for run_id in run_ids
     }
+
+
+def run_prices_warn(*, run: Run, when: Literal["opened", "finished"]) -> tuple[str, ...]:
+    """Log a warning when the run has a model without a price, and return those models: its
+    agent model when it opens; when it finishes, every model whose tokens it recorded (agent
+    and judges, as its cost reads them). Nothing for an unreadable price file: every cost
+    shows that error instead."""
+    table = prices()
+    if isinstance(table, str):
+        return ()
+    if when == "opened":
+        models = unpriced_models([agent_model_name(run.config_snapshot)], table)
+    else:
+        cost = runs_costs(run_ids=[run.pk])[run.pk].cost
+        models = cost.both.unpriced if cost is not None else ()
+    warn_unpriced(models, run_id=run.pk, when=when, table=table)
+    return models
 
 
 _TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "cache_creation_tokens", "cache_read_tokens")
@@ -222,6 +253,7 @@ __all__ = [
     "prices",
     "pricing_for",
     "run_cost",
+    "run_prices_warn",
     "runs_costs",
     "turn_row_cost",
 ]

@@ -8,10 +8,8 @@ same file imported before, or the result file run_agent wrote for a run it store
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
-import re
 import uuid
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +24,7 @@ from runs.recorder import run_record
 from runs.wire import models as wire
 from runs.wire.models import holodeck_dump
 from runs.wire.round_trip import run_identity, summary_contradiction
+from runs.zipguard import ZipLimits, ZipRefused, zip_members, zip_open, zip_read
 
 logger = logging.getLogger(__name__)
 
@@ -140,9 +139,9 @@ def upload_documents(upload: Upload, *, max_unpacked_bytes: int) -> Iterator[Doc
         yield upload.name, lambda: upload.content
         return
     try:
-        archive = zipfile.ZipFile(io.BytesIO(upload.content))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise UploadRefused(f"not a readable zip archive ({exc})") from None
+        archive = zip_open(upload.content)
+    except ZipRefused as exc:
+        raise UploadRefused(str(exc)) from None
     with archive:
         members = _zip_json_members(archive, max_unpacked_bytes=max_unpacked_bytes)
         if not members:
@@ -151,31 +150,22 @@ def upload_documents(upload: Upload, *, max_unpacked_bytes: int) -> Iterator[Doc
             yield f"{upload.name}/{info.filename}", partial(_zip_read, archive, info)
 
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
-
-
 def _zip_json_members(
     archive: zipfile.ZipFile, *, max_unpacked_bytes: int
 ) -> list[zipfile.ZipInfo]:
-    """The archive's ``*.json`` members, in path order, once the whole archive is vetted: no
-    absolute or ``..`` paths, at most ZIP_MAX_MEMBERS members and ``max_unpacked_bytes``."""
-    infos = archive.infolist()
-    if len(infos) > ZIP_MAX_MEMBERS:
-        raise UploadRefused(
-            f"zip archive refused: {len(infos):,} members (at most {ZIP_MAX_MEMBERS:,})"
-        )
-    for info in infos:
-        parts = PurePosixPath(info.filename.replace("\\", "/")).parts
-        if info.filename.startswith(("/", "\\")) or _DRIVE.match(info.filename) or ".." in parts:
-            raise UploadRefused(
-                f"zip archive refused: member {info.filename!r} has an absolute or '..' path"
-            )
-    unpacked = sum(info.file_size for info in infos)
-    if unpacked > max_unpacked_bytes:
-        raise UploadRefused(
-            f"zip archive refused: it unpacks to {_megabytes(unpacked)} "
-            f"(at most {_megabytes(max_unpacked_bytes)}, HOLODECK_IMPORT_MAX_UNPACKED_BYTES)"
-        )
+    """The archive's ``*.json`` members, in path order, once the whole archive is vetted
+    (``runs.zipguard``): no absolute or ``..`` paths, at most ZIP_MAX_MEMBERS members and
+    ``max_unpacked_bytes``."""
+    limits = ZipLimits(
+        max_members=ZIP_MAX_MEMBERS,
+        max_unpacked_bytes=max_unpacked_bytes,
+        size_text=_megabytes,
+        set_by="HOLODECK_IMPORT_MAX_UNPACKED_BYTES",
+    )
+    try:
+        infos = zip_members(archive, limits)
+    except ZipRefused as exc:
+        raise UploadRefused(f"zip archive refused: {exc}") from None
     return sorted(
         (info for info in infos if _is_result_member(info)), key=lambda info: info.filename
     )
@@ -193,15 +183,12 @@ def _is_result_member(info: zipfile.ZipInfo) -> bool:
 
 
 def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """A member's bytes. Reading stops at its declared size, which the vetting capped, so a
-    member lying about its size cannot expand further."""
+    """A member's bytes (at most its declared size, which the vetting capped)."""
     from runs.wire.holodeck_io import ReportFormatError
 
     try:
-        with archive.open(info) as member:
-            return member.read(info.file_size)
-    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-        # encrypted, corrupt, or compressed with a method Python cannot read
+        return zip_read(archive, info)
+    except ZipRefused as exc:  # encrypted, corrupt, or compressed with a method Python lacks
         raise ReportFormatError(info.filename, [f"cannot unpack: {exc}"]) from None
 
 

@@ -18,6 +18,8 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from runs.bytesize import size_text
+
 _TOKEN = re.compile(r"\s+|[^\s]+")
 # Beyond this many tokens a side, the diff would be slow and unreadable: show both texts.
 MAX_DIFF_TOKENS = 20_000
@@ -242,14 +244,6 @@ def text_of(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def size_text(size: int) -> str:
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    if size >= 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size} bytes"
 
 
 def file_diff(

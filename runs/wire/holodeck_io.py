@@ -183,16 +183,27 @@ def _skip_space(text: str, position: int) -> int:
 
 
 def _decode_at(text: str, position: int, source: str) -> tuple[Any, int]:
-    try:
+    with _json_errors(source):
         return _DECODER.raw_decode(text, position)
+
+
+@contextlib.contextmanager
+def _json_errors(source: str) -> Iterator[None]:
+    """JSON that cannot be decoded, as the ReportFormatError saying where and why."""
+    try:
+        yield
     except json.JSONDecodeError as exc:
-        raise ReportFormatError(
-            source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-        ) from None
+        raise _invalid_json(source, exc) from None
     except RecursionError:
         raise ReportFormatError(source, [_TOO_DEEP]) from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise ReportFormatError(source, [f"invalid JSON: {exc}"]) from None
+
+
+def _invalid_json(source: str, exc: json.JSONDecodeError) -> ReportFormatError:
+    return ReportFormatError(
+        source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+    )
 
 
 def _expect_end(text: str, position: int, source: str) -> None:
@@ -201,10 +212,7 @@ def _expect_end(text: str, position: int, source: str) -> None:
 
 
 def _syntax_error(text: str, position: int, source: str, message: str) -> NoReturn:
-    exc = json.JSONDecodeError(message, text, position)
-    raise ReportFormatError(
-        source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-    )
+    raise _invalid_json(source, json.JSONDecodeError(message, text, position))
 
 
 def _load_file(path: Path) -> list[EvalRun]:
@@ -216,16 +224,8 @@ def _load_file(path: Path) -> list[EvalRun]:
 
 
 def _runs_from_text(text: str, source: str) -> list[EvalRun]:
-    try:
+    with _json_errors(source):
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFormatError(
-            source, [f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
-        ) from exc
-    except RecursionError:
-        raise ReportFormatError(source, [_TOO_DEEP]) from None
-    except ValueError as exc:  # e.g. an integer with more digits than Python converts
-        raise ReportFormatError(source, [f"invalid JSON: {exc}"]) from None
     return _runs_from_document(document, source)
 
 

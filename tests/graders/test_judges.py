@@ -8,6 +8,7 @@ OpenAI-compatible server on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from graders.judge_models import JudgeConfigError, JudgeSpec, judge_model_for
-from graders.judges import DEFAULT_THRESHOLD, grade_geval, grade_rag
+from graders.judges import DEFAULT_THRESHOLD, JudgeCall, grade_geval, grade_rag
 from graders.result import Grade
 from tests.graders.fake_openai_judge import (
     COMPLETION_TOKENS,
@@ -58,7 +59,8 @@ def geval(judge: Any, **overrides: Any) -> Grade:
         "retrieval_context": None,
     }
     options.update(overrides)
-    return asyncio.run(grade_geval(**options))
+    call, rest = judge_call(options)
+    return asyncio.run(grade_geval(call, **rest))
 
 
 def rag(metric_type: Any, judge: Any, **overrides: Any) -> Grade:
@@ -71,7 +73,15 @@ def rag(metric_type: Any, judge: Any, **overrides: Any) -> Grade:
         "retrieval_context": CONTEXT,
     }
     options.update(overrides)
-    return asyncio.run(grade_rag(metric_type, **options))
+    call, rest = judge_call(options)
+    return asyncio.run(grade_rag(call, metric_type, **rest))
+
+
+def judge_call(options: dict[str, Any]) -> tuple[JudgeCall, dict[str, Any]]:
+    """The options a JudgeCall holds, as one, and the grader's own options."""
+    names = {field.name for field in dataclasses.fields(JudgeCall)}
+    call = JudgeCall(**{k: v for k, v in options.items() if k in names})
+    return call, {k: v for k, v in options.items() if k not in names}
 
 
 # --- G-Eval with a scripted judge ------------------------------------------------------------

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 import pytest
 
 from runs.pricing.prices import (
+    DEFAULT_PRICES,
     DEFAULTS_DATED,
+    DEFAULTS_NAMED,
+    DEFAULTS_SOURCE,
     Price,
     PriceFileError,
     PriceTable,
@@ -16,7 +21,9 @@ from runs.pricing.prices import (
     format_usd,
     price_table,
     turn_cost,
+    unpriced_models,
     usage_cost,
+    warn_unpriced,
 )
 from runs.wire.models import MetricResult, TestResult, TokenUsage, TurnResult
 
@@ -197,3 +204,55 @@ def test_a_bad_price_file_is_an_error_naming_the_file_and_the_field(
 def test_a_missing_price_file_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(PriceFileError, match="cannot read"):
         price_table(tmp_path / "nope.yaml")
+
+
+def test_the_built_in_table_names_its_date_and_source() -> None:
+    source = price_table().source
+    assert DEFAULTS_DATED in source and DEFAULTS_SOURCE in source
+    assert source == DEFAULTS_NAMED
+
+
+def test_docs_cost_md_names_the_built_in_tables_date_and_source() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cost.md").read_text()
+    assert f"as of {DEFAULTS_DATED}" in docs
+    assert DEFAULTS_SOURCE in docs
+
+
+def test_the_docs_table_of_built_in_prices_is_the_modules_table() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cost.md").read_text()
+    rows = re.findall(
+        r"^\| `([^`]+)` \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", docs, re.M
+    )
+    documented = {name: tuple(float(n) for n in prices) for name, *prices in rows}
+    kept = {
+        name: tuple(round(n, 6) for n in (p.input, p.output, p.cache_write, p.cache_read))
+        for name, p in DEFAULT_PRICES.items()
+    }
+    assert documented == kept
+
+
+def test_only_the_models_without_a_price_are_unpriced() -> None:
+    assert unpriced_models(["agent-model", None, "", "llama3", "llama3", "x"], TABLE) == (
+        "llama3",
+        "x",
+    )
+
+
+def test_a_model_without_a_price_is_a_structured_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+        warn_unpriced(("llama3",), run_id=7, when="finished", table=TABLE)
+        warn_unpriced((), run_id=8, when="finished", table=TABLE)  # all priced: nothing
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert (record.event, record.run_id, record.models, record.prices) == (  # type: ignore[attr-defined]
+        "unpriced_models",
+        7,
+        ["llama3"],
+        "test",
+    )
+    assert record.getMessage() == (
+        "run 7 finished with no price for llama3: its cost is unknown (prices: test); "
+        "add them to a price file ($HOLODECK_PRICES, docs/cost.md)"
+    )

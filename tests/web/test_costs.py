@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from io import StringIO
 from pathlib import Path
@@ -13,6 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.recorder import run_finish
+from runs.services.launch import run_create
 from runs.services.tokens import token_create
 from tests.web.factories import RunSpec, build_run, make_user
 from tests.web.services_helpers import example_project
@@ -293,3 +296,79 @@ def test_a_finished_runs_cost_is_priced_once_and_again_when_the_prices_change(
     again = run_cost(run=run)
     assert again.cost is not None and first.cost is not None
     assert again.cost.agent.usd == pytest.approx(first.cost.agent.usd * 2)
+
+
+def test_a_partly_priced_run_notes_which_model_has_no_price_and_names_its_prices(
+    viewer_client: Client, project: AgentProject, price_file: Path
+) -> None:
+    run = priced_run(project, judge="mystery-judge")
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert (
+        '<span class="small cost-unknown" data-cost="unpriced">no price for mystery-judge:'
+        " its part of the cost is unknown</span>"
+    ) in html
+    assert f'<div class="tile" title="prices: {price_file} over built-in defaults' in html
+
+
+def test_a_fully_priced_run_has_no_unpriced_note(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    html = viewer_client.get(reverse("run_detail", args=[priced_run(project).pk])).text
+    assert 'data-cost="unpriced"' not in html
+
+
+def running(run: Run) -> Run:
+    """``run`` as if its last case had just ended: still running, to be finished."""
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    return run
+
+
+def unpriced_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "event", None) == "unpriced_models"]
+
+
+def test_a_run_finishing_with_a_model_without_a_price_logs_a_warning_naming_it(
+    project: AgentProject, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = running(priced_run(project, judge="mystery-judge"))
+    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+        run_finish(run.pk)
+    (record,) = unpriced_warnings(caplog)
+    assert record.levelno == logging.WARNING
+    assert record.models == ["mystery-judge"]  # type: ignore[attr-defined]
+    assert record.run_id == run.pk  # type: ignore[attr-defined]
+    assert record.getMessage().startswith(
+        f"run {run.pk} finished with no price for mystery-judge: its cost is unknown (prices: "
+    )
+
+
+def test_a_run_finishing_with_every_model_priced_logs_no_price_warning(
+    project: AgentProject, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = running(priced_run(project))
+    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+        run_finish(run.pk)
+    assert unpriced_warnings(caplog) == []
+
+
+def test_a_run_opened_with_an_agent_model_without_a_price_logs_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = example_project(tmp_path)  # its scripted model has no price
+    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+        run = run_create(project=project)
+    (record,) = unpriced_warnings(caplog)
+    assert record.models == ["scripted-convfinqa"]  # type: ignore[attr-defined]
+    assert f"run {run.pk} opened with no price for scripted-convfinqa" in record.getMessage()
+
+
+def test_a_bad_price_file_warns_of_no_unpriced_model(
+    project: AgentProject, price_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from runs.selectors.costs import run_prices_warn
+
+    price_file.write_text("models: [")
+    run = priced_run(project, judge="mystery-judge")
+    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+        assert run_prices_warn(run=run, when="finished") == ()
+    assert unpriced_warnings(caplog) == []
