@@ -21,8 +21,9 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.comparison.matrix import SHOW_ALIASES, Row
+from runs.comparison.matrix import Row
 from runs.comparison.query import MAX_METRIC, ComparisonQuery
+from runs.comparison.rows import SHOW_ALIASES
 from runs.pricing.prices import Cost, SplitCost
 from runs.selectors.compare import MAX_RUNS, Comparison, Headline, NoBaseline, RunsMissing
 from runs.selectors.compare_rows import compare_rows
@@ -36,9 +37,9 @@ router = Router(tags=["compare"])
 
 # ``runs.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.comparison.matrix.SHOWS`` and its alias, as on the compare page.
+# ``runs.comparison.rows.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
-# ``runs.comparison.matrix.SORTS`` as a type (a test checks they agree).
+# ``runs.comparison.rows.SORTS`` as a type (a test checks they agree).
 Sort = Literal["case", "regressions", "name", "delta"]
 # ``runs.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
 # they agree).

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import fmean
 
-from runs.comparison.matrix import (
-    Row,
+from runs.comparison.matrix import Row
+from runs.comparison.query import ComparisonQuery, checked
+from runs.comparison.rows import (
     attach_hits,
     attach_scores,
     rows_dropping,
@@ -21,7 +22,6 @@ from runs.comparison.matrix import (
     select_rows,
     sort_rows,
 )
-from runs.comparison.query import ComparisonQuery, checked
 from runs.selectors.compare import (
     Baseline,
     Comparison,

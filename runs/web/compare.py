@@ -21,13 +21,8 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs.comparison.matrix import (
-    BASELINE_ORDER,
-    COMMIT_ORDER,
-    SHOWS,
-    SORTS,
-    Row,
-)
+from runs.comparison.matrix import BASELINE_ORDER, COMMIT_ORDER, Row
+from runs.comparison.rows import SHOWS, SORTS
 from runs.selectors.compare import (
     MAX_RUNS,
     NoBaseline,

@@ -64,29 +64,24 @@ def files_compared(
         if path not in same_bytes
         and (not contents or diff_too_large(_size(before, path), _size(after, path)))
     }
-    wanted: dict[int, list[SnapshotFile]] = {old.id: [], new.id: []}
-    for path in differ:
-        if path not in same_bytes | unread:
-            wanted[old.id] += [before[path]] if path in before else []
-            wanted[new.id] += [after[path]] if path in after else []
-    stored = snapshot_contents(wanted=wanted)
+    to_read = [path for path in differ if path not in same_bytes | unread]
+    stored = snapshot_contents(
+        wanted={
+            old.id: [before[path] for path in to_read if path in before],
+            new.id: [after[path] for path in to_read if path in after],
+        }
+    )
 
     def read(snapshot: StoredSnapshot, files: dict[str, SnapshotFile], path: str) -> bytes | None:
         if path not in files:
             return None
         return b"" if path in same_bytes else stored[(snapshot.id, path)]
 
-    def modes(path: str) -> tuple[int, int]:
-        return (
-            before[path].mode if path in before else 0o644,
-            after[path].mode if path in after else 0o644,
-        )
-
     diffs = [
         file_unread(
             path,
             (_size(before, path), _size(after, path)),
-            modes=modes(path),
+            modes=_modes(before, after, path),
             note="" if contents else CONTENTS_STAFF_ONLY,
         )
         if path in unread
@@ -95,12 +90,21 @@ def files_compared(
             read(old, before, path),
             read(new, after, path),
             labels=(f"{path} (run #{left_id})", f"{path} (run #{right_id})"),
-            modes=modes(path),
+            modes=_modes(before, after, path),
             most_lines=None if path == full else MAX_FILE_DIFF_LINES,
         )
         for path in differ
     ]
     return FilesCompared(old, new, diffs, paths.identical)
+
+
+def _modes(
+    before: dict[str, SnapshotFile], after: dict[str, SnapshotFile], path: str
+) -> tuple[int, int]:
+    return (
+        before[path].mode if path in before else 0o644,
+        after[path].mode if path in after else 0o644,
+    )
 
 
 def _size(files: dict[str, SnapshotFile], path: str) -> int | None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from runs.comparison.matrix import BASELINE_ORDER, ORDERS, SHOW_ALIASES, SHOWS, SORTS
+from runs.comparison.matrix import BASELINE_ORDER, ORDERS
 from runs.comparison.query import MAX_METRIC, MAX_RUNS, MAX_SEARCH, ComparisonQuery
+from runs.comparison.rows import SHOW_ALIASES, SHOWS, SORTS
 from runs.verdicts.kinds import KINDS
 from runs.web.params import (
     Query,
