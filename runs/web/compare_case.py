@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from runs.comparison.matrix import (
@@ -186,8 +185,8 @@ class RunTurn:
     change: Change | None
     response_diff: SafeString | None  # None: the reference, or a side without the turn
     calls: list[CallPair]
-    # Where the searched text occurs: (in what, a snippet with it marked), input then response.
-    excerpts: list[tuple[str, SafeString]]
+    # Where the searched text occurs, input then response.
+    excerpts: list[Excerpt]
 
     @property
     def hit(self) -> bool:
@@ -300,11 +299,10 @@ def turn_across(
     )
 
 
-def _turn_excerpts(turn: TurnResult | None, q: str) -> list[tuple[str, SafeString]]:
+def _turn_excerpts(turn: TurnResult | None, q: str) -> list[Excerpt]:
     if turn is None or not q:
         return []
-    found = [("input", snippet) for snippet in excerpts(turn.input, q)]
-    return found + [("response", snippet) for snippet in excerpts(turn.response or "", q)]
+    return excerpts(turn.input, q, "input") + excerpts(turn.response or "", q, "response")
 
 
 def _calls(
@@ -325,9 +323,22 @@ EXCERPT_CHARS = 60  # of context either side of a match
 MOST_EXCERPTS = 3  # per text
 
 
-def excerpts(text: str, q: str) -> list[SafeString]:
-    """Where ``q`` occurs in ``text`` (case folded): up to a few snippets, each the match in
-    ``<mark>`` with some context either side, escaped."""
+@dataclass(frozen=True)
+class Excerpt:
+    """Where a searched text occurs: the match with some context either side (drawn by
+    compare_case.html's ``excerpt`` partial, the match marked)."""
+
+    where: str  # in what: "input" or "response"
+    before: str
+    match: str
+    after: str
+    cut_before: bool  # the text goes on before it ("…")
+    cut_after: bool
+
+
+def excerpts(text: str, q: str, where: str = "") -> list[Excerpt]:
+    """Where ``q`` occurs in ``text`` (case folded): up to a few snippets, each the match with
+    some context either side."""
     if not q or not text:
         return []
     folded, needle = text.casefold(), q.casefold()
@@ -335,19 +346,19 @@ def excerpts(text: str, q: str) -> list[SafeString]:
         folded, needle = text.lower(), q.lower()
         if len(folded) != len(text):
             return []
-    found: list[SafeString] = []
+    found: list[Excerpt] = []
     start = 0
     while len(found) < MOST_EXCERPTS and (at := folded.find(needle, start)) != -1:
         end = at + len(needle)
         left, right = max(0, at - EXCERPT_CHARS), min(len(text), end + EXCERPT_CHARS)
         found.append(
-            format_html(
-                "{}{}<mark>{}</mark>{}{}",
-                "…" if left else "",
+            Excerpt(
+                where,
                 text[left:at],
                 text[at:end],
                 text[end:right],
-                "…" if right < len(text) else "",
+                cut_before=left > 0,
+                cut_after=right < len(text),
             )
         )
         start = end
