@@ -23,15 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from statistics import fmean
 
-from django.db.models import (
-    Avg,
-    Count,
-    OuterRef,
-    Prefetch,
-    Q,
-    Subquery,
-    Sum,
-)
+from django.db.models import Avg, Count, OuterRef, Prefetch, Q, Subquery, Sum
 
 from runs import gitutil
 from runs.comparison.matrix import (

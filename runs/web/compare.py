@@ -6,6 +6,12 @@ setting is in the URL, so a filtered compare can be shared. The runs are laid ou
 baseline (the default) or in commit order (``?order=commits``), each run against the one before
 it; the matrix can show a chosen metric's score deltas (``?metric=``, sorted and filtered by its
 drops) and keep the cases where a text occurs (``?q=``).
+
+The settings are read once into a ``ComparisonQuery`` (``runs.web.compare_params``), and the rows
+come from ``runs.selectors.compare_rows``, as ``GET /api/v1/compare``'s do. What the templates
+show is built by ``compare_headline`` (the headline's lines), ``compare_matrix`` (the matrix's
+cells and rows), ``compare_case`` (the side by side's turns) and ``compare_files`` (the config
+diff's files).
 """
 
 from __future__ import annotations
@@ -52,17 +58,8 @@ from runs.web.compare_matrix import (
     row_view,
 )
 from runs.web.compare_params import compare_query, side_by_side_query
-from runs.web.diffs import (
-    config_rows,
-    line_diff,
-)
-from runs.web.params import (
-    int_list_param,
-    int_param,
-    params_or_errors,
-    shown_value,
-    text_param,
-)
+from runs.web.diffs import config_rows, line_diff
+from runs.web.params import int_list_param, int_param, params_or_errors, shown_value, text_param
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -73,7 +70,6 @@ ORDER_LABELS = {
     BASELINE_ORDER: "against the baseline",
     COMMIT_ORDER: "in commit order, each against the one before",
 }
-MAX_SEARCH = 200  # characters of ?q=
 
 
 # --- the compare page -----------------------------------------------------------------------

@@ -20,20 +20,12 @@ from runs.comparison.matrix import (
     verdict,
 )
 from runs.comparison.query import ComparisonQuery
-from runs.selectors.compare import (
-    cases_by_key,
-)
+from runs.selectors.compare import cases_by_key
 from runs.verdicts.kinds import TOOLS_KIND
-from runs.verdicts.numbers import (
-    format_score_delta,
-)
+from runs.verdicts.numbers import format_score_delta
 from runs.verdicts.outcomes import Outcome
 from runs.web.compare_headline import Column
-from runs.web.diffs import (
-    CallPair,
-    tool_call_diff,
-    word_diff,
-)
+from runs.web.diffs import CallPair, tool_call_diff, word_diff
 
 if TYPE_CHECKING:
     from runs.models import CaseResult, MetricResult, Run, TurnResult

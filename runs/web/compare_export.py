@@ -22,11 +22,7 @@ from runs.selectors.compare import NoBaseline, RunsMissing
 from runs.selectors.compare_export import export_cases, export_metric_names, export_runs
 from runs.verdicts.kinds import KINDS
 from runs.web.compare_params import runs_query
-from runs.web.params import (
-    BadParam,
-    Query,
-    text_list_param,
-)
+from runs.web.params import BadParam, Query, text_list_param
 from runs.writers.compare_csv import csv_chunks
 
 MOST_METRICS = 100  # metric= values in one request

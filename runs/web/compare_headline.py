@@ -10,13 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runs.pricing.prices import Cost, format_cost, format_usd
-from runs.selectors.compare import (
-    Comparison,
-    Headline,
-)
-from runs.stats.significance import (
-    Significance,
-)
+from runs.selectors.compare import Comparison, Headline
+from runs.stats.significance import Significance
 from runs.templatetags.dashboard import duration, thousands
 from runs.verdicts.kinds import kind_order
 from runs.verdicts.numbers import (

@@ -11,16 +11,9 @@ from django.utils.html import escape
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.comparison.matrix import (
-    BASELINE_ORDER,
-    NOISE,
-    Change,
-    Row,
-)
+from runs.comparison.matrix import BASELINE_ORDER, NOISE, Change, Row
 from runs.comparison.query import ComparisonQuery
-from runs.selectors.compare import (
-    Comparison,
-)
+from runs.selectors.compare import Comparison
 from runs.stats.significance import (
     NO_EVIDENCE,
     SIGNIFICANTLY_BETTER,
@@ -28,11 +21,7 @@ from runs.stats.significance import (
     ScoreResult,
     UnitResult,
 )
-from runs.verdicts.numbers import (
-    format_score,
-    format_score_delta,
-    turn_text,
-)
+from runs.verdicts.numbers import format_score, format_score_delta, turn_text
 from runs.verdicts.outcomes import Outcome
 
 if TYPE_CHECKING:
