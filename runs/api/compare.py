@@ -13,7 +13,7 @@ keeps the rows where a text occurs in a turn's input or response.
 "Download CSV"; ``runs.web.compare_export``).
 """
 
-from typing import Literal
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
@@ -22,7 +22,7 @@ from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
 from runs.comparison.matrix import Row
-from runs.comparison.query import MAX_METRIC, ComparisonQuery
+from runs.comparison.query import ComparisonQuery
 from runs.comparison.rows import SHOW_ALIASES
 from runs.pricing.prices import Cost, SplitCost
 from runs.selectors.compare import MAX_RUNS, Comparison, Headline, NoBaseline, RunsMissing
@@ -71,7 +71,6 @@ class CompareQuery(Schema):
     )
     metric: SafeText | None = Field(
         default=None,
-        max_length=MAX_METRIC,
         description="a metric of the runs: each row gets its cases' scores (the mean of their "
         "turns' stored scores) and their deltas against the compared run's",
     )
@@ -171,6 +170,11 @@ class ChangesOut(Schema):
     fixes: int
 
 
+def _by_run(description: str) -> Any:
+    """A row's field that says something per run id, only where a run has it."""
+    return Field(default_factory=dict, description=description)
+
+
 class RowOut(Schema):
     key: str
     cells: dict[str, str] = Field(description="run id -> outcome of the case")
@@ -197,33 +201,27 @@ class RowOut(Schema):
         description="with repeats: turns whose verdict moved within noise (not significant), "
         "counted neither as regressions nor as fixes"
     )
-    scores: dict[str, float] = Field(
-        default_factory=dict,
-        description="with metric: run id -> the case's score (runs without one left out)",
+    scores: dict[str, float] = _by_run(
+        "with metric: run id -> the case's score (runs without one left out)"
     )
-    deltas: dict[str, float] = Field(
-        default_factory=dict,
-        description="with metric: run id -> score minus the compared run's (both must have one)",
+    deltas: dict[str, float] = _by_run(
+        "with metric: run id -> score minus the compared run's (both must have one)"
     )
-    hits: dict[str, list[int]] = Field(
-        default_factory=dict,
-        description="with q: run id -> indexes of the turns where the text occurs",
+    hits: dict[str, list[int]] = _by_run(
+        "with q: run id -> indexes of the turns where the text occurs"
     )
-    significance: dict[str, str] = Field(
-        default_factory=dict,
-        description="with a repeated run among them: run id -> significantly_worse, "
+    significance: dict[str, str] = _by_run(
+        "with a repeated run among them: run id -> significantly_worse, "
         "significantly_better or no_evidence against the run it is compared with, over their "
-        "repetitions (docs/significance.md)",
+        "repetitions (docs/significance.md)"
     )
-    repetitions: dict[str, list[int]] = Field(
-        default_factory=dict,
-        description="a repeated run's case: run id -> [passed, graded] of its repetitions",
+    repetitions: dict[str, list[int]] = _by_run(
+        "a repeated run's case: run id -> [passed, graded] of its repetitions"
     )
-    score_significance: dict[str, str] = Field(
-        default_factory=dict,
-        description="with metric and a repeated run among them: run id -> significantly_worse, "
+    score_significance: dict[str, str] = _by_run(
+        "with metric and a repeated run among them: run id -> significantly_worse, "
         "significantly_better or no_evidence, the case's scores over its repetitions against "
-        "the compared run's (Mann–Whitney, Benjamini–Hochberg)",
+        "the compared run's (Mann–Whitney, Benjamini–Hochberg)"
     )
 
 
