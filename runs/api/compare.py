@@ -13,7 +13,7 @@ keeps the rows where a text occurs in a turn's input or response.
 "Download CSV"; ``runs.web.compare_export``).
 """
 
-from typing import Literal
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
@@ -21,17 +21,12 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.comparison.matrix import Row, attach_hits, attach_scores, rows_matching, select_rows
+from runs.comparison.matrix import Row
+from runs.comparison.query import ComparisonQuery
+from runs.comparison.rows import SHOW_ALIASES
 from runs.pricing.prices import Cost, SplitCost
-from runs.selectors.compare import (
-    MAX_RUNS,
-    Comparison,
-    NoBaseline,
-    RunsMissing,
-    case_scores,
-    comparison_for,
-    turn_hits,
-)
+from runs.selectors.compare import MAX_RUNS, Comparison, Headline, NoBaseline, RunsMissing
+from runs.selectors.compare_rows import compare_rows
 from runs.selectors.significance import RunSignificance
 from runs.verdicts.kinds import KINDS, MetricKind
 from runs.verdicts.regrades import RegradeSources
@@ -42,8 +37,10 @@ router = Router(tags=["compare"])
 
 # ``runs.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.comparison.matrix.SHOWS`` and its alias, as on the compare page.
+# ``runs.comparison.rows.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
+# ``runs.comparison.rows.SORTS`` as a type (a test checks they agree).
+Sort = Literal["case", "regressions", "name", "delta"]
 # ``runs.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test checks
 # they agree).
 Kind = Literal[MetricKind, "tools"]
@@ -67,10 +64,22 @@ class CompareQuery(Schema):
         "fixes, unstable, changed (any verdict differs from the compared run's, or not in "
         "every run), partial",
     )
+    sort: Sort = Field(
+        default="case",
+        description="the rows' order, as the compare page's sort=: case (the runs' order), "
+        "regressions (most first), name, delta (the metric's largest drop first; needs metric)",
+    )
     metric: SafeText | None = Field(
         default=None,
         description="a metric of the runs: each row gets its cases' scores (the mean of their "
         "turns' stored scores) and their deltas against the compared run's",
+    )
+    min_drop: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="keep the rows where the metric's score fell by at least this much against "
+        "the compared run's, as the compare page's min_drop= (needs metric)",
     )
     q: SafeText | None = Field(
         default=None,
@@ -79,6 +88,20 @@ class CompareQuery(Schema):
     )
     offset: int = Field(default=0, ge=0, le=10_000_000)
     limit: int = Field(default=500, ge=1, le=5000, description="matrix rows")
+
+    def comparison_query(self) -> ComparisonQuery:
+        """The compare page's query of these parameters (``runs.comparison.query``)."""
+        return ComparisonQuery(
+            run_ids=list(dict.fromkeys(self.runs)),
+            chosen=self.baseline,
+            kinds=[kind for kind in KINDS if kind in self.kinds],
+            order=self.order,
+            show=SHOW_ALIASES.get(self.show, self.show),
+            sort=self.sort,
+            metric=self.metric or "",
+            min_drop=self.min_drop,
+            q=self.q or "",
+        )
 
 
 class BaselineOut(Schema):
@@ -147,6 +170,11 @@ class ChangesOut(Schema):
     fixes: int
 
 
+def _by_run(description: str) -> Any:
+    """A row's field that says something per run id, only where a run has it."""
+    return Field(default_factory=dict, description=description)
+
+
 class RowOut(Schema):
     key: str
     cells: dict[str, str] = Field(description="run id -> outcome of the case")
@@ -173,27 +201,27 @@ class RowOut(Schema):
         description="with repeats: turns whose verdict moved within noise (not significant), "
         "counted neither as regressions nor as fixes"
     )
-    scores: dict[str, float] = Field(
-        default_factory=dict,
-        description="with metric: run id -> the case's score (runs without one left out)",
+    scores: dict[str, float] = _by_run(
+        "with metric: run id -> the case's score (runs without one left out)"
     )
-    deltas: dict[str, float] = Field(
-        default_factory=dict,
-        description="with metric: run id -> score minus the compared run's (both must have one)",
+    deltas: dict[str, float] = _by_run(
+        "with metric: run id -> score minus the compared run's (both must have one)"
     )
-    hits: dict[str, list[int]] = Field(
-        default_factory=dict,
-        description="with q: run id -> indexes of the turns where the text occurs",
+    hits: dict[str, list[int]] = _by_run(
+        "with q: run id -> indexes of the turns where the text occurs"
     )
-    significance: dict[str, str] = Field(
-        default_factory=dict,
-        description="with a repeated run among them: run id -> significantly_worse, "
+    significance: dict[str, str] = _by_run(
+        "with a repeated run among them: run id -> significantly_worse, "
         "significantly_better or no_evidence against the run it is compared with, over their "
-        "repetitions (docs/significance.md)",
+        "repetitions (docs/significance.md)"
     )
-    repetitions: dict[str, list[int]] = Field(
-        default_factory=dict,
-        description="a repeated run's case: run id -> [passed, graded] of its repetitions",
+    repetitions: dict[str, list[int]] = _by_run(
+        "a repeated run's case: run id -> [passed, graded] of its repetitions"
+    )
+    score_significance: dict[str, str] = _by_run(
+        "with metric and a repeated run among them: run id -> significantly_worse, "
+        "significantly_better or no_evidence, the case's scores over its repetitions against "
+        "the compared run's (Mann–Whitney, Benjamini–Hochberg)"
     )
 
 
@@ -234,84 +262,84 @@ class CompareOut(Schema):
 
 @router.get("/compare", response=responses({200: CompareOut}, 404, 422))
 def compare(request: HttpRequest, query: Query[CompareQuery]) -> object:
+    """The compare page's data: its rows are the page's for the same options
+    (``runs.selectors.compare_rows``)."""
     try:
-        baseline, comparison = comparison_for(
-            list(dict.fromkeys(query.runs)),
-            chosen=query.baseline,
-            kinds=list(query.kinds),
-            order=query.order,
-        )
+        found = compare_rows(query.comparison_query())
     except RunsMissing as exc:
         raise HttpError(404, f"no run #{min(exc.missing)}") from None
     except NoBaseline as exc:
         raise HttpError(422, str(exc)) from None
+    if found.errors:  # a setting the runs refuse: the page's message, at its parameter
+        raise HttpError(422, _refused(found.errors, query))
+    comparison, baseline = found.comparison, found.baseline
     matrix = comparison.matrix
-    if query.metric:
-        if query.metric not in comparison.metric_names:
-            raise HttpError(422, f"no metric {query.metric[:60]!r} in these runs")
-        attach_scores(matrix, case_scores(matrix.run_ids, query.metric))
-    matched = select_rows(matrix.rows, query.show)
-    if query.q:
-        attach_hits(matrix, turn_hits(matrix.run_ids, query.q))
-        matched = rows_matching(matched)
-    rows = matched[query.offset : query.offset + query.limit]
+    rows = found.rows[query.offset : query.offset + query.limit]
     return {
         "runs": [run.pk for run in comparison.runs],
         "order": comparison.order,
         "against": {str(run_id): other for run_id, other in matrix.against.items()},
         "baseline": {"run_id": baseline.run.pk, "rule": baseline.rule, "added": baseline.added},
         "kinds": list(query.kinds),
-        "headline": [
-            {
-                "run_id": h.run.pk,
-                "git_commit": h.run.git_commit,
-                "git_branch": h.run.git_branch,
-                "git_subject": h.run.git_subject,
-                **_regrade_fields(h.regrade),
-                "summary": h.summary,
-                "kind_pass_rate": h.kind_pass_rate,
-                "tool_pass_rate": h.tool_pass_rate,
-                "tokens": h.tokens,
-                "agent_ms": h.agent_ms,
-                "judge_ms": h.judge_ms,
-                "cost_usd": h.cost_usd,
-                "cost": _cost_out(h.cost),
-                "regressions": h.regressions,
-                "fixes": h.fixes,
-                "changed": h.changed,
-            }
-            for h in comparison.headlines
-        ],
+        "headline": [_headline_out(headline) for headline in comparison.headlines],
         "by_kind": {
             kind: [{"run_id": r, "regressions": c[0], "fixes": c[1]} for r, c in counts.items()]
             for kind, counts in matrix.by_kind.items()
         },
-        "rows": [
-            {
-                "key": row.key,
-                "cells": {str(k): v for k, v in row.cells.items()},
-                "turns": [{str(k): v for k, v in line.items()} for line in row.turns],
-                "regressions": row.regressions,
-                "fixes": row.fixes,
-                "unstable": row.unstable,
-                "flaky": row.unstable,
-                "partial": row.partial,
-                "changed": row.changed,
-                "changed_in": list(row.changed_in),
-                "noise": row.noise,
-                "scores": {str(k): v for k, v in row.scores.items()},
-                "deltas": {str(k): v for k, v in row.deltas.items()},
-                "hits": {str(k): list(v) for k, v in row.hits.items()},
-                **_row_repeats(comparison, row),
-            }
-            for row in rows
-        ],
-        "row_count": len(matched),
+        "rows": [_row_out(comparison, row) for row in rows],
+        "row_count": len(found.rows),
         "mixed_projects": comparison.mixed_projects,
         "significance": [
             _significance_out(run_id, matrix.against[run_id], found)
             for run_id, found in comparison.significance.items()
         ],
+    }
+
+
+def _refused(errors: dict[str, str], query: CompareQuery) -> str:
+    if "metric" in errors:
+        return f"no metric {(query.metric or '')[:60]!r} in these runs"
+    return "; ".join(f"{name}: {message}" for name, message in errors.items())
+
+
+def _headline_out(h: Headline) -> dict[str, object]:
+    return {
+        "run_id": h.run.pk,
+        "git_commit": h.run.git_commit,
+        "git_branch": h.run.git_branch,
+        "git_subject": h.run.git_subject,
+        **_regrade_fields(h.regrade),
+        "summary": h.summary,
+        "kind_pass_rate": h.kind_pass_rate,
+        "tool_pass_rate": h.tool_pass_rate,
+        "tokens": h.tokens,
+        "agent_ms": h.agent_ms,
+        "judge_ms": h.judge_ms,
+        "cost_usd": h.cost_usd,
+        "cost": _cost_out(h.cost),
+        "regressions": h.regressions,
+        "fixes": h.fixes,
+        "changed": h.changed,
+    }
+
+
+def _row_out(comparison: Comparison, row: Row) -> dict[str, object]:
+    return {
+        "key": row.key,
+        "cells": {str(k): v for k, v in row.cells.items()},
+        "turns": [{str(k): v for k, v in line.items()} for line in row.turns],
+        "regressions": row.regressions,
+        "fixes": row.fixes,
+        "unstable": row.unstable,
+        "flaky": row.unstable,
+        "partial": row.partial,
+        "changed": row.changed,
+        "changed_in": list(row.changed_in),
+        "noise": row.noise,
+        "scores": {str(k): v for k, v in row.scores.items()},
+        "deltas": {str(k): v for k, v in row.deltas.items()},
+        "hits": {str(k): list(v) for k, v in row.hits.items()},
+        **_row_repeats(comparison, row),
     }
 
 
@@ -344,9 +372,11 @@ def compare_csv(request: HttpRequest, query: Query[CompareCsvQuery]) -> HttpResp
     mean of the case's turns' scores). Every case of the compared runs, whatever show or q
     would keep."""
     settings = CsvSettings(
-        run_ids=list(dict.fromkeys(query.runs)),
-        chosen=query.baseline,
-        kinds=[kind for kind in KINDS if kind in query.kinds],
+        query=ComparisonQuery(
+            run_ids=list(dict.fromkeys(query.runs)),
+            chosen=query.baseline,
+            kinds=[kind for kind in KINDS if kind in query.kinds],
+        ),
         metrics=list(dict.fromkeys(query.metric)),
     )
     try:
@@ -370,7 +400,12 @@ def _row_repeats(comparison: Comparison, row: Row) -> dict[str, object]:
         for run_id, case_id in row.case_ids.items()
         if case_id in comparison.repetitions
     }
-    return {"significance": classes, "repetitions": counts}
+    scores = {
+        str(run_id): score.classification
+        for run_id, found in comparison.score_significance.items()
+        if (score := found.get(row.key)) is not None
+    }
+    return {"significance": classes, "repetitions": counts, "score_significance": scores}
 
 
 def _significance_out(run_id: int, against: int, found: RunSignificance) -> dict[str, object]:

@@ -40,7 +40,8 @@ called flaky until runs are repeated at one commit.
 
 Beside the verdicts, a row can carry the scores of one chosen metric (the mean of the case's
 stored turn scores, as the case roll-up has it) and their deltas against the compared cells,
-and the turns where a searched text occurs.
+and the turns where a searched text occurs; which rows are kept, and in which order, is
+``runs.comparison.rows``.
 
 Only the matrix is decided here; the runs' own numbers (case and turn counts, pass rate, metric
 summaries) are their stored summaries, never recounted from cells.
@@ -75,12 +76,6 @@ _SHOWN_AS_STORED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.NOT_GRADED
 BASELINE_ORDER = "baseline"  # the baseline first, every other run against it
 COMMIT_ORDER = "commits"  # oldest first, each run against the one before it
 ORDERS = (BASELINE_ORDER, COMMIT_ORDER)
-
-# Rows to show (``select_rows``). "flaky" is the old name of "unstable", kept so old links work:
-# it never meant flakiness (a verdict that differs between commits is a change).
-SHOWS = ("all", "regressions", "fixes", "unstable", "changed", "partial")
-SHOW_ALIASES = {"flaky": "unstable"}
-SORTS = ("case", "regressions", "name", "delta")
 
 
 @dataclass(frozen=True)
@@ -370,20 +365,7 @@ def _row(
 ) -> Row:
     """The row of the cases ``present`` (run id -> its case called ``key``)."""
     first = next(iter(present.values()))
-    turn_count = max(len(case.turns) for case in present.values())
-    turns: list[dict[int, Outcome]] = []
-    for turn_index in range(turn_count):
-        line: dict[int, Outcome] = {}
-        for run_id in run_ids:
-            case = present.get(run_id)
-            turn = case.turns[turn_index] if case and turn_index < len(case.turns) else None
-            if turn is not None:
-                line[run_id] = verdict(turn.outcome, turn.kinds, selected)
-            elif case and case.status in OPEN_CASE_STATES:
-                line[run_id] = Outcome.PENDING
-            else:
-                line[run_id] = Outcome.ABSENT
-        turns.append(line)
+    turns = _turn_lines(run_ids, present, selected)
     row = Row(
         key=key,
         name=first.name,
@@ -426,6 +408,28 @@ def _row(
     return row
 
 
+def _turn_lines(
+    run_ids: list[int], present: dict[int, CaseData], selected: frozenset[str]
+) -> list[dict[int, Outcome]]:
+    """Per turn index, each run's verdict of that turn of its case (``pending`` while the case
+    runs, ``absent`` where it has no such turn or case)."""
+    turn_count = max(len(case.turns) for case in present.values())
+    turns: list[dict[int, Outcome]] = []
+    for turn_index in range(turn_count):
+        line: dict[int, Outcome] = {}
+        for run_id in run_ids:
+            case = present.get(run_id)
+            turn = case.turns[turn_index] if case and turn_index < len(case.turns) else None
+            if turn is not None:
+                line[run_id] = verdict(turn.outcome, turn.kinds, selected)
+            elif case and case.status in OPEN_CASE_STATES:
+                line[run_id] = Outcome.PENDING
+            else:
+                line[run_id] = Outcome.ABSENT
+        turns.append(line)
+    return turns
+
+
 def _kind_changes(
     run_ids: list[int],
     by_run: dict[int, dict[str, CaseData]],
@@ -435,32 +439,53 @@ def _kind_changes(
 ) -> dict[int, tuple[int, int]]:
     only = frozenset({kind})
     counts: dict[int, tuple[int, int]] = {}
-    # (compared turns, run turns) -> their changes: once per distinct pair (the turns of most
-    # cases are shared objects, see _RowMemo; both are held by by_run, so ids are safe keys)
-    seen: dict[tuple[int, int], tuple[int, int]] = {}
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # shared by the runs: see _changes_between
     for run_id in run_ids:
         if run_id not in against:
             continue
-        base = by_run[against[run_id]]
-        regressions = fixes = 0
-        for key, case in by_run[run_id].items():
-            before = base.get(key)
-            if before is None or before.turns is case.turns:
-                continue  # not in the baseline, or the very same turns: no change
-            found: tuple[int, int] | None
-            if significance is not None:  # repeated runs: each turn's own significance
-                found = _turn_changes(
-                    before.turns, case.turns, only, _of_case(significance, run_id, key)
-                )
-            else:
-                pair = (id(before.turns), id(case.turns))
-                found = seen.get(pair)
-                if found is None:
-                    found = seen[pair] = _turn_changes(before.turns, case.turns, only)
-            regressions += found[0]
-            fixes += found[1]
-        counts[run_id] = (regressions, fixes)
+        of_case = None
+        if significance is not None:  # repeated runs: each turn's own significance
+            of_case = _of_run(significance, run_id)
+        counts[run_id] = _changes_between(
+            by_run[against[run_id]], by_run[run_id], only, seen, of_case
+        )
     return counts
+
+
+def _changes_between(
+    before: dict[str, CaseData],
+    after: dict[str, CaseData],
+    only: frozenset[str],
+    seen: dict[tuple[int, int], tuple[int, int]],
+    significance: Callable[[str], Callable[[int], str | None]] | None = None,
+) -> tuple[int, int]:
+    """(regressions, fixes) of the cases ``after`` (by key) against the same cases ``before``.
+    Without ``significance``, once per distinct pair of turns (``seen``: (compared turns, run
+    turns) -> their changes; the turns of most cases are shared objects, see _RowMemo, held by
+    the caller, so ids are safe keys)."""
+    regressions = fixes = 0
+    for key, case in after.items():
+        old = before.get(key)
+        if old is None or old.turns is case.turns:
+            continue  # not in the compared run, or the very same turns: no change
+        found: tuple[int, int] | None
+        if significance is not None:
+            found = _turn_changes(old.turns, case.turns, only, significance(key))
+        else:
+            pair = (id(old.turns), id(case.turns))
+            found = seen.get(pair)
+            if found is None:
+                found = seen[pair] = _turn_changes(old.turns, case.turns, only)
+        regressions += found[0]
+        fixes += found[1]
+    return regressions, fixes
+
+
+def _of_run(
+    significance: TurnSignificance, run_id: int
+) -> Callable[[str], Callable[[int], str | None]]:
+    """The significance of one run's cases' turns: by case key, then turn index."""
+    return lambda key: _of_case(significance, run_id, key)
 
 
 def _of_case(significance: TurnSignificance, run_id: int, key: str) -> Callable[[int], str | None]:
@@ -505,88 +530,5 @@ def series_churn(
     counts: list[tuple[int, int] | None] = [None] if keyed else []
     seen: dict[tuple[int, int], tuple[int, int]] = {}  # as in _kind_changes
     for before, after in pairwise(keyed):
-        regressions = fixes = 0
-        for key, case in after.items():
-            old = before.get(key)
-            if old is None or old.turns is case.turns:
-                continue
-            pair = (id(old.turns), id(case.turns))
-            found = seen.get(pair)
-            if found is None:
-                found = seen[pair] = _turn_changes(old.turns, case.turns, only)
-            regressions += found[0]
-            fixes += found[1]
-        counts.append((regressions, fixes))
+        counts.append(_changes_between(before, after, only, seen))
     return counts
-
-
-def select_rows(rows: list[Row], show: str) -> list[Row]:
-    """``all``, ``regressions``, ``fixes``, ``unstable`` (``flaky``, its old name),
-    ``changed`` or ``partial``."""
-    show = SHOW_ALIASES.get(show, show)
-    if show == "regressions":
-        return [row for row in rows if row.regressions]
-    if show == "fixes":
-        return [row for row in rows if row.fixes]
-    if show == "unstable":
-        return [row for row in rows if row.unstable]
-    if show == "changed":
-        return [row for row in rows if row.changed or row.partial]
-    if show == "partial":
-        return [row for row in rows if row.partial]
-    return rows
-
-
-def sort_rows(rows: list[Row], sort: str) -> list[Row]:
-    """``case`` (the runs' order), ``regressions`` (most first), ``name``, or ``delta``: the
-    chosen metric's largest drop first, then the rows whose score moved least, then the rows
-    without a delta."""
-    if sort == "regressions":
-        return sorted(rows, key=lambda row: (-row.regressions, -row.fixes, row.index))
-    if sort == "name":
-        return sorted(rows, key=lambda row: row.key.lower())
-    if sort == "delta":
-        return sorted(rows, key=_by_drop)
-    return rows
-
-
-def _by_drop(row: Row) -> tuple[int, float, int]:
-    if not row.deltas:
-        return (1, 0.0, row.index)
-    return (0, min(row.deltas.values()), row.index)
-
-
-def rows_dropping(rows: list[Row], min_drop: float) -> list[Row]:
-    """The rows where the chosen metric's score fell by at least ``min_drop`` against a
-    compared cell."""
-    return [row for row in rows if row.drop is not None and row.drop >= min_drop - 1e-9]
-
-
-def rows_matching(rows: list[Row]) -> list[Row]:
-    """The rows where the searched text occurs in a turn of a run (``attach_hits``)."""
-    return [row for row in rows if row.hits]
-
-
-def attach_scores(matrix: Matrix, scores: Mapping[int, float]) -> None:
-    """Give every row the chosen metric's score of each of its cases (``scores``: case id ->
-    score; a case without one has none, never 0) and the deltas against the compared cells."""
-    for row in matrix.rows:
-        row.scores = {
-            run_id: scores[case_id] for run_id, case_id in row.case_ids.items() if case_id in scores
-        }
-        row.deltas = {  # rounded: the mean of equal scores can differ in the last bit
-            run_id: round(row.scores[run_id] - row.scores[other], 9)
-            for run_id, other in matrix.against.items()
-            if run_id in row.scores and other in row.scores
-        }
-
-
-def attach_hits(matrix: Matrix, hits: Mapping[int, Iterable[int]]) -> None:
-    """Give every row the turns where the searched text occurs (``hits``: case id -> turn
-    indexes), per run."""
-    for row in matrix.rows:
-        row.hits = {
-            run_id: tuple(sorted(hits[case_id]))
-            for run_id, case_id in row.case_ids.items()
-            if case_id in hits
-        }

@@ -3,8 +3,10 @@
 - ``comparison_for``: the runs asked for, their baseline and their comparison: what the compare
   page and ``GET /api/v1/compare`` both show;
 - ``runs_for_compare``: the runs asked for (1 query);
-- ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call);
-- ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case), aligned by
+- ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call;
+  ``runs.selectors.compare_baseline``);
+- ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case;
+  ``runs.selectors.compare_cases``), aligned by
   ``runs.comparison.matrix``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
   (1 aggregate); the runs in commit order (one git call), for the chronological mode;
@@ -15,65 +17,56 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
 
-from django.db.models import (
-    Avg,
-    Count,
-    OuterRef,
-    Prefetch,
-    Q,
-    StringAgg,
-    Subquery,
-    Sum,
-    TextField,
-    Value,
-)
-from django.db.models.functions import Cast, Concat
+from django.db.models import Avg, Count, OuterRef, Prefetch, Q, Subquery, Sum
 
 from runs import gitutil
 from runs.comparison.matrix import (
     BASELINE_ORDER,
     CaseData,
     Matrix,
-    TurnData,
     TurnSignificance,
     build_matrix,
     case_verdict,
     compared_with,
 )
 from runs.comparison.ordering import commit_ordered, on_history
+from runs.comparison.query import MAX_RUNS
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.pricing.prices import SplitCost
+from runs.selectors.compare_baseline import (
+    FINISHED,
+    Baseline,
+    NoBaseline,
+    baseline_choose,
+    next_run,
+    runs_for_compare,
+)
+from runs.selectors.compare_cases import RunTotals, case_rows, case_turns
 from runs.selectors.costs import Priced, runs_costs
 from runs.selectors.runs import run_summaries
 from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
 from runs.stats.significance import ScoreResult
 from runs.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.verdicts.numbers import pass_rate_of
-from runs.verdicts.outcomes import RUN_FINISHED_STATES, Outcome
+from runs.verdicts.outcomes import Outcome
 from runs.verdicts.regrades import RegradeSources
 from runs.verdicts.summary import MetricSummary, OutcomeCounts, RunSummary
 
-MAX_RUNS = 12
-# A baseline is a run that ended with its cases graded: finished, but not cancelled.
-FINISHED = tuple(state for state in RUN_FINISHED_STATES if state != Run.Status.CANCELLED)
-# Columns the compare page never reads.
-HEAVY_RUN_FIELDS = ("raw_yaml", "environment", "cli_args", "options")
-
-
-@dataclass
-class RunTotals:
-    """Sums over a run's turn rows, read with them."""
-
-    agent_ms: int = 0
-    tools_passed: int = 0
-    tools_failed: int = 0
+__all__ = [  # the baseline's names, read from here by the gate and the trends too
+    "FINISHED",
+    "MAX_RUNS",
+    "Baseline",
+    "NoBaseline",
+    "baseline_choose",
+    "case_turns",
+    "runs_for_compare",
+]
 
 
 @dataclass
@@ -153,36 +146,12 @@ class Comparison:
         return sorted({m.name for h in self.headlines for m in h.summary.metrics})
 
 
-@dataclass(frozen=True)
-class Baseline:
-    run: Run
-    rule: str  # how it was chosen, said on the page
-    added: bool  # not among the runs asked for: found by the rule and added
-
-
 class RunsMissing(Exception):
     """Some of the runs asked for do not exist (``missing``: their ids, in the order asked)."""
 
     def __init__(self, missing: list[int]) -> None:
         super().__init__(f"no run #{missing[0]}")
         self.missing = missing
-
-
-class NoBaseline(Exception):
-    """A lone run with no earlier run to compare it with; ``later``: the next run of its project
-    (or agent), when there is one (the run is the earliest), else None (it is the only run)."""
-
-    def __init__(self, run: Run, later: Run | None = None) -> None:
-        if later is None:
-            message = f"run {run.pk} has no other run to compare it with"
-        else:
-            message = (
-                f"run {run.pk} is the earliest run: there is no earlier run to compare it with "
-                f"(the next one is run {later.pk})"
-            )
-        super().__init__(message)
-        self.run = run
-        self.later = later
 
 
 def comparison_for(
@@ -216,121 +185,8 @@ def runs_compared(run_ids: list[int], *, chosen: int | None = None) -> tuple[Bas
         raise RunsMissing(missing)
     baseline = baseline_choose(runs, chosen=chosen)
     if baseline is None:
-        raise NoBaseline(runs[0], _next_run(runs[0]))
+        raise NoBaseline(runs[0], next_run(runs[0]))
     return baseline, [baseline.run] + [run for run in runs if run.pk != baseline.run.pk]
-
-
-def runs_for_compare(run_ids: list[int]) -> list[Run]:
-    """The runs in the order asked, with their project (1 query)."""
-    runs = Run.objects.select_related("project").defer(*HEAVY_RUN_FIELDS).filter(pk__in=run_ids)
-    by_id = {run.pk: run for run in runs}
-    return [by_id[run_id] for run_id in run_ids if run_id in by_id]
-
-
-# --- the baseline ---------------------------------------------------------------------------
-
-
-def baseline_choose(runs: list[Run], *, chosen: int | None = None) -> Baseline | None:
-    """The baseline for comparing ``runs`` (the newest of them is the subject).
-
-    ``chosen``: the user's pick among the runs. A re-grade's baseline is the run it re-grades.
-    Otherwise, among the other runs asked for (or,
-    when only one run was asked for, among every run of its project or agent): the latest
-    finished run of the parent commit of the subject's commit (found with git in the project's
-    repository); else the latest earlier finished run of the same project and branch; else the
-    run just before the subject. Re-grades are no runs of a commit or branch (their commit is
-    their transcripts'): those two rules pass them over.
-    """
-    if chosen is not None:
-        picked = next((run for run in runs if run.pk == chosen), None)
-        if picked is not None:
-            return Baseline(picked, "chosen by you", added=False)
-    if not runs:
-        return None
-    subject = max(runs, key=lambda run: (run.created_at, run.pk))
-    others = [run for run in runs if run.pk != subject.pk]
-    if subject.regrade_of_id is not None:
-        original = next((run for run in others if run.pk == subject.regrade_of_id), None)
-        if original is None and not others:
-            found = runs_for_compare([subject.regrade_of_id])
-            original = found[0] if found else None
-        if original is not None:
-            return Baseline(original, "the run it re-grades", added=not others)
-    pool = others or _siblings(subject)
-    added = not others
-    of_commits = [run for run in pool if not _is_regrade(run)]
-    parent = _parent_commit(subject)
-    if parent:
-        match = _latest(
-            run for run in of_commits if run.git_commit == parent and run.status in FINISHED
-        )
-        if match is not None:
-            rule = f"the latest finished run of the parent commit {parent[:8]}"
-            return Baseline(match, rule, added)
-    earlier = [run for run in pool if (run.created_at, run.pk) < (subject.created_at, subject.pk)]
-    match = _latest(
-        run
-        for run in earlier
-        if not _is_regrade(run)
-        and run.status in FINISHED
-        and run.git_branch == subject.git_branch
-        and _same_project(run, subject)
-    )
-    if match is not None:
-        if subject.git_branch:
-            rule = f"the latest earlier finished run of {subject.git_branch}"
-        else:
-            rule = "the latest earlier finished run without a branch, as this one has none"
-        return Baseline(match, rule, added)
-    match = _latest(earlier) or (_latest(pool) if others else None)
-    if match is not None:
-        return Baseline(match, "the run before it", added)
-    return None
-
-
-def _is_regrade(run: Run) -> bool:
-    # The sources outlive the original (regrade_of is cleared when it is deleted).
-    return run.regrade_of_id is not None or bool(run.regrade_sources)
-
-
-def _siblings(subject: Run) -> list[Run]:
-    """Other runs of the subject's project (or agent, for imported runs) (1 query)."""
-    runs = Run.objects.select_related("project").defer(*HEAVY_RUN_FIELDS).exclude(pk=subject.pk)
-    if subject.project_id:
-        runs = runs.filter(project_id=subject.project_id)
-    else:
-        runs = runs.filter(project__isnull=True, agent_name=subject.agent_name)
-    return list(runs.order_by("-created_at", "-id")[:500])
-
-
-def _next_run(subject: Run) -> Run | None:
-    """The run of the subject's project (or agent) made just after it, if any (1 query)."""
-    runs = Run.objects.defer(*HEAVY_RUN_FIELDS).exclude(pk=subject.pk)
-    if subject.project_id:
-        runs = runs.filter(project_id=subject.project_id)
-    else:
-        runs = runs.filter(project__isnull=True, agent_name=subject.agent_name)
-    later = runs.filter(created_at__gt=subject.created_at) | runs.filter(
-        created_at=subject.created_at, pk__gt=subject.pk
-    )
-    return later.order_by("created_at", "id").first()
-
-
-def _parent_commit(run: Run) -> str | None:
-    if not run.git_commit or run.project is None:
-        return None
-    return gitutil.parent_commit(Path(run.project.directory), run.git_commit)
-
-
-def _latest(runs: object) -> Run | None:
-    found = list(runs)  # type: ignore[call-overload]
-    return max(found, key=lambda run: (run.created_at, run.pk)) if found else None
-
-
-def _same_project(a: Run, b: Run) -> bool:
-    if a.project_id or b.project_id:
-        return a.project_id == b.project_id
-    return a.agent_name == b.agent_name
 
 
 # --- the comparison -------------------------------------------------------------------------
@@ -351,7 +207,7 @@ def compare_runs(
     them, only significant changes are regressions and fixes (``runs.comparison.matrix``)."""
     runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
-    cases, totals, repetitions = _cases(ids)
+    cases, totals, repetitions = case_rows(ids)
     against = compared_with(ids, baseline.pk, order)
     significance = _repetition_significance(runs, against) if repetitions else {}
     matrix = build_matrix(
@@ -513,158 +369,6 @@ def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
     for case_id, index in rows:
         hits[case_id].add(index)
     return dict(hits)
-
-
-# One turn of the text ``_cases`` reads per case: "index|outcome|verdicts by kind (JSON)".
-TURN_LINE = Concat(
-    Cast("index", TextField()),
-    Value("|"),
-    "outcome",
-    Value("|"),
-    Cast("kind_outcomes", TextField()),
-    output_field=TextField(),
-)
-TURNS_SEPARATOR = "\n"  # JSON text holds no raw line break
-
-
-def _cases(
-    run_ids: list[int],
-) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals], dict[int, tuple[int, int]]]:
-    """Every case of the runs with its turns, as plain data, the turns' sums and, for a
-    repeated run's merged cases, (passed, graded) of their repetitions by the case's id (2
-    queries).
-
-    The turns come as one line per case: the database joins each case's turn verdicts into one
-    text (read from the covering index ``turn_verdicts_cover``, not the wide turn rows). The
-    cases of a run share a handful of distinct texts, each parsed once into turns shared by
-    every case that has it.
-    """
-    turns_of: dict[int, tuple[TurnData, ...]] = {}
-    totals: dict[int, RunTotals] = defaultdict(RunTotals)
-    parsed = _TurnsCache()
-    for run_id, case_id, text, agent_ms in (
-        TurnResult.objects.filter(run_id__in=run_ids)
-        .order_by()
-        .values("run_id", "case_id")
-        .annotate(
-            text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)), agent_ms=Sum("execution_time_ms")
-        )
-        .values_list("run_id", "case_id", "text", "agent_ms")
-    ):
-        found = parsed(text)
-        turns_of[case_id] = found.turns
-        sums = totals[run_id]
-        sums.agent_ms += agent_ms or 0
-        sums.tools_passed += found.tools_passed
-        sums.tools_failed += found.tools_failed
-    cases: dict[int, list[CaseData]] = defaultdict(list)
-    repeated: dict[tuple[int, int], list[CaseData]] = {}
-    kinds_of = parsed.kinds
-    for run_id, case_id, index, repetition, name, status, outcome, kinds_text in (
-        CaseResult.objects.filter(run_id__in=run_ids)
-        .order_by("run_id", "index", "repetition")
-        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
-        .values_list(
-            "run_id", "id", "index", "repetition", "name", "status", "outcome", "kinds_text"
-        )
-    ):
-        case = CaseData(
-            case_id=case_id,
-            index=index,
-            name=name,
-            status=status,
-            outcome=outcome,
-            kinds=kinds_of(kinds_text),
-            turns=turns_of.get(case_id, ()),
-        )
-        if repetition == 0:
-            cases[run_id].append(case)
-        else:  # a repeated run: its case's repetitions are merged below
-            repeated.setdefault((run_id, index), []).append(case)
-    counts = _merge_repetitions(cases, repeated) if repeated else {}
-    return cases, totals, counts
-
-
-def _merge_repetitions(
-    cases: dict[int, list[CaseData]], repeated: dict[tuple[int, int], list[CaseData]]
-) -> dict[int, tuple[int, int]]:
-    """A repeated run's cases, each one case of the comparison with its verdicts merged over
-    its repetitions (``runs.verdicts.repeats.repetitions_merged``); (passed, graded) of each
-    merged case's repetitions, by its id."""
-    from runs.verdicts.repeats import repeat_stats, repetitions_merged
-
-    counts = {}
-    for run_id, listed in cases.items():
-        merged = []
-        for case in listed:
-            group = [case, *repeated.get((run_id, case.index), ())]
-            if len(group) > 1:
-                stats = repeat_stats(member.outcome for member in group)
-                counts[case.case_id] = (stats.passed, stats.graded)
-                case = repetitions_merged(group)
-            merged.append(case)
-        cases[run_id] = merged
-    return counts
-
-
-def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
-    """Run id -> its cases that have turns, with their turns' verdicts (the cases' own state
-    and verdict left out): for counting changes between runs along a series (1 query: one
-    text per case, as ``_cases`` reads them, with the case's name and index)."""
-    parsed = _TurnsCache()
-    found: dict[int, list[CaseData]] = defaultdict(list)
-    for run_id, case_id, name, index, text in (
-        TurnResult.objects.filter(run_id__in=run_ids)
-        .order_by()
-        .values("run_id", "case_id", "case__name", "case__index")
-        .annotate(text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)))
-        .values_list("run_id", "case_id", "case__name", "case__index", "text")
-    ):
-        turns = parsed(text).turns
-        found[run_id].append(CaseData(case_id, index, name, "done", "", {}, turns))
-    return dict(found)
-
-
-@dataclass(frozen=True)
-class _CaseTurns:
-    """A case's turns in order, and how many of them passed and failed their tool assertions."""
-
-    turns: tuple[TurnData, ...]
-    tools_passed: int
-    tools_failed: int
-
-
-class _TurnsCache:
-    """Parses the turn texts of ``_cases`` and the stored verdicts by kind, once per distinct
-    text: a run of thousands of turns has a handful of distinct combinations, so decoding each
-    row would be waste."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, _CaseTurns] = {}
-        self.seen_kinds: dict[str, dict[str, str]] = {}
-
-    def __call__(self, text: str | None) -> _CaseTurns:
-        found = self.seen.get(text or "")
-        if found is None:
-            found = self.seen[text or ""] = self._parse(text or "")
-        return found
-
-    def _parse(self, text: str) -> _CaseTurns:
-        turns = []
-        for line in text.split(TURNS_SEPARATOR) if text else ():
-            index, outcome, kinds = line.split("|", 2)
-            turns.append(TurnData(index=int(index), outcome=outcome, kinds=self.kinds(kinds)))
-        turns.sort(key=lambda turn: turn.index)
-        tools = [turn.kinds[TOOLS_KIND] for turn in turns if TOOLS_KIND in turn.kinds]
-        return _CaseTurns(tuple(turns), tools.count(Outcome.PASSED), tools.count(Outcome.FAILED))
-
-    def kinds(self, text: str | None) -> dict[str, str]:
-        if not text:
-            return {}
-        found = self.seen_kinds.get(text)
-        if found is None:
-            found = self.seen_kinds[text] = json.loads(text) or {}
-        return found
 
 
 def _judge_sums(run_ids: list[int], kinds: list[str]) -> dict[int, tuple[int, float | None]]:

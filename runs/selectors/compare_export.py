@@ -11,7 +11,6 @@ indexes, never by lists of ids.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.db.models.functions import Cast
 from runs.comparison.matrix import CaseData, case_verdict
 from runs.models import CaseResult, MetricResult, Run, TurnResult, repeats_of
 from runs.selectors.compare import runs_compared, runs_in_time_order
+from runs.selectors.compare_cases import KindsCache
 from runs.verdicts.kinds import TOOLS_KIND
 from runs.writers.compare_csv import CsvCase, CsvRun
 
@@ -59,7 +59,7 @@ def export_cases(runs: Sequence[Run], metrics: Sequence[str]) -> Iterator[CsvCas
     )
     if bounds["low"] is None:
         return
-    kinds_of = _KindsCache()
+    kinds_of = KindsCache()
     for low in range(bounds["low"], bounds["high"] + 1, per_slice):
         high = low + per_slice - 1
         rows = sorted(_slice_cases(ids, low, high), key=lambda r: (r[1], column[r[0]], r[2]))
@@ -78,22 +78,6 @@ def export_cases(runs: Sequence[Run], metrics: Sequence[str]) -> Iterator[CsvCas
                 execution_time_ms=ms,
                 scores=scores.get(case_id, {}),
             )
-
-
-class _KindsCache:
-    """A case's verdicts by kind from their JSON text, each distinct text parsed once: the
-    cases of a compare share a handful of them."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, dict[str, str]] = {}
-
-    def __call__(self, text: str | None) -> dict[str, str]:
-        if not text:
-            return {}
-        found = self.seen.get(text)
-        if found is None:
-            found = self.seen[text] = json.loads(text) or {}
-        return found
 
 
 def _rows_per_index(ids: list[int]) -> int:

@@ -17,28 +17,20 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from runs.selectors.compare import MAX_RUNS, NoBaseline, RunsMissing
+from runs.comparison.query import MAX_METRIC, ComparisonQuery
+from runs.selectors.compare import NoBaseline, RunsMissing
 from runs.selectors.compare_export import export_cases, export_metric_names, export_runs
 from runs.verdicts.kinds import KINDS
-from runs.web.params import (
-    BadParam,
-    Query,
-    choice_list_param,
-    int_list_param,
-    int_param,
-    text_list_param,
-)
+from runs.web.compare_params import runs_query
+from runs.web.params import BadParam, Query, text_list_param
 from runs.writers.compare_csv import csv_chunks
 
-MAX_METRIC = 200  # MetricResult.metric_name's length
 MOST_METRICS = 100  # metric= values in one request
 
 
 @dataclass(frozen=True)
 class CsvSettings:
-    run_ids: list[int]
-    chosen: int | None  # the baseline picked
-    kinds: list[str]
+    query: ComparisonQuery  # the runs, the baseline picked and the kinds
     metrics: list[str]  # empty: every metric of the runs (of the kinds)
 
 
@@ -50,7 +42,7 @@ class UnknownMetric(Exception):
 @require_GET
 def compare_csv(request: HttpRequest) -> StreamingHttpResponse:
     settings = _csv_params(request)
-    if not settings.run_ids:
+    if not settings.query.run_ids:
         raise BadParam("runs", "?runs= takes the ids of the runs to compare")
     try:
         return compare_csv_response(settings)
@@ -62,9 +54,7 @@ def compare_csv(request: HttpRequest) -> StreamingHttpResponse:
 
 def _csv_params(request: Query) -> CsvSettings:
     return CsvSettings(
-        run_ids=int_list_param(request, "runs", most=MAX_RUNS),
-        chosen=int_param(request, "baseline"),
-        kinds=choice_list_param(request, "kinds", KINDS),
+        query=runs_query(request),
         metrics=text_list_param(request, "metric", most=MOST_METRICS, max_length=MAX_METRIC),
     )
 
@@ -73,12 +63,12 @@ def compare_csv_response(settings: CsvSettings) -> StreamingHttpResponse:
     """The compare as a CSV attachment, streamed. Raises RunsMissing, UnknownMetric (before
     anything is streamed)."""
     try:
-        runs = export_runs(settings.run_ids, chosen=settings.chosen)
+        runs = export_runs(settings.query.run_ids, chosen=settings.query.chosen)
     except NoBaseline as exc:  # a lone run with nothing to compare it with: the run alone
         runs = [exc.run]
     ids = [run.pk for run in runs]
     metrics = _metrics(ids, settings)
-    kinds = settings.kinds or list(KINDS)
+    kinds = settings.query.kinds or list(KINDS)
     response = StreamingHttpResponse(
         csv_chunks(export_cases(runs, metrics), kinds, metrics),
         content_type="text/csv; charset=utf-8",
@@ -90,7 +80,7 @@ def compare_csv_response(settings: CsvSettings) -> StreamingHttpResponse:
 
 def _metrics(ids: Sequence[int], settings: CsvSettings) -> list[str]:
     if not settings.metrics:
-        return export_metric_names(ids, settings.kinds)
+        return export_metric_names(ids, settings.query.kinds)
     known = set(export_metric_names(ids))
     for metric in settings.metrics:
         if metric not in known:

@@ -16,18 +16,20 @@ from runs.comparison.matrix import (
     CaseData,
     Matrix,
     TurnData,
-    attach_hits,
-    attach_scores,
     build_matrix,
     changed_back_and_forth,
     compared_with,
+    series_churn,
+)
+from runs.comparison.ordering import commit_ordered, on_history
+from runs.comparison.rows import (
+    attach_hits,
+    attach_scores,
     rows_dropping,
     rows_matching,
     select_rows,
-    series_churn,
     sort_rows,
 )
-from runs.comparison.ordering import commit_ordered, on_history
 from runs.verdicts.numbers import format_score_delta
 from runs.verdicts.outcomes import Outcome
 

@@ -352,7 +352,7 @@ def test_the_api_show_type_is_the_pages_filters() -> None:
     from typing import get_args
 
     from runs.api.compare import Show
-    from runs.comparison.matrix import SHOW_ALIASES, SHOWS
+    from runs.comparison.rows import SHOW_ALIASES, SHOWS
 
     assert get_args(Show) == (*SHOWS, *SHOW_ALIASES)
 
