@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
@@ -53,12 +53,12 @@ class LastRun:
     not_graded_cases: int
     errored_cases: int | None  # out of its stored summary (None: not ended)
     error: str
-    # Its launch's limit, filter, agent.yaml case count and repeats (read out of Run.options,
-    # whose case list can be long): what its partial badge says.
-    limit: Any = None
-    case_filter: Any = None
-    config_cases: Any = None
-    repeats: Any = None
+    # Its launch's limit, filter, agent.yaml case count and repeats (the run's option columns,
+    # PARTIAL_COLUMNS): what its partial badge says.
+    limit: int | None = None
+    case_filter: str = ""
+    config_cases: int | None = None
+    repeats: int = 1
 
     @property
     def status_counts(self) -> StatusCounts:
