@@ -239,13 +239,7 @@ class Run(models.Model):
     def partial_text(self) -> str:
         """ "partial: 3 of 8 cases, filter 'cash'" when the run ran fewer cases than its
         agent.yaml had (a limit or a filter), else "" (read from its option columns)."""
-        return partial_text(
-            limit=self.case_limit,
-            case_filter=self.case_filter,
-            config_cases=self.config_cases,
-            repeats=self.repeats,
-            total_cases=self.total_cases,
-        )
+        return partial_text(self)
 
     @property
     def launch_options(self) -> list[tuple[str, str]]:

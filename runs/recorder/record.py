@@ -38,7 +38,7 @@ def run_record(
     file's own summary says (``warnings`` say where it disagreed). ``uid`` is the run the file
     names, kept so that its exports are recognised where it came from.
     """
-    report, meta = eval_run.report, eval_run.metadata
+    report = eval_run.report
     results = report.results
     turns_of = [case_turns(result) for result in results]
     summary = summary_of_results(results)
@@ -54,17 +54,8 @@ def run_record(
             status=status,
             error="every test case failed to execute" if all_errored else "",
             source_hash=source_hash,
-            agent_name=report.agent_name,
-            agent_config_path=report.agent_config_path,
-            git_commit=meta.git_commit or "",
-            git_subject=commit_subject(eval_run),  # our exports carry it; HoloDeck's do not
-            prompt_version=meta.prompt_version,
-            config_snapshot=meta.agent_config,
-            holodeck_version=report.holodeck_version,
-            environment=report.environment,
+            **_report_fields(eval_run),
             **_import_options(warnings).fields(),
-            cli_args=meta.cli_args,
-            report_timestamp=report.timestamp,
             started_at=when,
             finished_at=when,
             created_at=when or timezone.now(),
@@ -80,6 +71,23 @@ def run_record(
         )
         _cases_record(run, results, turns_of)
     return run
+
+
+def _report_fields(eval_run: wire.EvalRun) -> dict[str, Any]:
+    """The run's columns that a result file says as it is: its agent, commit and environment."""
+    report, meta = eval_run.report, eval_run.metadata
+    return {
+        "agent_name": report.agent_name,
+        "agent_config_path": report.agent_config_path,
+        "git_commit": meta.git_commit or "",
+        "git_subject": commit_subject(eval_run),  # our exports carry it; HoloDeck's do not
+        "prompt_version": meta.prompt_version,
+        "config_snapshot": meta.agent_config,
+        "holodeck_version": report.holodeck_version,
+        "environment": report.environment,
+        "cli_args": meta.cli_args,
+        "report_timestamp": report.timestamp,
+    }
 
 
 def _import_options(warnings: Sequence[str]) -> RunOptions:

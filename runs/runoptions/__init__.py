@@ -3,11 +3,19 @@ the one ``RunOptions`` every writer builds and every reader reads; ``texts`` wha
 of them (the partial badge, the launch options rows)."""
 
 from runs.runoptions.model import RERUN_FAILED, CaseEntry, RerunPick, RunOptions
-from runs.runoptions.texts import partial_text, run_launch_options, run_partial_text
+from runs.runoptions.texts import (
+    Partial,
+    PartialColumns,
+    partial_text,
+    run_launch_options,
+    run_partial_text,
+)
 
 __all__ = [
     "RERUN_FAILED",
     "CaseEntry",
+    "Partial",
+    "PartialColumns",
     "RerunPick",
     "RunOptions",
     "partial_text",

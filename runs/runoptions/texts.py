@@ -4,33 +4,52 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from runs.runoptions.model import RunOptions
 
 
-def partial_text(
-    *,
-    limit: int | None,
-    case_filter: str,
-    config_cases: int | None,
-    repeats: int,
-    total_cases: int,
-) -> str:
-    """The partial badge's text of a run launched with these options (the run's option
-    columns): "partial: 3 of 8 cases, filter 'cash'" when it selected fewer cases than its
-    agent.yaml had, else "".
+class PartialColumns(Protocol):
+    """What a partial badge reads of a run: its option columns (``RunOptions.columns``) and
+    its number of case rows (a ``Run``, a list's row, a ``Partial``)."""
+
+    @property
+    def case_limit(self) -> int | None: ...
+    @property
+    def case_filter(self) -> str: ...
+    @property
+    def config_cases(self) -> int | None: ...
+    @property
+    def repeats(self) -> int: ...
+    @property
+    def total_cases(self) -> int: ...
+
+
+class Partial(NamedTuple):
+    """The PartialColumns of a run read as values."""
+
+    case_limit: int | None
+    case_filter: str
+    config_cases: int | None
+    repeats: int
+    total_cases: int
+
+
+def partial_text(run: PartialColumns) -> str:
+    """The partial badge's text of a run: "partial: 3 of 8 cases, filter 'cash'" when it
+    selected fewer cases than its agent.yaml had, else "".
 
     Runs launched before ``config_cases`` was recorded are partial when a limit below their
     case count, or a filter, was given (how many cases the agent.yaml had is then unknown).
     """
-    total_cases //= repeats  # its rows are its cases' repetitions
-    if config_cases is not None:
-        if total_cases >= config_cases:
+    limit, case_filter = run.case_limit, run.case_filter
+    cases = run.total_cases // run.repeats  # its rows are its cases' repetitions
+    if run.config_cases is not None:
+        if cases >= run.config_cases:
             return ""
-        text = f"partial: {total_cases} of {config_cases} cases"
-    elif case_filter or (limit is not None and limit <= total_cases):
-        text = f"partial: {total_cases} case{'' if total_cases == 1 else 's'}"
+        text = f"partial: {cases} of {run.config_cases} cases"
+    elif case_filter or (limit is not None and limit <= cases):
+        text = f"partial: {cases} case{'' if cases == 1 else 's'}"
     else:
         return ""
     if case_filter:
@@ -41,17 +60,12 @@ def partial_text(
 
 
 def run_partial_text(options: RunOptions | Mapping[str, Any] | None, *, total_cases: int) -> str:
-    """``partial_text`` of a run's options (a ``RunOptions``, or the JSON ``Run.options``
-    stores)."""
+    """``partial_text`` of a run of ``total_cases`` rows launched with ``options`` (a
+    ``RunOptions``, or the JSON ``Run.options`` stores)."""
     if not isinstance(options, RunOptions):
         options = RunOptions.stored(options)
-    return partial_text(
-        limit=options.limit,
-        case_filter=options.case_filter,
-        config_cases=options.config_cases,
-        repeats=options.repeats,
-        total_cases=total_cases,
-    )
+    columns = options.columns()
+    return partial_text(Partial(**columns, total_cases=total_cases))
 
 
 def run_launch_options(options: RunOptions, *, git_ref: str, commit: str) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@ long: a list never reads it)."""
 
 from __future__ import annotations
 
-from runs.runoptions import partial_text
+from runs.runoptions import Partial, partial_text
 
 # The run's columns a partial badge reads (``RunOptions.columns``), in ``partial_text_of``'s
 # order (its total cases apart).
@@ -15,10 +15,4 @@ def partial_text_of(
     limit: int | None, case_filter: str, config_cases: int | None, total_cases: int, repeats: int
 ) -> str:
     """The partial badge of a run of ``total_cases`` rows read with the PARTIAL_COLUMNS."""
-    return partial_text(
-        limit=limit,
-        case_filter=case_filter,
-        config_cases=config_cases,
-        repeats=repeats,
-        total_cases=total_cases,
-    )
+    return partial_text(Partial(limit, case_filter, config_cases, repeats, total_cases))

@@ -38,23 +38,11 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from graders.result import error_text
+from runs import recorder
 from runs.engine.events import emit
 from runs.logcontext import log_context, log_context_set
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
-from runs.recorder import (
-    CaseRecorder,
-    CaseSuperseded,
-    case_cancel,
-    case_claim,
-    case_fail,
-    case_finish,
-    case_heartbeat,
-    case_not_graded,
-    case_rows_ensure,
-    close_thread_connection,
-    run_settle,
-)
 from runs.services.queue import EXECUTE_CASE, task_enqueue
 from runs.services.run_agents import (
     agent_backend,
@@ -87,9 +75,9 @@ def run_start(*, run_id: int) -> None:
             run.mark_running()
         elif run.status != Run.Status.RUNNING:
             return
-        case_rows_ensure(run)  # runs queued before case rows were made at launch
+        recorder.case_rows_ensure(run)  # runs queued before case rows were made at launch
         case_pump(run=run)
-        run_settle(run)  # a run with no case left to run finishes here
+        recorder.run_settle(run)  # a run with no case left to run finishes here
 
 
 def run_execute_inline(*, run_id: int) -> Run:
@@ -109,11 +97,11 @@ def run_execute_inline(*, run_id: int) -> Run:
         ):
             if case.run.status != Run.Status.RUNNING:
                 break
-            attempt = case_claim(case)
+            attempt = recorder.case_claim(case)
             if attempt is not None:
                 agent = _case_run(case, attempt, agent)
     run = Run.objects.get(pk=run_id)
-    if run_settle(run):
+    if recorder.run_settle(run):
         run_agent_forget(run_id)
     return Run.objects.get(pk=run_id)
 
@@ -152,17 +140,17 @@ def case_execute(*, case_id: int) -> None:
         CaseResult.Status.PENDING,
         CaseResult.Status.RUNNING,
     ):
-        attempt = case_claim(case, take_over=case_attempt_dead(case))
+        attempt = recorder.case_claim(case, take_over=case_attempt_dead(case))
         if attempt is not None:
             with _recorder_connection():
                 agent = _case_run(case, attempt)
                 if agent is not None:
                     touched = _cases_chain(run, agent)
     elif run.status == Run.Status.CANCELLED:
-        case_cancel(case)
+        recorder.case_cancel(case)
     for each in touched:  # the runs whose cases it ran: refilled, and finished when done
         case_pump(run=each)
-        if run_settle(each):
+        if recorder.run_settle(each):
             run_agent_forget(each.pk)
 
 
@@ -201,7 +189,7 @@ def _cases_chain(run: Run, agent: LoadedAgent) -> list[Run]:
             case_pump(run=holder)  # its slot, back to the broker's next message
             holder = None
         queued = case.enqueued
-        attempt = case_claim(case, unqueued=not queued)
+        attempt = recorder.case_claim(case, unqueued=not queued)
         if attempt is None:  # another task or a pump took it first: the next one
             continue
         runs.setdefault(case.run_id, case.run)
@@ -218,7 +206,7 @@ def _runs_settle_ended(runs: dict[int, Run], loads: Mapping[int, RunLoad]) -> No
     """Finish the runs whose last case ended in this task (no open case left: not in
     ``loads``) now, not when the task ends; they are dropped from ``runs``."""
     for run_id, each in list(runs.items()):
-        if run_id not in loads and run_settle(each):
+        if run_id not in loads and recorder.run_settle(each):
             run_agent_forget(run_id)
             del runs[run_id]
 
@@ -402,11 +390,11 @@ def _case_run(
                     _regrade(agent, case, attempt, original)
                 else:
                     asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
-        except CaseSuperseded:
+        except recorder.CaseSuperseded:
             log.info("case %s of run %s was taken over by another attempt", case.index, case.run_id)
         except Exception as exc:
             log.exception("case %s of run %s crashed", case.index, case.run_id)
-            case_fail(case, attempt, f"execution error: {error_text(exc)}")
+            recorder.case_fail(case, attempt, f"execution error: {error_text(exc)}")
         else:
             log.info("case %s of run %s ended", case.index, case.run_id)
     return agent
@@ -420,7 +408,7 @@ def _recorder_connection() -> Iterator[None]:
     try:
         yield
     finally:
-        asyncio.run(_in_recorder_thread(close_thread_connection))
+        asyncio.run(_in_recorder_thread(recorder.close_thread_connection))
 
 
 async def _in_recorder_thread(fn: Callable[[], object]) -> None:
@@ -471,11 +459,11 @@ class _Heartbeats:
                     running = list(self.running.items())
                 for (_, attempt), case in running:
                     try:
-                        case_heartbeat(case, attempt)
+                        recorder.case_heartbeat(case, attempt)
                     except Exception:  # a database hiccup: the next beat tries again
                         log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
         finally:
-            close_thread_connection()
+            recorder.close_thread_connection()
 
 
 _HEARTBEATS = _Heartbeats()
@@ -494,15 +482,17 @@ async def _execute(
 
     # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
     await _in_recorder_thread(close_old_connections)
-    recorder = CaseRecorder(per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS)
-    recorder.track(case, attempt)
+    writer = recorder.CaseRecorder(
+        per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS
+    )
+    writer.track(case, attempt)
     engine = Engine(
-        agent, backend=backend, on_event=_turn_bound(recorder), is_cancelled=recorder.is_cancelled
+        agent, backend=backend, on_event=_turn_bound(writer), is_cancelled=writer.is_cancelled
     )
     try:
         await engine.run_case(case.index, repetition=case.repetition)
     finally:
-        await recorder.flush()  # the turns before a crash are kept, as they would have been
+        await writer.flush()  # the turns before a crash are kept, as they would have been
 
 
 def _turn_bound(listener: EventCallback) -> EventCallback:
@@ -529,7 +519,7 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
 
     stored = _stored_turns(original_id, case)
     if not stored:  # a case that never ran (re-grades made before they left those out)
-        case_not_graded(case, attempt, f"{NOT_REGRADABLE}: run {original_id} never ran it")
+        recorder.case_not_graded(case, attempt, f"{NOT_REGRADABLE}: run {original_id} never ran it")
         return
     result, turns = asyncio.run(
         regrade_case(
@@ -543,7 +533,7 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
     # A case the original's cancel stopped stays stopped: its skipped turns were never run,
     # so they neither fail it nor leave it "not graded".
     stopped = _original_stopped(original_id, case)
-    case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
+    recorder.case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
