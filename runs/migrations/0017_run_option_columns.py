@@ -27,20 +27,20 @@ def option_columns(limit: Any, case_filter: Any, config_cases: Any, repeats: Any
 
 
 def fill_option_columns(apps: Any, schema_editor: Any) -> None:
+    """Each run whose JSON says other than the defaults gets its columns, BATCH runs at a time
+    (each batch read whole before it is written)."""
     Run = apps.get_model("runs", "Run")
-    runs = Run.objects.using(schema_editor.connection.alias)
+    runs = Run.objects.using(schema_editor.connection.alias).order_by("pk")
+    paths = [KT(f"options__{key}") for key in KEYS]
     defaults = option_columns(None, None, None, None)
-    rows = runs.order_by("pk").values_list("pk", *(KT(f"options__{key}") for key in KEYS))
-    changed: list[Any] = []
-    for pk, *values in rows.iterator(chunk_size=2000):
-        columns = option_columns(*values)
-        if columns != defaults:
-            changed.append(Run(pk=pk, **columns))
-        if len(changed) >= BATCH:
-            runs.bulk_update(changed, list(defaults))
-            changed = []
-    if changed:
-        runs.bulk_update(changed, list(defaults))
+    last = 0
+    while batch := list(runs.filter(pk__gt=last).values_list("pk", *paths)[:BATCH]):
+        last = batch[-1][0]
+        changed = [(pk, option_columns(*values)) for pk, *values in batch]
+        runs.bulk_update(
+            [Run(pk=pk, **columns) for pk, columns in changed if columns != defaults],
+            list(defaults),
+        )
 
 
 class Migration(migrations.Migration):

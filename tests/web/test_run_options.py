@@ -23,6 +23,7 @@ from tests.web.factories import RunSpec, build_run, make_project
 
 BEFORE = ("runs", "0016_transcripts_reruns_subjects")
 AFTER = ("runs", "0017_run_option_columns")
+MIGRATION_0017 = import_module("runs.migrations.0017_run_option_columns")
 
 # What a dashboard launch stored before RunOptions existed, key for key.
 OLD_LAUNCH = {
@@ -136,6 +137,8 @@ def test_migration_0017_fills_the_option_columns_from_each_runs_json(before_0017
     imported = old.objects.create(agent_name="b", options={"warnings": ["odd file"]})
     odd = old.objects.create(agent_name="c", options={"repeats": 0, "limit": "two"})
     older = old.objects.create(agent_name="d", options={"limit": 5, "case_filter": "x"})
+    many = MIGRATION_0017.BATCH + 20  # more than one batch
+    old.objects.bulk_create(old(agent_name="e", options={"repeats": 2}) for _ in range(many))
 
     executor = MigrationExecutor(connection)
     executor.migrate([AFTER])
@@ -148,14 +151,14 @@ def test_migration_0017_fills_the_option_columns_from_each_runs_json(before_0017
     assert read[odd.pk] == (1, None, "", None)
     assert read[older.pk] == (1, 5, "x", None)
     assert new.objects.get(pk=launched.pk).options == OLD_LAUNCH  # the JSON is left as it was
+    assert new.objects.filter(agent_name="e", repeats=2).count() == many
 
 
 def test_migration_0017_reads_json_paths_as_postgresql_gives_them_as_text() -> None:
-    migration = import_module("runs.migrations.0017_run_option_columns")
-    assert migration.option_columns("2", "cash", "8", "3") == {
+    assert MIGRATION_0017.option_columns("2", "cash", "8", "3") == {
         "repeats": 3,
         "case_limit": 2,
         "case_filter": "cash",
         "config_cases": 8,
     }
-    assert migration.option_columns(None, None, None, None) == RunOptions().columns()
+    assert MIGRATION_0017.option_columns(None, None, None, None) == RunOptions().columns()
