@@ -74,7 +74,7 @@ class RunOptions(BaseModel):
     def stored(cls, data: Mapping[str, Any] | None) -> RunOptions:
         """The options a row holds, read tolerantly: a key this model does not know, or a value
         it refuses, reads as the field's default (older rows; a hand-edited one)."""
-        data = dict(data or {})
+        data = dict(data) if isinstance(data, Mapping) else {}
         for _ in range(len(data) + 1):
             try:
                 return cls.model_validate(data)

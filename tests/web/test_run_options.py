@@ -68,6 +68,7 @@ def test_an_unreadable_stored_value_reads_as_the_default_and_the_rest_as_stored(
     )
     assert (options.repeats, options.limit, options.parallel, options.rerun) == (1, None, 4, None)
     assert RunOptions.stored(None) == RunOptions.stored({}) == RunOptions()
+    assert RunOptions.stored([1, 2]) == RunOptions()  # type: ignore[arg-type]  # not a mapping
 
 
 @pytest.mark.parametrize(
