@@ -222,12 +222,13 @@ def _rerun_of(request: HttpRequest, project: AgentProject) -> Run | None:
 def rerun_initial(run: Run) -> dict[str, Any]:
     """The launch form's fields as ``run`` was launched (its limit, filter, parallelism and git
     ref; empty where it had none)."""
+    options = run.run_options
     return {
         "git_ref": run.git_ref,
-        "parallel": run.run_options.parallel,
-        "case_filter": run.case_filter,
-        "limit": run.case_limit,
-        "repeats": run.repeats if run.repeats > 1 else None,
+        "parallel": options.parallel,
+        "case_filter": options.case_filter,
+        "limit": options.limit,
+        "repeats": options.repeats if options.repeats > 1 else None,
     }
 
 
