@@ -225,9 +225,7 @@ def rerun_initial(run: Run) -> dict[str, Any]:
     options = run.run_options
     return {
         "git_ref": run.git_ref,
-        "parallel": options.parallel,
-        "case_filter": options.case_filter,
-        "limit": options.limit,
+        **options.model_dump(include={"parallel", "case_filter", "limit"}),
         "repeats": options.repeats if options.repeats > 1 else None,
     }
 
