@@ -9,6 +9,7 @@ processed files JSON on the case row (each is always read together with its row,
 from __future__ import annotations
 
 import uuid
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.agentconfig.test_cases import case_label
+from runs.runoptions import RunOptions, partial_text, run_launch_options
 from runs.verdicts.numbers import case_text
 from runs.verdicts.regrades import RegradeSources
 from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
@@ -121,7 +123,15 @@ class Run(models.Model):
     snapshot = models.ForeignKey(
         AgentSnapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
     )
+    # What it was launched with (runs.runoptions.RunOptions as JSON): read it as ``run_options``.
     options = models.JSONField(default=dict, blank=True)
+    # The options the lists filter, count and badge by, as columns (``RunOptions.columns``,
+    # written with the JSON): how many times each case runs (1: once), the launch's limit and
+    # filter, and how many cases its agent.yaml had (None: unknown, an import or an older run).
+    repeats = models.IntegerField(default=1)
+    case_limit = models.IntegerField(null=True, blank=True)
+    case_filter = models.TextField(blank=True)
+    config_cases = models.IntegerField(null=True, blank=True)
     holodeck_version = models.CharField(max_length=64, blank=True)
     environment = models.JSONField(default=dict, blank=True)
     cli_args = models.JSONField(default=list, blank=True)
@@ -204,10 +214,10 @@ class Run(models.Model):
         not counted yet is one still running."""
         return self.status == Run.Status.CANCELLED and self.cases_done < self.total_cases
 
-    @property
-    def repeats(self) -> int:
-        """How many times each case runs in this run (``execution.repeats``; 1: once)."""
-        return repeats_of(self.options)
+    @cached_property
+    def run_options(self) -> RunOptions:
+        """What it was launched with, typed (an older row's unreadable values as defaults)."""
+        return RunOptions.stored(self.options)
 
     @property
     def cases_stopping(self) -> int:
@@ -228,8 +238,8 @@ class Run(models.Model):
     @property
     def partial_text(self) -> str:
         """ "partial: 3 of 8 cases, filter 'cash'" when the run ran fewer cases than its
-        agent.yaml had (a limit or a filter), else "" (``run_partial_text``)."""
-        return run_partial_text(self.options, total_cases=self.total_cases)
+        agent.yaml had (a limit or a filter), else "" (read from its option columns)."""
+        return partial_text(self)
 
     @property
     def launch_options(self) -> list[tuple[str, str]]:
@@ -237,7 +247,7 @@ class Run(models.Model):
         with no launch options (an import; a re-grade says its own sources)."""
         if self.source == Run.Source.REGRADE:
             return []
-        return run_launch_options(self.options, git_ref=self.git_ref, commit=self.git_commit)
+        return run_launch_options(self.run_options, git_ref=self.git_ref, commit=self.git_commit)
 
     @property
     def status_counts(self) -> StatusCounts:
@@ -518,59 +528,3 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.name}"
-
-
-# --- a run's launch options ----------------------------------------------------------------
-
-
-def repeats_of(options: dict[str, Any] | None) -> int:
-    """How many times a run launched with ``options`` (``Run.options``) ran each case."""
-    value = (options or {}).get("repeats")
-    return value if isinstance(value, int) and value > 1 else 1
-
-
-def run_partial_text(options: dict[str, Any] | None, *, total_cases: int) -> str:
-    """The partial badge's text of a run launched with ``options`` (``Run.options``): "partial:
-    3 of 8 cases, filter 'cash'" when it selected fewer cases than its agent.yaml had, else "".
-
-    Runs launched before ``config_cases`` was recorded are partial when a limit below their
-    case count, or a filter, was given (how many cases the agent.yaml had is then unknown).
-    """
-    options = options or {}
-    limit, case_filter = options.get("limit"), options.get("case_filter") or ""
-    config_cases = options.get("config_cases")
-    total_cases //= repeats_of(options)  # its rows are its cases' repetitions
-    if isinstance(config_cases, int):
-        if total_cases >= config_cases:
-            return ""
-        text = f"partial: {total_cases} of {config_cases} cases"
-    elif case_filter or (isinstance(limit, int) and limit <= total_cases):
-        text = f"partial: {total_cases} case{'' if total_cases == 1 else 's'}"
-    else:
-        return ""
-    if case_filter:
-        text += f", filter '{case_filter}'"
-    if limit:
-        text += f", limit {limit}"
-    return text
-
-
-def run_launch_options(
-    options: dict[str, Any] | None, *, git_ref: str, commit: str
-) -> list[tuple[str, str]]:
-    """(label, value) of each launch option a run recorded (``runs.recorder.run_options``)."""
-    options = options or {}
-    if "case_indices" not in options:
-        return []
-    rows = [
-        ("limit", str(options["limit"]) if options.get("limit") else "none"),
-        ("filter", repr(options["case_filter"]) if options.get("case_filter") else "none"),
-    ]
-    if options.get("parallel"):
-        rows.append(("parallel", str(options["parallel"])))
-    if (repeats := repeats_of(options)) > 1:
-        rows.append(("repeats", str(repeats)))
-    rows.append(("git ref", git_ref or "the working tree"))
-    if commit:
-        rows.append(("commit", commit))
-    return rows

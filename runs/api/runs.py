@@ -104,7 +104,7 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_parallel(run: "Run") -> int | None:
-        return run.options.get("parallel")
+        return run.run_options.parallel
 
     @staticmethod
     def resolve_repeats(run: "Run") -> int:
@@ -112,11 +112,11 @@ class RunDetailOut(RunOut):
 
     @staticmethod
     def resolve_limit(run: "Run") -> int | None:
-        return run.options.get("limit")
+        return run.case_limit
 
     @staticmethod
     def resolve_case_filter(run: "Run") -> str:
-        return run.options.get("case_filter") or ""
+        return run.case_filter
 
     @staticmethod
     def resolve_summary(run: "Run") -> RunSummary:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -331,8 +331,6 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
     return get_object_or_404(
         CaseResult.objects.select_related("run")
         .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
-        # The run's repeats, out of its (deferred) options: ``case_run_repeats``.
-        .annotate(run_repeats=F("run__options__repeats"))
         .prefetch_related(Prefetch("turns", queryset=turns)),
         pk=case_id,
         run_id=run_id,
@@ -341,10 +339,7 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
 
 def case_run_repeats(case: CaseResult) -> int:
     """How many times the run of ``case`` (read by ``case_get``) ran each case."""
-    try:
-        return max(1, int(getattr(case, "run_repeats", None) or 1))
-    except (TypeError, ValueError):
-        return 1
+    return case.run.repeats
 
 
 def case_summary(*, case: CaseResult) -> RunSummary:

@@ -15,11 +15,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.db.models import Avg, Max, Min, TextField
-from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from runs.comparison.matrix import CaseData, case_verdict
-from runs.models import CaseResult, MetricResult, Run, TurnResult, repeats_of
+from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.selectors.compare import runs_compared, runs_in_time_order
 from runs.selectors.compare_cases import KindsCache
 from runs.verdicts.kinds import TOOLS_KIND
@@ -82,16 +81,7 @@ def export_cases(runs: Sequence[Run], metrics: Sequence[str]) -> Iterator[CsvCas
 
 def _rows_per_index(ids: list[int]) -> int:
     """How many case rows one case index has at most: a row per run, per repetition (1 query)."""
-    repeats = Run.objects.filter(pk__in=ids).values_list(KT("options__repeats"), flat=True)
-    return sum(repeats_of({"repeats": _int(value)}) for value in repeats) or 1
-
-
-def _int(value: object) -> int | None:
-    """An option read as a column: text on PostgreSQL, a number on SQLite."""
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
+    return sum(Run.objects.filter(pk__in=ids).values_list("repeats", flat=True)) or 1
 
 
 def _slice_cases(ids: list[int], low: int, high: int) -> list[tuple[Any, ...]]:

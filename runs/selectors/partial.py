@@ -1,39 +1,18 @@
-"""A run's partial badge read in a query: its launch's limit, filter and agent.yaml case count
-as columns (``Run.options`` also holds the list of its cases, which can be long)."""
+"""A run's partial badge read in a query: its launch's limit, filter, agent.yaml case count and
+repeats are columns of the run (``Run.options`` also holds the list of its cases, which can be
+long: a list never reads it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from runs.runoptions import Partial, partial_text
 
-from django.db.models.fields.json import KT
-
-from runs.models import run_partial_text
-
-# The launch options a partial badge reads, as columns (not the whole JSON of Run.options).
-PARTIAL_COLUMNS = (
-    KT("options__limit"),
-    KT("options__case_filter"),
-    KT("options__config_cases"),
-    KT("options__repeats"),
-)
+# The run's columns a partial badge reads (``RunOptions.columns``), in ``partial_text_of``'s
+# order (its total cases apart).
+PARTIAL_COLUMNS = ("case_limit", "case_filter", "config_cases", "repeats")
 
 
 def partial_text_of(
-    limit: Any, case_filter: Any, config_cases: Any, total_cases: int, repeats: Any = None
+    limit: int | None, case_filter: str, config_cases: int | None, total_cases: int, repeats: int
 ) -> str:
-    """``run_partial_text`` of the PARTIAL_COLUMNS as a query read them (text on PostgreSQL,
-    numbers on SQLite)."""
-    options = {
-        "limit": _number(limit),
-        "case_filter": case_filter or "",
-        "config_cases": _number(config_cases),
-        "repeats": _number(repeats),
-    }
-    return run_partial_text(options, total_cases=total_cases)
-
-
-def _number(value: Any) -> int | None:
-    try:
-        return None if value in (None, "", "null") else int(value)
-    except (TypeError, ValueError):
-        return None
+    """The partial badge of a run of ``total_cases`` rows read with the PARTIAL_COLUMNS."""
+    return partial_text(Partial(limit, case_filter, config_cases, repeats, total_cases))

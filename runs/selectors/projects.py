@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from runs.models import AgentProject, Run
-from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
+from runs.runoptions import partial_text
+from runs.selectors.partial import PARTIAL_COLUMNS
 from runs.selectors.runs import ERRORED_CASES
 from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
 
@@ -53,12 +54,12 @@ class LastRun:
     not_graded_cases: int
     errored_cases: int | None  # out of its stored summary (None: not ended)
     error: str
-    # Its launch's limit, filter, agent.yaml case count and repeats (read out of Run.options,
-    # whose case list can be long): what its partial badge says.
-    limit: Any = None
-    case_filter: Any = None
-    config_cases: Any = None
-    repeats: Any = None
+    # Its launch's limit, filter, agent.yaml case count and repeats (the run's option columns,
+    # PARTIAL_COLUMNS): what its partial badge says.
+    case_limit: int | None = None
+    case_filter: str = ""
+    config_cases: int | None = None
+    repeats: int = 1
 
     @property
     def status_counts(self) -> StatusCounts:
@@ -73,9 +74,7 @@ class LastRun:
 
     @property
     def partial_text(self) -> str:
-        return partial_text_of(
-            self.limit, self.case_filter, self.config_cases, self.total_cases, self.repeats
-        )
+        return partial_text(self)
 
 
 def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:

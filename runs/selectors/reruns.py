@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runs.models import CaseResult, Run
+from runs.runoptions import RERUN_FAILED
 from runs.verdicts.numbers import case_text
 from runs.verdicts.outcomes import Outcome
 
-RERUN_FAILED = "failed"
 # What a re-run of "the failed cases" takes: the cases that failed, and those that errored.
 FAILED_OUTCOMES = (Outcome.FAILED.value, Outcome.ERROR.value)
 
@@ -51,12 +51,11 @@ def failed_case_indices(*, run: Run) -> list[int]:
 def rerun_text(run: Run) -> str:
     """What a re-run ran, for its header: "failed cases", or "case <name>" ("case 3" for a case
     without a name); "" when ``run`` is no re-run."""
-    picked = run.options.get("rerun") if run.rerun_of_id else None
-    if not isinstance(picked, dict):
+    picked = run.run_options.rerun if run.rerun_of_id else None
+    if picked is None:
         return ""
-    if picked.get("cases") == RERUN_FAILED:
+    if picked.cases == RERUN_FAILED:
         return "failed cases"
-    index = picked.get("case")
-    if not isinstance(index, int):
+    if picked.case is None:
         return ""
-    return f"case {picked['name']}" if picked.get("name") else case_text(index)
+    return f"case {picked.name}" if picked.name else case_text(picked.case)

@@ -3,6 +3,7 @@
 - ``projects``: register agent projects;
 - ``launch``: validate an agent, pin its content snapshot, create a queued run, cancel a run;
 - ``execution``: start a run and execute its cases in a worker (through ``runs.recorder``);
+- ``run_agents``: the agent of a run, loaded once per process per snapshot (for ``execution``);
 - ``recovery``: take back cases whose worker died and messages that were lost (the workers'
   sweeper and ``manage.py recover``; never a view);
 - ``queue``: put a task on the broker by name, after the transaction commits;

@@ -22,7 +22,8 @@ from graders.result import error_text
 from runs.engine.events import emit
 from runs.logcontext import log_context
 from runs.models import AgentProject, AgentSnapshot, Run
-from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open, run_options
+from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open
+from runs.runoptions import RunOptions
 from runs.sealing import SnapshotError, snapshot_working_tree
 from runs.services.history import eval_run_hash
 from runs.services.launch import launch_warnings
@@ -64,8 +65,6 @@ def cli_run_execute(
     Raises what the engine raised (the backend could not start, ...): a stored run is ended as
     an error first.
     """
-    from runs.engine.executor import Engine
-
     run_store = (
         RunStore.open(
             agent=agent,
@@ -80,17 +79,9 @@ def cli_run_execute(
         else None
     )
     listeners = [listener for listener in (progress, run_store) if listener is not None]
-
-    async def on_event(event: Any) -> None:
-        for listener in listeners:
-            await emit(listener, event)
-
     stored_id = run_store.run.pk if run_store is not None and run_store.run else None
     try:
-        with log_context(run_id=stored_id):  # the stored run's id on the lines logged meanwhile
-            engine = Engine(agent, on_event=on_event)
-            repeats = agent.config.execution.repeats
-            report = asyncio.run(engine.run(case_indices=list(indices), repeats=repeats))
+        report = _engine_run(agent, indices, listeners, stored_id=stored_id)
     except Exception as exc:
         if run_store is not None:
             run_store.fail(f"execution error: {error_text(exc)}")
@@ -107,6 +98,23 @@ def cli_run_execute(
     if run_store is not None:
         run_store.close(eval_run)
     return CliRun(eval_run=eval_run, store=run_store)
+
+
+def _engine_run(
+    agent: LoadedAgent, indices: Sequence[int], listeners: list[Any], *, stored_id: int | None
+) -> wire.TestReport:
+    """Run the cases in this process, each event given to each of ``listeners`` in turn, the
+    stored run's id on the lines logged meanwhile."""
+    from runs.engine.executor import Engine
+
+    async def on_event(event: Any) -> None:
+        for listener in listeners:
+            await emit(listener, event)
+
+    with log_context(run_id=stored_id):
+        engine = Engine(agent, on_event=on_event)
+        repeats = agent.config.execution.repeats
+        return asyncio.run(engine.run(case_indices=list(indices), repeats=repeats))
 
 
 def cli_eval_run(
@@ -185,8 +193,8 @@ class RunStore:
             snapshot = cli_snapshot(agent=agent, warn=warn)
             run = run_open(
                 agent=agent,
-                options=run_options(
-                    agent=agent, indices=indices, limit=limit, case_filter=case_filter
+                options=RunOptions.of_agent(
+                    agent, indices=indices, limit=limit, case_filter=case_filter
                 ),
                 source=Run.Source.CLI,
                 project=project,

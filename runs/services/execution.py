@@ -26,11 +26,9 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
@@ -40,26 +38,21 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from graders.result import error_text
-from runs import gitutil
+from runs import recorder
 from runs.engine.events import emit
 from runs.logcontext import log_context, log_context_set
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
-from runs.recorder import (
-    CaseRecorder,
-    CaseSuperseded,
-    case_cancel,
-    case_claim,
-    case_fail,
-    case_finish,
-    case_heartbeat,
-    case_not_graded,
-    close_thread_connection,
-    run_settle,
-)
-from runs.services.launch import LaunchError
 from runs.services.queue import EXECUTE_CASE, task_enqueue
-from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
+from runs.services.run_agents import (
+    agent_backend,
+    run_agent,
+    run_agent_forget,
+)
+from runs.services.run_agents import (
+    # Kept importable from here: the worker's shutdown (runs.tasks) and tests call it.
+    run_agents_forget as run_agents_forget,
+)
 from runs.wire import models as wire
 
 if TYPE_CHECKING:
@@ -82,15 +75,9 @@ def run_start(*, run_id: int) -> None:
             run.mark_running()
         elif run.status != Run.Status.RUNNING:
             return
-        CaseResult.objects.bulk_create(  # runs queued before case rows were made at launch
-            [
-                CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
-                for index, name, multi, turns in run.options.get("cases") or []
-            ],
-            ignore_conflicts=True,
-        )
+        recorder.case_rows_ensure(run)  # runs queued before case rows were made at launch
         case_pump(run=run)
-        run_settle(run)  # a run with no case left to run finishes here
+        recorder.run_settle(run)  # a run with no case left to run finishes here
 
 
 def run_execute_inline(*, run_id: int) -> Run:
@@ -110,11 +97,11 @@ def run_execute_inline(*, run_id: int) -> Run:
         ):
             if case.run.status != Run.Status.RUNNING:
                 break
-            attempt = case_claim(case)
+            attempt = recorder.case_claim(case)
             if attempt is not None:
                 agent = _case_run(case, attempt, agent)
     run = Run.objects.get(pk=run_id)
-    if run_settle(run):
+    if recorder.run_settle(run):
         run_agent_forget(run_id)
     return Run.objects.get(pk=run_id)
 
@@ -127,7 +114,7 @@ def case_pump(*, run: Run) -> int:
     in_flight = CaseResult.objects.filter(
         run=run, enqueued=True, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
     ).count()
-    slots = max(1, int(run.options.get("parallel") or 1)) - in_flight
+    slots = (run.run_options.parallel or 1) - in_flight
     queued = 0
     while queued < slots:
         case_id = _case_mark_next_queued(run)
@@ -153,17 +140,17 @@ def case_execute(*, case_id: int) -> None:
         CaseResult.Status.PENDING,
         CaseResult.Status.RUNNING,
     ):
-        attempt = case_claim(case, take_over=case_attempt_dead(case))
+        attempt = recorder.case_claim(case, take_over=case_attempt_dead(case))
         if attempt is not None:
             with _recorder_connection():
                 agent = _case_run(case, attempt)
                 if agent is not None:
                     touched = _cases_chain(run, agent)
     elif run.status == Run.Status.CANCELLED:
-        case_cancel(case)
+        recorder.case_cancel(case)
     for each in touched:  # the runs whose cases it ran: refilled, and finished when done
         case_pump(run=each)
-        if run_settle(each):
+        if recorder.run_settle(each):
             run_agent_forget(each.pk)
 
 
@@ -202,7 +189,7 @@ def _cases_chain(run: Run, agent: LoadedAgent) -> list[Run]:
             case_pump(run=holder)  # its slot, back to the broker's next message
             holder = None
         queued = case.enqueued
-        attempt = case_claim(case, unqueued=not queued)
+        attempt = recorder.case_claim(case, unqueued=not queued)
         if attempt is None:  # another task or a pump took it first: the next one
             continue
         runs.setdefault(case.run_id, case.run)
@@ -219,7 +206,7 @@ def _runs_settle_ended(runs: dict[int, Run], loads: Mapping[int, RunLoad]) -> No
     """Finish the runs whose last case ended in this task (no open case left: not in
     ``loads``) now, not when the task ends; they are dropped from ``runs``."""
     for run_id, each in list(runs.items()):
-        if run_id not in loads and run_settle(each):
+        if run_id not in loads and recorder.run_settle(each):
             run_agent_forget(run_id)
             del runs[run_id]
 
@@ -398,16 +385,16 @@ def _case_run(
             with _heartbeat(case, attempt):
                 if agent is None:
                     agent = run_agent(case.run)
-                original = case.run.options.get("regrade_of")
+                original = case.run.run_options.regrade_of
                 if original:
-                    _regrade(agent, case, attempt, int(original))
+                    _regrade(agent, case, attempt, original)
                 else:
                     asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
-        except CaseSuperseded:
+        except recorder.CaseSuperseded:
             log.info("case %s of run %s was taken over by another attempt", case.index, case.run_id)
         except Exception as exc:
             log.exception("case %s of run %s crashed", case.index, case.run_id)
-            case_fail(case, attempt, f"execution error: {error_text(exc)}")
+            recorder.case_fail(case, attempt, f"execution error: {error_text(exc)}")
         else:
             log.info("case %s of run %s ended", case.index, case.run_id)
     return agent
@@ -421,7 +408,7 @@ def _recorder_connection() -> Iterator[None]:
     try:
         yield
     finally:
-        asyncio.run(_in_recorder_thread(close_thread_connection))
+        asyncio.run(_in_recorder_thread(recorder.close_thread_connection))
 
 
 async def _in_recorder_thread(fn: Callable[[], object]) -> None:
@@ -472,11 +459,11 @@ class _Heartbeats:
                     running = list(self.running.items())
                 for (_, attempt), case in running:
                     try:
-                        case_heartbeat(case, attempt)
+                        recorder.case_heartbeat(case, attempt)
                     except Exception:  # a database hiccup: the next beat tries again
                         log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
         finally:
-            close_thread_connection()
+            recorder.close_thread_connection()
 
 
 _HEARTBEATS = _Heartbeats()
@@ -495,15 +482,17 @@ async def _execute(
 
     # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
     await _in_recorder_thread(close_old_connections)
-    recorder = CaseRecorder(per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS)
-    recorder.track(case, attempt)
+    writer = recorder.CaseRecorder(
+        per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS
+    )
+    writer.track(case, attempt)
     engine = Engine(
-        agent, backend=backend, on_event=_turn_bound(recorder), is_cancelled=recorder.is_cancelled
+        agent, backend=backend, on_event=_turn_bound(writer), is_cancelled=writer.is_cancelled
     )
     try:
         await engine.run_case(case.index, repetition=case.repetition)
     finally:
-        await recorder.flush()  # the turns before a crash are kept, as they would have been
+        await writer.flush()  # the turns before a crash are kept, as they would have been
 
 
 def _turn_bound(listener: EventCallback) -> EventCallback:
@@ -530,7 +519,7 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
 
     stored = _stored_turns(original_id, case)
     if not stored:  # a case that never ran (re-grades made before they left those out)
-        case_not_graded(case, attempt, f"{NOT_REGRADABLE}: run {original_id} never ran it")
+        recorder.case_not_graded(case, attempt, f"{NOT_REGRADABLE}: run {original_id} never ran it")
         return
     result, turns = asyncio.run(
         regrade_case(
@@ -544,7 +533,7 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
     # A case the original's cancel stopped stays stopped: its skipped turns were never run,
     # so they neither fail it nor leave it "not graded".
     stopped = _original_stopped(original_id, case)
-    case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
+    recorder.case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
 
 
 def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
@@ -575,148 +564,3 @@ def _original_stopped(original_id: int, case: CaseResult) -> bool:
         repetition=case.repetition,
         status=CaseResult.Status.CANCELLED,
     ).exists()
-
-
-# --- the agent of a run, loaded once per process ---------------------------------------------
-
-
-@dataclass
-class _Kept:
-    agent: LoadedAgent
-    # What to release when the agent is dropped: the git worktree of a run without a snapshot.
-    stack: contextlib.ExitStack
-    legacy_run: int | None = None  # a run without a snapshot: kept for that run only
-    backend: AgentBackend | None = None  # built on the agent's first case (agent_backend)
-
-
-# "<digest>:<agent file>:<parallel>" for runs with a snapshot (runs of one tree share it), or
-# "run:<id>" for the older runs without one.
-_AGENTS: OrderedDict[str, _Kept] = OrderedDict()
-_AGENTS_KEPT = 4
-_AGENTS_LOCK = threading.Lock()
-
-
-def run_agent(run: Run) -> LoadedAgent:
-    """The run's agent as launched, loaded on this process's first case of its snapshot and
-    kept for the others (the last few are kept)."""
-    key = _agent_key(run)
-    with _AGENTS_LOCK:
-        cached = _AGENTS.get(key)
-        if cached is not None:
-            _AGENTS.move_to_end(key)
-            return cached.agent
-        _forget_ended_runs()
-        stack = contextlib.ExitStack()
-        try:
-            if run.snapshot_id is None:
-                kept = _Kept(_agent_load_legacy(run, stack), stack, legacy_run=run.pk)
-            else:
-                kept = _Kept(_agent_load(run), stack)
-        except BaseException:
-            stack.close()
-            raise
-        _AGENTS[key] = kept
-        while len(_AGENTS) > _AGENTS_KEPT:
-            _, old = _AGENTS.popitem(last=False)
-            old.stack.close()
-        return kept.agent
-
-
-def agent_backend(agent: LoadedAgent) -> AgentBackend:
-    """The backend for a case of ``agent``: built once per kept agent, as one engine builds one
-    for all the cases of a CLI run. A backend holds what the cases' sessions share (the
-    scripted provider's transcript of the whole suite, built from every test case); each
-    session, with whatever it holds of its event loop, is made for one case."""
-    from runs.backends.base import backend_for
-
-    with _AGENTS_LOCK:
-        kept = next((kept for kept in _AGENTS.values() if kept.agent is agent), None)
-        if kept is None:  # dropped since (more runs than are kept): built for this case only
-            return backend_for(agent)
-        if kept.backend is None:
-            kept.backend = backend_for(agent)
-        return kept.backend
-
-
-def _agent_key(run: Run) -> str:
-    if run.snapshot_id is None:
-        return f"run:{run.pk}"
-    # Looked up each time (one indexed read): a snapshot id names one digest only as long as the
-    # database is the same one.
-    digest = snapshot_digest_of(snapshot_id=run.snapshot_id)
-    return f"{digest}:{_agent_file(run)}:{run.options.get('parallel')}"
-
-
-def _agent_file(run: Run) -> str:
-    return str(
-        run.options.get("agent_file") or (run.project.agent_file if run.project else "agent.yaml")
-    )
-
-
-def run_agent_forget(run_id: int) -> None:
-    """Drop a run's kept agent when it was kept for that run alone (a run without a snapshot),
-    removing its checkout; an agent of a snapshot stays for the next run of that tree."""
-    with _AGENTS_LOCK:
-        kept = _AGENTS.pop(f"run:{run_id}", None)
-    if kept is not None:
-        kept.stack.close()
-
-
-def _forget_ended_runs() -> None:
-    """Drop the agents kept for runs without a snapshot that ended since (with the lock held)."""
-    legacy = {kept.legacy_run: key for key, kept in _AGENTS.items() if kept.legacy_run}
-    if not legacy:
-        return
-    active = set(
-        Run.objects.filter(pk__in=list(legacy), status__in=Run.ACTIVE).values_list("pk", flat=True)
-    )
-    for run_id, key in legacy.items():
-        if run_id not in active:
-            _AGENTS.pop(key).stack.close()
-
-
-def run_agents_forget() -> None:
-    """Drop every kept agent and remove their checkouts (worker shutdown, tests)."""
-    with _AGENTS_LOCK:
-        while _AGENTS:
-            _, kept = _AGENTS.popitem()
-            kept.stack.close()
-
-
-def _agent_load(run: Run) -> LoadedAgent:
-    """The agent of the run's snapshot, loaded from this machine's unpacked copy: relative paths
-    in it (instructions, transcript, tools, graders, test cases, file inputs) resolve there."""
-    from runs.agentconfig.loader import load_agent
-
-    assert run.snapshot_id is not None
-    directory = snapshot_unpacked(snapshot_id=run.snapshot_id)
-    return load_agent(directory / _agent_file(run), parallel_override=run.options.get("parallel"))
-
-
-def _agent_load_legacy(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
-    """A run launched before snapshots existed: loaded from the project's directory (at its
-    commit, in a temporary worktree) with the agent.yaml text it was launched with; every other
-    file it read must still hash the same."""
-    from runs.agentconfig.loader import load_agent
-
-    project = run.project
-    if project is None:
-        raise LaunchError("the run's project was deleted")
-    commit = run.options.get("checkout_commit") or None
-    agent_dir = stack.enter_context(gitutil.checkout(Path(project.directory), commit))
-    agent = load_agent(
-        agent_dir / project.agent_file,
-        text=run.raw_yaml or None,
-        parallel_override=run.options.get("parallel"),
-    )
-    changed = sorted(
-        key
-        for key in set(agent.sources) | set(run.agent_sources)
-        if run.agent_sources and agent.sources.get(key) != run.agent_sources.get(key)
-    )
-    if changed:
-        raise LaunchError(
-            f"{', '.join(changed)} changed on disk since the run was launched; the run is "
-            "pinned to the files it was launched with (launch a new run, or run a git ref)"
-        )
-    return agent

@@ -23,7 +23,8 @@ from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.agentconfig.limits import MAX_REPEATS
 from runs.agentconfig.test_cases import case_label
 from runs.models import AgentProject, AgentSnapshot, Run
-from runs.recorder import cases_cancel_pending, run_open, run_options, run_settle
+from runs.recorder import cases_cancel_pending, run_open, run_settle
+from runs.runoptions import RunOptions
 from runs.sealing import SnapshotError, snapshot_agent, unpack
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_cache_dir, snapshot_limits, snapshot_store
@@ -78,9 +79,10 @@ def run_by_idempotency_key(*, user: Any, key: str) -> Run | None:
     return Run.objects.filter(created_by=user, idempotency_key=key).first()
 
 
-def run_open_once(*, user: Any, key: str, open_run: Callable[[], Run]) -> Run:
-    """``open_run()`` and its enqueue, committed with ``key`` on the run; when ``user`` already
-    created a run with ``key`` (a retry, a double submit), that run instead.
+def run_open_once(*, user: Any, key: str, open_run: Callable[[str], Run]) -> Run:
+    """``open_run(key)`` (which opens the run with ``key``, ``runs.recorder.run_open``) and
+    its enqueue; when ``user`` already created a run with ``key`` (a retry, a double submit),
+    that run instead.
 
     Two submits racing past the first look-up both seal and open a run; the unique constraint
     (created_by, idempotency_key) refuses the second's key, its whole transaction (its run,
@@ -90,21 +92,18 @@ def run_open_once(*, user: Any, key: str, open_run: Callable[[], Run]) -> Run:
     if problem := idempotency_key_problem(key):
         raise LaunchError(problem, field="idempotency_key")
     if not key or not getattr(user, "is_authenticated", False):
-        return open_run()
+        return open_run("")
     existing = run_by_idempotency_key(user=user, key=key)
     if existing is not None:
         return existing
     try:
         with transaction.atomic():
-            run = open_run()  # enqueues on commit: a rolled-back run is never sent
-            Run.objects.filter(pk=run.pk).update(idempotency_key=key)
-            run.idempotency_key = key
+            return open_run(key)  # enqueues on commit: a rolled-back run is never sent
     except IntegrityError:
         winner = run_by_idempotency_key(user=user, key=key)
         if winner is None:
             raise
         return winner
-    return run
 
 
 def run_create(
@@ -127,7 +126,7 @@ def run_create(
     """
     from runs.agentconfig.loader import collector_paused
 
-    def open_run() -> Run:
+    def open_run(key: str) -> Run:
         with collector_paused():
             return _run_create(
                 project=project,
@@ -137,6 +136,7 @@ def run_create(
                 limit=limit,
                 case_filter=case_filter,
                 repeats=repeats,
+                idempotency_key=key,
             )
 
     return run_open_once(user=user, key=idempotency_key, open_run=open_run)
@@ -150,44 +150,65 @@ def _run_create(
     parallel: int | None,
     limit: int | None,
     case_filter: str,
-    repeats: int | None = None,
+    repeats: int | None,
+    idempotency_key: str,
 ) -> Run:
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise LaunchError(
             f"repeats must be from 1 to {MAX_REPEATS}, got {repeats}", field="repeats"
         )
     sealed = agent_seal(project=project, git_ref=git_ref, parallel=parallel)
-    agent, commit = sealed.agent, sealed.commit
-    ref = git_ref.strip()
-    directory = Path(project.directory)
+    agent = sealed.agent
     indices = cases_select(agent.config.test_cases, case_filter=case_filter, limit=limit)
     if not indices:
         raise LaunchError(f"no test case matches the filter {case_filter!r}", field="case_filter")
-    options = run_options(
-        agent=agent,
+    options = RunOptions.of_agent(
+        agent,
         indices=indices,
+        repeats=repeats,
         limit=limit,
         case_filter=case_filter,
-        checkout_commit=commit,
-        repeats=repeats,
+        checkout_commit=sealed.commit,
+        agent_file=sealed.agent_file,  # what a worker loads from the snapshot
     )
-    options["agent_file"] = sealed.agent_file  # what a worker loads from the snapshot
-    run = run_open(
-        agent=agent,
+    return sealed_run_open(
+        sealed,
+        project=project,
         options=options,
         source=Run.Source.DASHBOARD,
-        project=project,
         user=user,
-        git=gitutil.git_info(directory),
-        git_ref=ref,
-        commit=commit,
+        git_ref=git_ref,
+        idempotency_key=idempotency_key,
+    )
+
+
+def sealed_run_open(
+    sealed: SealedAgent,
+    *,
+    project: AgentProject,
+    options: RunOptions,
+    git_ref: str,
+    enqueue: bool = True,
+    **opened: Any,
+) -> Run:
+    """Open the run of a sealed agent of ``project`` (a launch's, a re-grade's) and enqueue
+    its start on commit; ``opened``: the rest of what ``run_open`` takes."""
+    run = run_open(
+        agent=sealed.agent,
+        options=options,
+        project=project,
+        git=gitutil.git_info(Path(project.directory)),
+        git_ref=git_ref.strip(),
+        commit=sealed.commit,
         # Shown on the run page: HoloDeck fields with no effect here, judges that cannot grade.
-        warnings=launch_warnings(agent),
+        warnings=launch_warnings(sealed.agent),
         # The agent was read from the snapshot cache: the path to show is the project's own.
         agent_config_path=str(project.agent_path),
         snapshot=sealed.snapshot,
+        **opened,
     )
-    task_enqueue(START_RUN, run.pk)
+    if enqueue:
+        task_enqueue(START_RUN, run.pk)
     return run
 
 

@@ -101,7 +101,7 @@ def _requeued_lately(case: CaseResult, cutoff: datetime) -> bool:
 
 def cli_run_recover(*, run: Run) -> bool:
     """A CLI run whose command died (same host) is ended as an error; its finished cases stay."""
-    owner = str(run.options.get("owner") or "")
+    owner = run.run_options.owner
     if not owner or owner_alive(owner) is not False:
         return False
     cases_fail_open(run, "execution error: the run_agent command running this case stopped")

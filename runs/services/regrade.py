@@ -19,11 +19,9 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from runs import gitutil
-from runs.models import CaseResult, Run, TurnResult
-from runs.recorder import run_open
-from runs.services.launch import LaunchError, agent_seal, launch_warnings, run_open_once
-from runs.services.queue import START_RUN, task_enqueue
+from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.runoptions import CaseEntry, RunOptions
+from runs.services.launch import LaunchError, agent_seal, run_open_once, sealed_run_open
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
 REGRADE_PARALLEL = 4
@@ -46,39 +44,28 @@ def run_regrade_create(
     return run_open_once(
         user=user,
         key=idempotency_key,
-        open_run=lambda: _run_regrade_create(
-            original=original, user=user, git_ref=git_ref, agent_path=agent_path, enqueue=enqueue
+        open_run=lambda key: _run_regrade_create(
+            original=original,
+            user=user,
+            git_ref=git_ref,
+            agent_path=agent_path,
+            enqueue=enqueue,
+            idempotency_key=key,
         ),
     )
 
 
 def _run_regrade_create(
-    *, original: Run, user: Any, git_ref: str, agent_path: Path | None, enqueue: bool
+    *,
+    original: Run,
+    user: Any,
+    git_ref: str,
+    agent_path: Path | None,
+    enqueue: bool,
+    idempotency_key: str,
 ) -> Run:
-    if original.status not in GRADED or original.is_stopping:
-        raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
-    project = original.project
-    if agent_path is not None:
-        from runs.services.projects import project_register
-
-        project = project_register(agent_path=agent_path)
-    if project is None:
-        raise LaunchError(
-            f"run {original.pk} has no project (an imported run): give the agent.yaml to "
-            "grade it with (manage.py regrade RUN --agent PATH)"
-        )
+    project = _grading_project(original, agent_path)
     sealed = agent_seal(project=project, git_ref=git_ref)
-    agent, commit = sealed.agent, sealed.commit
-    # One entry per case of the original (its repetitions, if it was repeated, are re-graded
-    # each); those it never ran are carried over as it settled them (recorder.run_open).
-    cases = list(
-        {
-            index: [index, name, multi, turns]
-            for index, name, multi, turns in original.cases.order_by(
-                "index", "repetition"
-            ).values_list("index", "name", "is_multi_turn", "turn_count")
-        }.values()
-    )
     if not _cases_that_ran(original).exists():
         raise LaunchError(
             f"run {original.pk} has no case that ran to re-grade"
@@ -88,39 +75,63 @@ def _run_regrade_create(
                 else ""
             )
         )
-    options = {
+    cases = _cases_of(original)
+    launched = original.run_options
+    options = RunOptions(
         # No agent is called: only judges bound a re-grade, so more cases may be in flight.
-        "parallel": max(agent.parallel_test_cases, REGRADE_PARALLEL),
-        "case_indices": [case[0] for case in cases],
-        "cases": cases,
-        "repeats": original.repeats,
+        parallel=max(sealed.agent.parallel_test_cases, REGRADE_PARALLEL),
+        case_indices=[case[0] for case in cases],
+        cases=cases,
+        repeats=original.repeats,
         # Partial as its original was (a limit, a filter), or because some of its cases never
         # ran (a cancel): Run.partial_text counts against the original's agent.yaml.
-        "limit": original.options.get("limit"),
-        "case_filter": original.options.get("case_filter") or "",
-        "config_cases": original.options.get("config_cases", original.total_cases),
-        "checkout_commit": commit,
-        "agent_file": sealed.agent_file,
-    }
-    run = run_open(
-        agent=agent,
-        options=options,
-        source=Run.Source.REGRADE,
+        limit=launched.limit,
+        case_filter=launched.case_filter,
+        config_cases=(
+            original.total_cases if launched.config_cases is None else launched.config_cases
+        ),
+        checkout_commit=sealed.commit,
+        agent_file=sealed.agent_file,
+    )
+    return sealed_run_open(
+        sealed,
         project=project,
-        user=user,
+        options=options,
         # Where the grading agent.yaml was read; the recorder keeps the run at its transcripts'.
-        git=gitutil.git_info(Path(project.directory)),
-        git_ref=git_ref.strip(),
-        commit=commit,
-        warnings=launch_warnings(agent),
-        agent_config_path=str(project.agent_path),
+        git_ref=git_ref,
+        enqueue=enqueue,
+        source=Run.Source.REGRADE,
+        user=user,
         prompt_version=original.prompt_version,
         regrade_of=original,
-        snapshot=sealed.snapshot,
+        idempotency_key=idempotency_key,
     )
-    if enqueue:
-        task_enqueue(START_RUN, run.pk)
-    return run
+
+
+def _grading_project(original: Run, agent_path: Path | None) -> AgentProject:
+    """The project whose agent.yaml grades ``original`` (``agent_path``'s, registered, or its
+    own); LaunchError when it cannot be re-graded."""
+    if original.status not in GRADED or original.is_stopping:
+        raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
+    if agent_path is not None:
+        from runs.services.projects import project_register
+
+        return project_register(agent_path=agent_path)
+    if original.project is None:
+        raise LaunchError(
+            f"run {original.pk} has no project (an imported run): give the agent.yaml to "
+            "grade it with (manage.py regrade RUN --agent PATH)"
+        )
+    return original.project
+
+
+def _cases_of(original: Run) -> list[CaseEntry]:
+    """One entry per case of the original (its repetitions, if it was repeated, are re-graded
+    each); those it never ran are carried over as it settled them (recorder.run_open)."""
+    rows = original.cases.order_by("index", "repetition").values_list(
+        "index", "name", "is_multi_turn", "turn_count"
+    )
+    return list({index: (index, name, multi, turns) for index, name, multi, turns in rows}.values())
 
 
 def _cases_that_ran(original: Run) -> QuerySet[CaseResult]:

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentSnapshot, CaseResult, Run
-from runs.recorder import run_open, run_options
+from runs.recorder import run_open
+from runs.runoptions import RERUN_FAILED, RerunPick, RunOptions
 from runs.sealing import SnapshotError
-from runs.selectors.reruns import RERUN_FAILED, failed_case_indices
+from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import LaunchError, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_unpacked
@@ -56,27 +57,32 @@ def run_rerun(
     return run_open_once(
         user=user,
         key=idempotency_key,
-        open_run=lambda: _run_rerun(original=original, cases=cases, user=user, enqueue=enqueue),
+        open_run=lambda key: _run_rerun(
+            original=original, cases=cases, user=user, enqueue=enqueue, idempotency_key=key
+        ),
     )
 
 
-def _run_rerun(*, original: Run, cases: RerunCases, user: Any, enqueue: bool) -> Run:
+def _run_rerun(
+    *, original: Run, cases: RerunCases, user: Any, enqueue: bool, idempotency_key: str
+) -> Run:
     snapshot_id = _snapshot_to_rerun(original)
     indices, name = _indices_picked(original, cases)
     agent = _agent_of(original, snapshot_id)
     if indices[-1] >= len(agent.config.test_cases):
         raise RerunError(f"run {original.pk}'s snapshot has no case {indices[-1]}")
-    options = run_options(
-        agent=agent,
+    options = RunOptions.of_agent(
+        agent,
         indices=indices,
-        checkout_commit=original.options.get("checkout_commit") or "",
         repeats=original.repeats,
-    )
-    options["agent_file"] = _agent_file(original)
-    options["rerun"] = (  # what the re-run's page says it re-ran (selectors.reruns)
-        {"of": original.pk, "case": indices[0], "name": name}
+        limit=None,
+        case_filter="",
+        checkout_commit=original.run_options.checkout_commit,
+        agent_file=_agent_file(original),
+        # What the re-run's page says it re-ran (selectors.reruns).
+        rerun=RerunPick(of=original.pk, case=indices[0], name=name)
         if isinstance(cases, int)
-        else {"of": original.pk, "cases": RERUN_FAILED}
+        else RerunPick(of=original.pk, cases=RERUN_FAILED),
     )
     run = run_open(
         agent=agent,
@@ -89,6 +95,7 @@ def _run_rerun(*, original: Run, cases: RerunCases, user: Any, enqueue: bool) ->
         prompt_version=original.prompt_version,
         rerun_of=original,
         snapshot=AgentSnapshot.objects.defer("archive").get(pk=snapshot_id),
+        idempotency_key=idempotency_key,
     )
     if enqueue:
         task_enqueue(START_RUN, run.pk)
@@ -131,8 +138,8 @@ def _indices_picked(original: Run, cases: RerunCases) -> tuple[list[int], str]:
 
 def _agent_file(original: Run) -> str:
     """The agent.yaml's path inside the original's snapshot (a CLI run's: beside its files)."""
-    if original.options.get("agent_file"):
-        return str(original.options["agent_file"])
+    if original.run_options.agent_file:
+        return original.run_options.agent_file
     if original.project is not None:
         return Path(original.project.agent_file).as_posix()
     return Path(original.agent_config_path).name or "agent.yaml"
@@ -148,8 +155,6 @@ def _agent_of(original: Run, snapshot_id: int) -> LoadedAgent:
         raise RerunError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
     agent_file = _agent_file(original)
     try:
-        return load_agent(
-            directory / agent_file, parallel_override=original.options.get("parallel")
-        )
+        return load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
     except FileNotFoundError as exc:
         raise ConfigError([ConfigProblem(agent_file, None, None, "", str(exc))]) from exc

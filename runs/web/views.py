@@ -222,13 +222,11 @@ def _rerun_of(request: HttpRequest, project: AgentProject) -> Run | None:
 def rerun_initial(run: Run) -> dict[str, Any]:
     """The launch form's fields as ``run`` was launched (its limit, filter, parallelism and git
     ref; empty where it had none)."""
-    options = run.options or {}
+    options = run.run_options
     return {
         "git_ref": run.git_ref,
-        "parallel": options.get("parallel"),
-        "case_filter": options.get("case_filter") or "",
-        "limit": options.get("limit"),
-        "repeats": run.repeats if run.repeats > 1 else None,
+        **options.model_dump(include={"parallel", "case_filter", "limit"}),
+        "repeats": options.repeats if options.repeats > 1 else None,
     }
 
 

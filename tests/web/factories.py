@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.runoptions import RunOptions
 from runs.wire.transcripts import capped, transcript_size
 
 PASSWORD = "correct horse battery"
@@ -78,7 +79,7 @@ def build_run(
         total_tokens=done * spec.turns * 120,
         started_at=now - timedelta(minutes=1),
         finished_at=None if spec.status in Run.ACTIVE else now,
-        **fields,
+        **_with_options(fields),
     )
     cases = CaseResult.objects.bulk_create(
         [
@@ -100,6 +101,14 @@ def build_run(
             batch_size=500,
         )
     return run
+
+
+def _with_options(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with ``options`` (a dict, as ``Run.options`` stores it) written as the recorder
+    writes them: the JSON and the run's option columns."""
+    if "options" not in fields:
+        return fields
+    return {**fields, **RunOptions.model_validate(fields["options"]).fields()}
 
 
 SYSTEM_PROMPT = "You are the refund assistant of Acme.\nLook orders up with orders_lookup."
@@ -456,7 +465,7 @@ def repeated_run(
         status=Run.Status.PASSED if passed == total else Run.Status.FAILED,
         git_commit=commit,
         git_branch="main",
-        options={"repeats": repeats},
+        **RunOptions(repeats=repeats).fields(),
         total_cases=total,
         cases_done=total,
         total_turns=total,

@@ -9,7 +9,9 @@ from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from runs.models import AgentProject, CaseResult, Run
 from runs.services import launch
@@ -140,3 +142,15 @@ def test_the_same_regrade_submitted_twice_makes_one_regrade(
     assert first.status_code == again.status_code == other.status_code == 302
     assert first["Location"] == again["Location"] != other["Location"]
     assert Run.objects.filter(regrade_of=original).count() == 2
+
+
+def test_a_launch_is_opened_with_its_key_and_never_patched_afterwards(
+    agent_project: AgentProject,
+) -> None:
+    user = make_user("keyed")
+    with CaptureQueriesContext(connection) as queries:
+        run = launch.run_create(project=agent_project, user=user, idempotency_key="k-1", limit=1)
+
+    assert Run.objects.get(pk=run.pk).idempotency_key == "k-1"
+    updates = [q["sql"] for q in queries if q["sql"].startswith('UPDATE "runs_run"')]
+    assert not [sql for sql in updates if "idempotency_key" in sql]

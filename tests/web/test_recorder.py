@@ -11,6 +11,8 @@ from django.core.management import call_command
 from django.db import models
 
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.recorder import case_rows_ensure
+from runs.runoptions import RunOptions
 from runs.services import launch
 from tests.web.services_helpers import example_project
 
@@ -102,3 +104,17 @@ def test_a_cli_run_is_stored_as_it_goes_and_ends_like_a_dashboard_run(
     assert run.pass_rate == pytest.approx(66.67)
     assert set(run.cases.values_list("status", flat=True)) == {CaseResult.Status.DONE}
     assert set(run.cases.values_list("outcome", flat=True)) == {"passed", "failed"}
+
+
+def test_a_run_queued_before_case_rows_were_made_at_launch_gets_them_from_its_options() -> None:
+    options = RunOptions(cases=[(0, "refund", False, 1), (1, "", True, 3)], case_indices=[0, 1])
+    run = Run.objects.create(agent_name="a", total_cases=2, total_turns=4, **options.fields())
+
+    case_rows_ensure(run)
+    case_rows_ensure(run)  # a redelivered start adds nothing
+
+    rows = CaseResult.objects.filter(run=run).order_by("index")
+    assert [(c.index, c.name, c.is_multi_turn, c.turn_count) for c in rows] == [
+        (0, "refund", False, 1),
+        (1, "", True, 3),
+    ]

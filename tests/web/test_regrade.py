@@ -356,7 +356,7 @@ def cancelled_mid_case(project: Any, *, case_index: int, after_turns: int) -> Ru
         return real(case, attempt, turns)
 
     with (
-        mock.patch("runs.recorder.turns_append", append_then_cancel),
+        mock.patch("runs.recorder.events.turns_append", append_then_cancel),
         mock.patch("runs.services.execution.TURN_WRITE_SECONDS", 0),  # each turn written alone
         mock.patch("runs.services.launch.task_enqueue"),  # run here, not by a worker
     ):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_EXECUTION = 0, 1, 2, 3
+from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
 
 
 class Command(BaseCommand):
@@ -137,10 +137,8 @@ class Command(BaseCommand):
         argv = [agent, *(["--results-dir", results_dir] if results_dir else [])]
         options = vars(runner.create_parser("manage.py", "run_agent").parse_args(argv))
         code = runner.execute_run(options)
-        if code == run_agent.EXIT_CONFIG:
-            return EXIT_BAD_INPUT, None
-        if code == run_agent.EXIT_EXECUTION:
-            return EXIT_EXECUTION, None
+        if code in (EXIT_BAD_INPUT, EXIT_EXECUTION):
+            return code, None
         if runner.store is None or runner.store.run is None:
             self.stderr.write("gate: the run was not stored in the database, so it cannot be gated")
             return EXIT_EXECUTION, None

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+from runs.management.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED
 
 
 class Command(BaseCommand):
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         original = Run.objects.filter(pk=options["run"]).first()
         if original is None:
             self.stderr.write(f"no run {options['run']}")
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         agent = Path(options["agent"]) if options["agent"] else None
         if agent is not None and agent.is_dir():
             agent = agent / "agent.yaml"
@@ -55,10 +55,10 @@ class Command(BaseCommand):
         except ConfigError as exc:
             for line in exc.lines():
                 self.stderr.write(line)
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         except (LaunchError, FileNotFoundError) as exc:
             self.stderr.write(str(exc))
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         self.stdout.write(f"re-grade of run {original.pk}: run {run.pk}")
         if run.regrade is not None:
             self.stdout.write(run.regrade.text)

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from graders.result import error_text
+from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
 
 if TYPE_CHECKING:
     from runs.services.cli import RunStore
     from runs.wire.models import TestReport
-
-EXIT_PASSED, EXIT_FAILED, EXIT_CONFIG, EXIT_EXECUTION = 0, 1, 2, 3
 
 
 class Command(BaseCommand):
@@ -89,26 +88,26 @@ class Command(BaseCommand):
         for output in options["output"]:
             if Path(output).suffix not in {".json", ".md", ".xml"}:
                 self.stderr.write(f"--output {output}: use a .json, .md or .xml file name")
-                return EXIT_CONFIG
+                return EXIT_BAD_INPUT
         try:
             agent = load_agent(options["agent"], parallel_override=options["parallel_test_cases"])
         except ConfigError as exc:
             for line in exc.lines():
                 self.stderr.write(line)
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         if options["limit"] is not None and options["limit"] < 1:
             self.stderr.write(f"--limit {options['limit']}: must be at least 1")
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         repeats = options.get("repeats")
         if repeats is not None:
             if not 1 <= repeats <= MAX_REPEATS:
                 self.stderr.write(f"--repeats {repeats}: must be from 1 to {MAX_REPEATS}")
-                return EXIT_CONFIG
+                return EXIT_BAD_INPUT
             agent.config.execution.repeats = repeats
         if options["timeout"] is not None:
             if options["timeout"] <= 0:
                 self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
-                return EXIT_CONFIG
+                return EXIT_BAD_INPUT
             agent.config.execution.llm_timeout = options["timeout"]
         from runs.services.launch import cases_select
 
@@ -117,7 +116,7 @@ class Command(BaseCommand):
         )
         if not indices:
             self.stderr.write(f"no test case matches --filter {options['filter']!r}")
-            return EXIT_CONFIG
+            return EXIT_BAD_INPUT
         from runs.engine.metrics import judge_warnings
         from runs.gitutil import git_info
 

@@ -1,0 +1,73 @@
+"""The end of a run: its roll-up computed from its rows, and its status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from runs.mapping import summary_of_rows
+from runs.models import CaseResult, Run, TurnResult
+from runs.selectors.costs import run_prices_warn
+from runs.verdicts.summary import RunSummary
+
+
+def run_settle(run: Run) -> bool:
+    """Finish the run once no case is pending or running (True when it did)."""
+    open_cases = CaseResult.objects.filter(
+        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    ).exists()
+    if open_cases:
+        return False
+    run_finish(run.pk)
+    return True
+
+
+def run_finish(run_id: int, *, source_hash: str = "") -> None:
+    """Compute the summary from the rows and end the run (once: a conditional UPDATE).
+
+    The live counters are recomputed from the rows here, so they end exact whatever happened
+    on the way (redeliveries, recovered cases, cancellation). ``source_hash``: the hash of the
+    result file the run ends with (run_agent's), so importing that file finds the run.
+    """
+    run = Run.objects.get(pk=run_id)
+    summary = summary_of_rows(run.pk)
+    duration = int((timezone.now() - (run.started_at or run.created_at)).total_seconds() * 1000)
+    fields = {
+        **run_counters(summary),
+        "turns_done": TurnResult.objects.filter(run=run).count(),
+        "duration_ms": duration,
+        "summary": summary.model_dump(mode="json"),
+        "report_timestamp": timezone.now().isoformat(),
+        **({"source_hash": source_hash} if source_hash else {}),
+    }
+    status = summary.run_status()
+    if status == Run.Status.ERROR:
+        ended = run.fail("every test case failed to execute", **fields)
+    elif status == Run.Status.CANCELLED:  # a re-grade of a cancelled run (a cancelled run is so)
+        ended = run.cancel(**fields)
+    else:
+        ended = run.finish(passed=status == Run.Status.PASSED, **fields)
+    if not ended:
+        # Cancelled (or already finished): keep the status but store the summary.
+        Run.objects.filter(pk=run.pk).update(**fields)
+    run_prices_warn(run=run, when="finished")
+
+
+def run_counters(summary: RunSummary) -> dict[str, Any]:
+    """The run's counter columns from its summary."""
+    cases = summary.cases
+    return {
+        "cases_done": cases.total - cases.pending,
+        "passed_cases": cases.passed,
+        "failed_cases": cases.failed + cases.error,
+        "not_graded_cases": cases.not_graded,
+        "pass_rate": summary.pass_rate,
+    }
+
+
+def run_abort(run: Run, error: str) -> bool:
+    """End a run that cannot go on (its command died, it could not start) as an error, with the
+    summary of what it did write."""
+    summary = summary_of_rows(run.pk)
+    return run.fail(error, **run_counters(summary), summary=summary.model_dump(mode="json"))

@@ -1,0 +1,24 @@
+"""A run's launch options (``Run.options``), typed and validated (Django-free): ``model`` is
+the one ``RunOptions`` every writer builds and every reader reads; ``texts`` what the pages say
+of them (the partial badge, the launch options rows)."""
+
+from runs.runoptions.model import RERUN_FAILED, CaseEntry, RerunPick, RunOptions
+from runs.runoptions.texts import (
+    Partial,
+    PartialColumns,
+    partial_text,
+    run_launch_options,
+    run_partial_text,
+)
+
+__all__ = [
+    "RERUN_FAILED",
+    "CaseEntry",
+    "Partial",
+    "PartialColumns",
+    "RerunPick",
+    "RunOptions",
+    "partial_text",
+    "run_launch_options",
+    "run_partial_text",
+]
