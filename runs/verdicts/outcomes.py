@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from runs.verdicts.graded import GradedCase, GradedMetric, GradedTurn
 from runs.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
-
-if TYPE_CHECKING:
-    from runs.wire.models import MetricResult, TestResult, TurnResult
 
 __all__ = [
     "BAD",
@@ -131,7 +129,7 @@ def look(value: str | None) -> OutcomeLook:
 # --- the rules ------------------------------------------------------------------------------
 
 
-def metric_outcome(metric: MetricResult) -> Outcome:
+def metric_outcome(metric: GradedMetric) -> Outcome:
     """``error``: a deterministic or code grader could not grade (a parse failure, an
     exception); ``not_graded``: an LLM judge gave no verdict (no judge, timeout, bad JSON)."""
     if metric.passed:
@@ -141,7 +139,7 @@ def metric_outcome(metric: MetricResult) -> Outcome:
     return Outcome.FAILED
 
 
-def turn_outcome(turn: TurnResult) -> Outcome:
+def turn_outcome(turn: GradedTurn) -> Outcome:
     if turn.skipped:
         return Outcome.SKIPPED
     if turn.passed:
@@ -153,7 +151,7 @@ def turn_outcome(turn: TurnResult) -> Outcome:
     return Outcome.NOT_GRADED if only_ungraded_failures(turn.metric_results) else Outcome.FAILED
 
 
-def case_outcome(result: TestResult) -> Outcome:
+def case_outcome(result: GradedCase) -> Outcome:
     """A multi-turn case over its turns' verdicts (``case_outcome_of_turns``); a single-turn
     case as its one turn. (A case cancelled before it ran, or one whose worker gave up on it,
     has no result: the recorder stores ``cancelled`` or ``error`` for it.)"""
@@ -193,14 +191,14 @@ def rolled_up_metric_outcome(outcomes: Iterable[str]) -> Outcome:
     return Outcome.PASSED
 
 
-def only_ungraded_failures(metrics: Iterable[MetricResult]) -> bool:
+def only_ungraded_failures(metrics: Iterable[GradedMetric]) -> bool:
     """True when at least one metric failed and every failed one could not grade (by its
     stored verdict: a ``fail_on_error`` metric that could not grade is failed)."""
     failed = [metric for metric in metrics if not metric.passed]
     return bool(failed) and all(_metric_verdict(metric) != Outcome.FAILED for metric in failed)
 
 
-def _metric_verdict(metric: MetricResult) -> Outcome:
+def _metric_verdict(metric: GradedMetric) -> Outcome:
     """The metric's stored verdict, else the one its fields decide."""
     return Outcome(metric.outcome) if metric.outcome else metric_outcome(metric)
 
@@ -212,7 +210,7 @@ def _metric_verdict(metric: MetricResult) -> Outcome:
 KindOutcomes = dict[str, str]
 
 
-def turn_kind_outcomes(turn: TurnResult) -> KindOutcomes:
+def turn_kind_outcomes(turn: GradedTurn) -> KindOutcomes:
     """``{kind: passed | failed | not_graded}`` for every metric kind the turn ran, and
     ``tools`` when it asserted tool calls."""
     by_kind: dict[str, list[str]] = {}
