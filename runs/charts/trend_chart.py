@@ -21,7 +21,7 @@ from datetime import datetime
 
 from runs.verdicts.kinds import kind_order
 from runs.verdicts.numbers import format_points, format_rate, format_score
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import MAIN_OUTCOMES
 from runs.verdicts.summary import OutcomeCounts
 
 DEFAULT_MARGIN = 10.0  # percentage points
@@ -316,10 +316,9 @@ def point_title(run: TrendRun) -> str:
 
 def cases_line(cases: OutcomeCounts) -> str:
     """``"cases: 1 passed · 2 failed · 1 not graded"``: the counts that are not zero."""
-    counted = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED)
     parts = [
         f"{getattr(cases, outcome.value)} {outcome.label}"
-        for outcome in counted
+        for outcome in MAIN_OUTCOMES
         if getattr(cases, outcome.value)
     ]
     return f"cases: {' · '.join(parts) or 'none graded'}"

@@ -36,7 +36,13 @@ from runs.verdicts.numbers import (
     ordinal,
     turn_text,
 )
-from runs.verdicts.outcomes import Outcome, OutcomeLook, look
+from runs.verdicts.outcomes import (
+    COUNTED_OUTCOMES,
+    MAIN_OUTCOMES,
+    CaseState,
+    Outcome,
+    RunState,
+)
 from runs.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.wire import times
 from runs.wire.times import CaseTimes, TurnTimes
@@ -259,19 +265,51 @@ def token_total(usage: dict[str, Any] | None) -> int | None:
 # --- verdicts ----------------------------------------------------------------------------------
 
 
-def _look(outcome: str | None) -> OutcomeLook:
-    """How a stored or shown outcome is drawn; a value that is no outcome reads "not assessed"."""
-    try:
-        return look(outcome)
-    except ValueError:
-        return look(Outcome.NONE)
+@register.filter
+def outcome(value: str | None) -> Outcome:
+    """A stored or shown outcome as the object a page asks (``is_failed``, ``label``, ``css``,
+    ``chip``): ``{% with verdict=turn.outcome|outcome %}``; "" or None is pending, a value that
+    is no outcome "not assessed"."""
+    return Outcome.shown(value)
+
+
+@register.filter
+def run_state(value: str) -> RunState:
+    """A run's stored status as the object a page asks: ``run.status|run_state``."""
+    return RunState(value)
+
+
+@register.filter
+def case_state(value: str) -> CaseState:
+    """A case's stored status as the object a page asks: ``case.status|case_state``."""
+    return CaseState(value)
+
+
+@register.filter
+def row_chip(row: Any) -> str:
+    """The class of a case's, repetition's or turn's chip: its verdict's, or while a case has
+    none yet (pending, running), its state's."""
+    if row.outcome or not hasattr(row, "status"):
+        return Outcome.shown(row.outcome).chip
+    return CaseState(row.status).css
+
+
+@register.simple_tag
+def run_state_chip(status: str, title: str = "") -> SafeString:
+    """A run's status as a chip (``title``: why it has it, when known)."""
+    state = RunState(status)
+    if title:
+        return format_html(
+            '<span class="chip {}" title="{}">{}</span>', state.css, title, state.label
+        )
+    return format_html('<span class="chip {}">{}</span>', state.css, state.label)
 
 
 @register.simple_tag
 def mark(outcome: str | None) -> SafeString:
     """The symbol of an outcome (any ``Outcome`` value; ``""`` or None: pending), with
     visually-hidden words (a bare ✓/✗ means nothing aloud)."""
-    shown = _look(outcome)
+    shown = Outcome.shown(outcome)
     return format_html(
         '<span class="v {}" title="{}" aria-hidden="true">{}</span><span class="sr-only">{}</span>',
         shown.css,
@@ -293,7 +331,7 @@ def verdict(passed: bool | None) -> SafeString:
 @register.filter
 def outcome_label(outcome: str | None) -> str:
     """The words of an outcome: "errored", "not graded", ..."""
-    return _look(outcome).label
+    return Outcome.shown(outcome).label
 
 
 @register.simple_tag
@@ -302,40 +340,39 @@ def case_chips(case: Any, stopping: bool = False) -> SafeString:
     "cancelled · not run", "cancelled · stopped"): the case row of the run page and the case
     page header. Reads the stored outcome as it is ("" while it has none: its status is
     shown); ``stopping``: its run was cancelled, so a running case says "stopping"."""
-    outcome = case.outcome or ""
-    if outcome == Outcome.CANCELLED and case.started_at is None:
+    verdict = Outcome.of(case.outcome)
+    if verdict.is_cancelled and case.started_at is None:
         return mark_safe('<span class="chip chip-cancelled">cancelled · not run</span>')
-    if outcome == Outcome.CANCELLED:
+    if verdict.is_cancelled:
         return mark_safe(
             '<span class="chip chip-cancelled" title="the run was cancelled while this case ran:'
             ' the turns it finished are kept, the rest were skipped">cancelled · stopped</span>'
         )
-    if stopping and case.status == "running":
+    state = CaseState(case.status)
+    if stopping and state.is_running:
         return mark_safe(
             '<span class="chip chip-cancelled case-stopping" title="the run was cancelled: this'
             ' case stops after its current turn">cancelled · stopping</span>'
         )
     count = case.turn_count
-    if not outcome:  # pending or running: nothing passed or failed yet
+    if verdict is Outcome.PENDING:  # pending or running: nothing passed or failed yet
         return format_html(
-            '<span class="chip chip-muted">{} turn{}</span><span class="chip chip-{}">{}</span>',
+            '<span class="chip chip-muted">{} turn{}</span><span class="chip {}">{}</span>',
             count,
             "" if count == 1 else "s",
-            case.status,
-            case.status,
+            state.css,
+            state.label,
         )
     chips = format_html(
-        '<span class="chip chip-{}">{} turn{} · {}/{} passed</span>',
-        outcome or case.status,
+        '<span class="chip {}">{} turn{} · {}/{} passed</span>',
+        verdict.chip,
         count,
         "" if count == 1 else "s",
         case.turns_passed,
         count,
     )
-    if outcome in (Outcome.NOT_GRADED, Outcome.ERROR):
-        chips = format_html(
-            '{}<span class="chip chip-{}">{}</span>', chips, outcome, outcome_label(outcome)
-        )
+    if verdict.is_not_graded or verdict.is_error:
+        chips = format_html('{}<span class="chip {}">{}</span>', chips, verdict.chip, verdict.label)
     return format_html("{}{}", chips, tools_chip(case.kind_outcomes))
 
 
@@ -359,19 +396,10 @@ _TOOLS_CHIP = mark_safe(
 # Each number of a summary carries ``data-summary`` ("cases.passed", "turns.not_graded", ...):
 # the same marks on every page, so tests read what a page says and compare it with the record.
 
-# In the order a summary line lists them; passed and failed are shown even when zero.
-_COUNTED = (
-    Outcome.PASSED,
-    Outcome.FAILED,
-    Outcome.ERROR,
-    Outcome.NOT_GRADED,
-    Outcome.SKIPPED,
-    Outcome.CANCELLED,
-    Outcome.PENDING,
-)
+# Passed and failed are shown even when zero.
 _ALWAYS = frozenset({Outcome.PASSED, Outcome.FAILED})
 # The counts every surface marks (a pass rate is computed from these; the rest are context).
-_MARKED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED})
+_MARKED = frozenset(MAIN_OUTCOMES)
 _COLOURED = frozenset({Outcome.ERROR, Outcome.NOT_GRADED})
 _HINTS = {
     Outcome.NOT_GRADED: "only metrics that could not grade failed: neither passed nor failed",
@@ -384,7 +412,7 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
     """``"1 passed · 2 failed · 1 errored · 1 not graded"`` of a summary's cases or turns
     (``key``), zero counts left out but for passed and failed."""
     parts = []
-    for outcome in _COUNTED:
+    for outcome in COUNTED_OUTCOMES:
         count = getattr(counts, outcome.value)
         if not count and outcome not in _ALWAYS:
             continue

@@ -29,7 +29,7 @@ from runs.templatetags.dashboard import (
     shortsha,
 )
 from runs.verdicts.numbers import ordinal
-from runs.verdicts.outcomes import BAD, GRADED_VALUES
+from runs.verdicts.outcomes import BAD, GRADED_VALUES, CaseState, Outcome
 from runs.verdicts.repeats import merged_outcome, repeat_stats
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from runs.selectors.cases import Repetition
     from runs.selectors.projects import LastRun
 
-PENDING = "pending"  # CaseResult.Status values (the rows read no model)
-RUNNING = "running"
+PENDING = CaseState.PENDING  # CaseResult.Status values (the rows read no model)
+RUNNING = CaseState.RUNNING
 LIVE = frozenset({PENDING, RUNNING})  # not settled yet
 FAILED_OUTCOMES = frozenset(outcome.value for outcome in BAD)
 # Counted in a repeated case's "k/n reps passed", or no verdict yet: not listed apart.
@@ -115,7 +115,7 @@ def _group_row(
     verdict = "" if live else merged_outcome([rep.outcome for rep in reps])
     label = escape(first.label)
     return (
-        f'<details class="case case-group case-{escape(verdict or "running")}"'
+        f'<details class="case case-group case-{verdict or RUNNING}"'
         f' id="case-{first.pk}"{swap} hx-get="{turns_url(_shown_first(reps).pk)}"'
         f' hx-trigger="toggle once" hx-target="find .turns">'
         f'<summary class="case-sum">{_mark(verdict)}{head}'
@@ -150,8 +150,9 @@ def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: 
     stats = repeat_stats(rep.outcome for rep in reps)
     chips = ""
     if stats.graded:
+        chip = Outcome.of(verdict).chip if verdict else "chip-muted"
         chips += (
-            f'<span class="chip chip-{escape(verdict or "muted")} repeat-rate" title="passed in'
+            f'<span class="chip {chip} repeat-rate" title="passed in'
             f" {stats.passed} of its {stats.graded} graded repetitions; the case passes when more"
             f' than half of them passed">{stats.passed}/{stats.graded} reps passed</span>'
         )
@@ -175,13 +176,13 @@ def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: 
 
 
 def _pending_row(case: CaseResult, swap: str) -> str:
-    count = case.turn_count
+    count, state = case.turn_count, CaseState(case.status)
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
         f'{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{escape(case.label)}</span>'
         f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
-        f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
+        f'<span class="chip {state.css}">{state.label}</span></div></div>\n'
     )
 
 
@@ -298,7 +299,7 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
     partial = partial_badge(run.partial_text)
     return (
         f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
-        f'    <td><span class="chip chip-{escape(reason.look)}" title="{escape(reason.sentence)}">'
+        f'    <td><span class="chip {reason.chip}" title="{escape(reason.sentence)}">'
         f"{status}</span></td>\n"
         f"    <td>{run.passed_cases}/{run.total_cases} passed{_unpassed_counts(run)}</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"
