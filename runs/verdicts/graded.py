@@ -27,42 +27,34 @@ class GradedMetric(Protocol):
     def outcome(self) -> str | None: ...
 
 
-class GradedTurn(Protocol):
-    """A turn's result: its own flags and the metrics it ran."""
+class _GradedUnit(Protocol):
+    """What a turn and a single-turn case both hold: their flags and the metrics they ran."""
 
     @property
     def passed(self) -> bool: ...
+
+    @property
+    def errors(self) -> Sequence[str]: ...
+
+    @property
+    def tools_matched(self) -> bool | None: ...
+
+    @property
+    def metric_results(self) -> Sequence[GradedMetric]: ...
+
+
+class GradedTurn(_GradedUnit, Protocol):
+    """A turn's result: whether it was skipped, and its stored verdict."""
 
     @property
     def skipped(self) -> bool: ...
 
     @property
-    def errors(self) -> Sequence[str]: ...
-
-    @property
-    def tools_matched(self) -> bool | None: ...
-
-    @property
-    def metric_results(self) -> Sequence[GradedMetric]: ...
-
-    @property
     def outcome(self) -> str | None: ...
 
 
-class GradedCase(Protocol):
+class GradedCase(_GradedUnit, Protocol):
     """A case's result: a single-turn case's own flags and metrics, a multi-turn case's turns."""
-
-    @property
-    def passed(self) -> bool: ...
-
-    @property
-    def errors(self) -> Sequence[str]: ...
-
-    @property
-    def tools_matched(self) -> bool | None: ...
-
-    @property
-    def metric_results(self) -> Sequence[GradedMetric]: ...
 
     @property
     def turns(self) -> Sequence[GradedTurn] | None: ...

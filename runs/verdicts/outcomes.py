@@ -167,25 +167,11 @@ TurnOutcome = Literal["passed", "failed", "error", "not_graded", "skipped"]
 CaseOutcome = Literal["passed", "failed", "error", "not_graded", "cancelled"]
 
 
-def _choices(states: Iterable[StrEnum]) -> list[tuple[str, str]]:
-    """``(value, label)`` pairs for a Django field's ``choices``, labelled as Django's own
-    ``TextChoices`` label a member (its name in title case), so the stored choices never
-    change."""
-    return [(state.value, state.name.replace("_", " ").title()) for state in states]
-
-
 # --- states --------------------------------------------------------------------------------------
 
 
-class RunState(StrEnum):
-    """A run's status (``runs.models.Run.status``): queued, then running, then how it ended."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    CANCELLED = "cancelled"
+class _State(StrEnum):
+    """A stored state: its words are its value, its chip ``chip-<value>``."""
 
     @property
     def label(self) -> str:
@@ -195,6 +181,24 @@ class RunState(StrEnum):
     def css(self) -> str:
         """The class of its chip (``chip-running``, ...)."""
         return f"chip-{self.value}"
+
+    @classmethod
+    def choices(cls) -> list[tuple[str, str]]:
+        """``(value, label)`` pairs for a Django field's ``choices``, labelled as Django's own
+        ``TextChoices`` label a member (its name in title case), so the stored choices never
+        change."""
+        return [(state.value, state.name.replace("_", " ").title()) for state in cls]
+
+
+class RunState(_State):
+    """A run's status (``runs.models.Run.status``): queued, then running, then how it ended."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    CANCELLED = "cancelled"
 
     @property
     def is_active(self) -> bool:
@@ -209,12 +213,8 @@ class RunState(StrEnum):
     def is_cancelled(self) -> bool:
         return self is RunState.CANCELLED
 
-    @classmethod
-    def choices(cls) -> list[tuple[str, str]]:
-        return _choices(cls)
 
-
-class CaseState(StrEnum):
+class CaseState(_State):
     """A case's place in its run's execution (``runs.models.CaseResult.status``); its verdict
     is its ``Outcome``."""
 
@@ -225,25 +225,12 @@ class CaseState(StrEnum):
     ERROR = "error"
 
     @property
-    def label(self) -> str:
-        return self.value
-
-    @property
-    def css(self) -> str:
-        """The class of its chip (``chip-pending``, ...)."""
-        return f"chip-{self.value}"
-
-    @property
     def is_running(self) -> bool:
         return self is CaseState.RUNNING
 
     @property
     def is_cancelled(self) -> bool:
         return self is CaseState.CANCELLED
-
-    @classmethod
-    def choices(cls) -> list[tuple[str, str]]:
-        return _choices(cls)
 
 
 RUN_ACTIVE: frozenset[RunState] = frozenset({RunState.QUEUED, RunState.RUNNING})
