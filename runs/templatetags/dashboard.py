@@ -132,25 +132,24 @@ def _leaf(value: Any) -> SafeString:
 def _tree(value: Any, depth: int) -> SafeString:
     if depth > TREE_MAX_DEPTH:
         return format_html('<pre class="json">{}</pre>', pretty_json(value))
-    if isinstance(value, dict):
-        if not value:
-            return mark_safe('<span class="j-null">{}</span>')
-        items = format_html_join(
-            "",
-            '<li><span class="j-key">{}</span>: {}</li>',
-            ((key, _tree(item, depth + 1)) for key, item in value.items()),
-        )
-        return format_html('<ul class="tree">{}</ul>', items)
-    if isinstance(value, list):
-        if not value:
-            return mark_safe('<span class="j-null">[]</span>')
-        items = format_html_join(
-            "",
-            '<li><span class="j-key">[{}]</span> {}</li>',
-            ((index, _tree(item, depth + 1)) for index, item in enumerate(value)),
-        )
-        return format_html('<ul class="tree">{}</ul>', items)
+    if isinstance(value, dict | list):
+        return _branch(value, depth)
     return _leaf(value)
+
+
+def _branch(value: dict[Any, Any] | list[Any], depth: int) -> SafeString:
+    """An object's keys or an array's indices, each with its value's tree."""
+    keyed = isinstance(value, dict)
+    if not value:
+        return format_html('<span class="j-null">{}</span>', "{}" if keyed else "[]")
+    row = (
+        '<li><span class="j-key">{}</span>: {}</li>'
+        if keyed
+        else '<li><span class="j-key">[{}]</span> {}</li>'
+    )
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    items = format_html_join("", row, ((key, _tree(item, depth + 1)) for key, item in pairs))
+    return format_html('<ul class="tree">{}</ul>', items)
 
 
 @register.filter

@@ -22,10 +22,7 @@ from runs.web.params import (
     text_param,
 )
 from runs.web.rows import case_group_rows_html, case_rows_html
-from runs.web.views import (
-    CASES_PER_PAGE,
-    HtmxHttpRequest,
-)
+from runs.web.views import CASES_PER_PAGE, HtmxHttpRequest
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet

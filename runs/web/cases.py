@@ -15,10 +15,7 @@ from runs import selectors
 from runs.selectors.costs import pricing_for
 from runs.selectors.reruns import run_rerunnable
 from runs.verdicts.outcomes import CaseState
-from runs.web.params import (
-    flag_param,
-    text_param,
-)
+from runs.web.params import flag_param, text_param
 
 if TYPE_CHECKING:
     from runs.models import CaseResult

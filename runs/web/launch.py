@@ -10,19 +10,16 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
 from runs import selectors
 from runs.agentconfig.test_cases import case_label
-from runs.web.params import (
-    int_param,
-)
-from runs.web.views import (
-    staff_required,
-)
+from runs.web.params import int_param
+from runs.web.views import form_page, staff_required
 
 if TYPE_CHECKING:
+    from runs.agentconfig.loader import LoadedAgent
     from runs.models import AgentProject, Run
 
 
@@ -123,8 +120,7 @@ def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
             preview.case_names[:SUGGESTED_NAMES] if preview and filter_errors else []
         ),
     }
-    status = 400 if request.method == "POST" else 200
-    return render(request, "runs/launch.html", context, status=status)
+    return form_page(request, "runs/launch.html", context)
 
 
 def _rerun_of(request: HttpRequest, project: AgentProject) -> Run | None:
@@ -153,17 +149,26 @@ def rerun_initial(run: Run) -> dict[str, Any]:
     }
 
 
-def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
+def agent_loaded(project: AgentProject) -> tuple[LoadedAgent | None, list[str]]:
+    """The project's agent.yaml as loaded now, or the problems that stopped it (each on one
+    line)."""
     from runs.agentconfig.errors import ConfigError
     from runs.agentconfig.loader import load_agent
-    from runs.engine.metrics import judge_warnings
 
     try:
-        agent = load_agent(project.agent_path)
+        return load_agent(project.agent_path), []
     except ConfigError as exc:
-        return None, [str(problem) for problem in exc.problems] or [str(exc)]
+        return None, exc.lines() or [str(exc)]
     except OSError as exc:
         return None, [f"{project.agent_path}: {exc}"]
+
+
+def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
+    from runs.engine.metrics import judge_warnings
+
+    agent, problems = agent_loaded(project)
+    if agent is None:
+        return None, problems
     cases = agent.config.test_cases
     preview = AgentPreview(
         case_count=len(cases),

@@ -23,9 +23,7 @@ from runs.web.params import (
     shown_value,
     text_param,
 )
-from runs.web.views import (
-    RUNS_PER_PAGE,
-)
+from runs.web.views import RUNS_PER_PAGE
 
 
 @login_required

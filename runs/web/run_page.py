@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,17 +27,13 @@ from runs.verdicts.repeats import run_repeat_stats
 from runs.verdicts.summary import RunSummary
 from runs.web.case_list import case_filters, case_list_context, case_query, listed
 from runs.web.exports import EXPORT_FORMATS, run_export_response
-from runs.web.params import (
-    choice_param,
-    datetime_param,
-    int_param,
-    text_param,
-)
+from runs.web.params import choice_param, datetime_param, int_param, text_param
 from runs.web.rows import case_group_rows_html, case_rows_html
 from runs.web.views import (
     CASES_PER_PAGE,
     HTMX_STOP_POLLING,
     HtmxHttpRequest,
+    run_page_redirect,
     staff_required,
 )
 
@@ -263,7 +259,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         response.status_code = 200  # not the poll's 286: this answer stops no poll
         return response
     messages.add_message(request, level, text)
-    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
+    return run_page_redirect(run.pk)
 
 
 def _page_query(request: HtmxHttpRequest) -> _ImmutableQueryDict:
@@ -289,4 +285,4 @@ def run_keep(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_keep_set(run=selectors.run_row(run_id=run_id), keep=keep == "1")
     kept = "is kept: retention will not delete it" if run.keep else "is no longer kept"
     messages.success(request, f"Run {run.pk} {kept}.")
-    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run.pk}))
+    return run_page_redirect(run.pk)

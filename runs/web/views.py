@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django_htmx.middleware import HtmxDetails
+
+if TYPE_CHECKING:
+    from runs.models import Run
 
 RUNS_PER_PAGE = 50
 # Case rows per page of the run page; "load more" fetches the next page with htmx. Keeps the
@@ -47,6 +52,44 @@ def staff_required(view: View) -> View:
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def form_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    """A form's page: 400 when it answers a POST (the form refused, shown again with what is
+    wrong), else 200."""
+    status = 400 if request.method == "POST" else 200
+    return render(request, template, context, status=status)
+
+
+def run_page_redirect(run_id: int) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("run_detail", kwargs={"run_id": run_id}))
+
+
+def new_run_response(
+    request: HttpRequest,
+    original_id: int,
+    create: Callable[[], Run],
+    *,
+    action: str,
+    refused: type[Exception],
+    done: Callable[[Run], str],
+) -> HttpResponse:
+    """A run made from another (a re-grade, a re-run) by ``create``, opened; the problems that
+    stopped it (its agent.yaml's, or a ``refused``) are said on the original run's page, where
+    ``action`` ("re-grade") "cannot" be done, and nothing is queued."""
+    from runs.agentconfig.errors import ConfigError
+
+    try:
+        run = create()
+    except ConfigError as exc:
+        for line in exc.lines()[:10]:
+            messages.error(request, f"Cannot {action}: {line}")
+        return run_page_redirect(original_id)
+    except refused as exc:
+        messages.error(request, f"Cannot {action}: {exc}")
+        return run_page_redirect(original_id)
+    messages.success(request, done(run))
+    return run_page_redirect(run.pk)
 
 
 # --- errors --------------------------------------------------------------------------------
