@@ -142,6 +142,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "page": page,
         "statuses": selectors.RUN_STATUSES,
         "selected_status": status,
+        "empty_text": f"No runs {status}." if status else "No runs.",
         # What the pager keeps from page to page.
         "filter_query": urlencode({"status": status}) if status else "",
         "series": list(reversed(series)),  # newest first
