@@ -88,6 +88,11 @@ class Outcome(StrEnum):
         return _LOOK[self][1]
 
     @property
+    def emoji(self) -> str:
+        """Its mark in Markdown (a PR comment, a summary file); "" for none."""
+        return _LOOK[self][3]
+
+    @property
     def is_graded(self) -> bool:
         """Counted in a pass rate (passed, failed, error)."""
         return self in GRADED
@@ -133,17 +138,17 @@ class Outcome(StrEnum):
             return cls.NONE
 
 
-# outcome -> (css class, symbol, words for the page, screen readers and exports)
-_LOOK: dict[Outcome, tuple[str, str, str]] = {
-    Outcome.PASSED: ("v-ok", "✓", "passed"),
-    Outcome.FAILED: ("v-bad", "✗", "failed"),
-    Outcome.ERROR: ("v-err", "!", "errored"),
-    Outcome.NOT_GRADED: ("v-warn", "?", "not graded"),
-    Outcome.SKIPPED: ("v-none", "–", "skipped"),
-    Outcome.CANCELLED: ("v-none", "–", "cancelled"),
-    Outcome.PENDING: ("v-none", "…", "pending"),
-    Outcome.ABSENT: ("v-none", "·", "absent"),
-    Outcome.NONE: ("v-none", "–", "not assessed"),
+# outcome -> (css class, symbol, words for the page, screen readers and exports, Markdown mark)
+_LOOK: dict[Outcome, tuple[str, str, str, str]] = {
+    Outcome.PASSED: ("v-ok", "✓", "passed", "✅"),
+    Outcome.FAILED: ("v-bad", "✗", "failed", "❌"),
+    Outcome.ERROR: ("v-err", "!", "errored", "💥"),
+    Outcome.NOT_GRADED: ("v-warn", "?", "not graded", "⚠️"),
+    Outcome.SKIPPED: ("v-none", "–", "skipped", "⏭️"),
+    Outcome.CANCELLED: ("v-none", "–", "cancelled", "⏹️"),
+    Outcome.PENDING: ("v-none", "…", "pending", "⏳"),
+    Outcome.ABSENT: ("v-none", "·", "absent", ""),
+    Outcome.NONE: ("v-none", "–", "not assessed", ""),
 }
 
 GRADED: frozenset[Outcome] = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.ERROR})

@@ -90,3 +90,9 @@ def test_a_run_state_chip_is_drawn_from_its_state() -> None:
         template.render(Context({"status": "running"}))
         == '<span class="chip chip-running" title="why">running</span>'
     )
+
+
+def test_the_markdown_marks_are_the_writers() -> None:
+    from runs.writers.results import MARKS
+
+    assert {outcome: outcome.emoji for outcome in Outcome if outcome.emoji} == MARKS
