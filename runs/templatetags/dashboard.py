@@ -43,6 +43,7 @@ from runs.verdicts.outcomes import (
     Outcome,
     RunState,
 )
+from runs.verdicts.status import StatusCounts
 from runs.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.wire import times
 from runs.wire.times import CaseTimes, TurnTimes
@@ -430,6 +431,24 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
             )
         )
     return format_html_join(" · ", "{}", ((part,) for part in parts))
+
+
+@register.simple_tag
+def unpassed_counts(counts: StatusCounts) -> SafeString:
+    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
+    to grade, and those neither passed nor failed), from a run's counters."""
+    unpassed = (
+        (Outcome.ERROR, counts.errored, "err small",
+         "cases with no answer to grade: the agent failed, timed out, or its worker gave up"),
+        (Outcome.NOT_GRADED, counts.not_graded, "warn small",
+         "cases neither passed nor failed: only metrics that could not grade failed"),
+    )  # fmt: skip
+    parts = [
+        format_html(' <span class="{}" title="{}">· {} {}</span>', css, title, count, outcome.label)
+        for outcome, count, css, title in unpassed
+        if count
+    ]
+    return format_html_join("", "{}", ((part,) for part in parts))
 
 
 @register.filter

@@ -27,6 +27,7 @@ from runs.templatetags.dashboard import (
     outcome_label,
     percent,
     shortsha,
+    unpassed_counts,
 )
 from runs.verdicts.numbers import ordinal
 from runs.verdicts.outcomes import BAD, GRADED_VALUES, CaseState, Outcome
@@ -297,30 +298,13 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
     reason = run.status_reason
     commit = escape(shortsha(run.git_commit)) or "–"
     partial = partial_badge(run.partial_text)
+    unpassed = unpassed_counts(run.status_counts)
     return (
         f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
         f'    <td><span class="chip {reason.chip}" title="{escape(reason.sentence)}">'
         f"{status}</span></td>\n"
-        f"    <td>{run.passed_cases}/{run.total_cases} passed{_unpassed_counts(run)}</td>\n"
+        f"    <td>{run.passed_cases}/{run.total_cases} passed{unpassed}</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"
         f'    <td class="mono">{commit}</td>\n'
         f'    <td class="small">{ago(run.created_at)}</td>'
     )
-
-
-def _unpassed_counts(run: LastRun) -> str:
-    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
-    to grade, and those neither passed nor failed)."""
-    counts = run.status_counts
-    parts = []
-    if counts.errored:
-        parts.append(
-            f' <span class="err small" title="cases with no answer to grade: the agent failed,'
-            f' timed out, or its worker gave up">· {counts.errored} errored</span>'
-        )
-    if counts.not_graded:
-        parts.append(
-            f' <span class="warn small" title="cases neither passed nor failed: only metrics'
-            f' that could not grade failed">· {counts.not_graded} not graded</span>'
-        )
-    return "".join(parts)
