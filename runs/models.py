@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runs.agentconfig.test_cases import case_label
 from runs.verdicts.numbers import case_text
-from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, RunState
+from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
 from runs.verdicts.regrades import RegradeSources
 from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
 
@@ -379,7 +379,7 @@ class TurnResult(models.Model):
     skipped = models.BooleanField(default=False)
     # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when
     # written; kind_outcomes: {kind: passed | failed | not_graded}, kinds incl. "tools".
-    outcome = models.CharField(max_length=16, default="failed")
+    outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     kind_outcomes = models.JSONField(default=dict, blank=True)
     execution_time_ms = models.IntegerField(default=0)
     token_usage = models.JSONField(null=True, blank=True)
@@ -430,7 +430,7 @@ class MetricResult(models.Model):
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when written.
-    outcome = models.CharField(max_length=16, default="failed")
+    outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     scale = models.CharField(max_length=32, blank=True)
     error = models.TextField(null=True, blank=True)
     retry_count = models.IntegerField(null=True, blank=True)
