@@ -28,6 +28,7 @@ from django.utils.timesince import timesince
 
 from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd
 from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.templatetags import json_html
 from runs.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
 from runs.verdicts.numbers import (
     case_text,
@@ -50,13 +51,10 @@ from runs.wire.times import CaseTimes, TurnTimes
 
 register = template.Library()
 
-# Longer values are collapsed behind a <details> toggle.
-COLLAPSE_CHARS = 400
 # Inputs, responses and ground truths longer than this are capped in height ("show more").
 LONG_TEXT_CHARS = 1200
 # Errors longer than this are collapsed behind their first line.
 LONG_ERROR_CHARS = 300
-TREE_MAX_DEPTH = 12
 
 
 def _markdown() -> markdown.Markdown:
@@ -92,71 +90,11 @@ def render_response(text: str | None) -> SafeString:
     return mark_safe(nh3.clean(html))
 
 
-@register.filter
-def pretty_json(value: Any) -> str:
-    """Indented JSON text (escaped later by the template); strings are shown as they are."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-
-
-@register.filter
-def compact_json(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-@register.filter
-def is_long(value: Any) -> bool:
-    return len(pretty_json(value)) > COLLAPSE_CHARS
-
-
-def _leaf(value: Any) -> SafeString:
-    if value is None:
-        return mark_safe('<span class="j-null">null</span>')
-    if isinstance(value, bool):
-        return format_html('<span class="j-bool">{}</span>', "true" if value else "false")
-    if isinstance(value, int | float):
-        return format_html('<span class="j-num">{}</span>', value)
-    text = str(value)
-    if len(text) > COLLAPSE_CHARS:
-        return format_html(
-            '<details class="long"><summary>{}… ({} chars)</summary><pre>{}</pre></details>',
-            text[:80],
-            len(text),
-            text,
-        )
-    return format_html('<span class="j-str">{}</span>', text)
-
-
-def _tree(value: Any, depth: int) -> SafeString:
-    if depth > TREE_MAX_DEPTH:
-        return format_html('<pre class="json">{}</pre>', pretty_json(value))
-    if isinstance(value, dict | list):
-        return _branch(value, depth)
-    return _leaf(value)
-
-
-def _branch(value: dict[Any, Any] | list[Any], depth: int) -> SafeString:
-    """An object's keys or an array's indices, each with its value's tree."""
-    keyed = isinstance(value, dict)
-    if not value:
-        return format_html('<span class="j-null">{}</span>', "{}" if keyed else "[]")
-    row = (
-        '<li><span class="j-key">{}</span>: {}</li>'
-        if keyed
-        else '<li><span class="j-key">[{}]</span> {}</li>'
-    )
-    pairs = value.items() if isinstance(value, dict) else enumerate(value)
-    items = format_html_join("", row, ((key, _tree(item, depth + 1)) for key, item in pairs))
-    return format_html('<ul class="tree">{}</ul>', items)
-
-
-@register.filter
-def json_tree(value: Any) -> SafeString:
-    """A JSON value as a nested list (every key and leaf escaped)."""
-    return _tree(value, 0)
+# JSON as text or as a tree (runs.templatetags.json_html).
+pretty_json = register.filter("pretty_json", json_html.pretty_json)
+compact_json = register.filter("compact_json", json_html.compact_json)
+is_long = register.filter("is_long", json_html.is_long)
+json_tree = register.filter("json_tree", json_html.json_tree)
 
 
 # The one number formatter (runs.verdicts.numbers): a score "0.89", a pass rate "33.3%", "–" for
@@ -295,13 +233,9 @@ def row_chip(row: Any) -> str:
 
 
 @register.simple_tag
-def run_state_chip(status: str, title: str = "") -> SafeString:
-    """A run's status as a chip (``title``: why it has it, when known)."""
+def run_state_chip(status: str) -> SafeString:
+    """A run's status as a chip."""
     state = RunState(status)
-    if title:
-        return format_html(
-            '<span class="chip {}" title="{}">{}</span>', state.css, title, state.label
-        )
     return format_html('<span class="chip {}">{}</span>', state.css, state.label)
 
 
