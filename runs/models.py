@@ -21,6 +21,7 @@ from django.utils import timezone
 from runs.agentconfig.test_cases import case_label
 from runs.runoptions import RunOptions, partial_text, run_launch_options
 from runs.verdicts.numbers import case_text
+from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
 from runs.verdicts.regrades import RegradeSources
 from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
 
@@ -65,13 +66,8 @@ class AgentSnapshot(models.Model):
 
 
 class Run(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        PASSED = "passed"
-        FAILED = "failed"
-        ERROR = "error"
-        CANCELLED = "cancelled"
+    # The states are the verdict vocabulary's (runs.verdicts.outcomes.RunState).
+    Status = RunState
 
     class Source(models.TextChoices):
         DASHBOARD = "dashboard"
@@ -79,7 +75,7 @@ class Run(models.Model):
         IMPORT = "import"
         REGRADE = "regrade"
 
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
+    ACTIVE = RUN_ACTIVE_STATES
 
     # The run's identity across databases: every export carries it (report.environment
     # ENVIRONMENT_KEY), and an import keeps it, so a run exported and imported anywhere it
@@ -101,7 +97,7 @@ class Run(models.Model):
     rerun_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=16, choices=RunState.choices(), default=RunState.QUEUED)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.DASHBOARD)
     agent_name = models.CharField(max_length=200)
     agent_config_path = models.CharField(max_length=1000, blank=True)
@@ -305,12 +301,8 @@ class Run(models.Model):
 
 
 class CaseResult(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        CANCELLED = "cancelled"
-        ERROR = "error"
+    # The states are the verdict vocabulary's (runs.verdicts.outcomes.CaseState).
+    Status = CaseState
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
     index = models.IntegerField()
@@ -318,7 +310,7 @@ class CaseResult(models.Model):
     # (``execution.repeats``: each repetition an independent session); 0 without repeats.
     repetition = models.IntegerField(default=0)
     name = models.CharField(max_length=500, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=16, choices=CaseState.choices(), default=CaseState.PENDING)
     attempts = models.IntegerField(default=0)
     # Set once when the case task is put on the queue (parallelism is bounded per run).
     enqueued = models.BooleanField(default=False)
@@ -397,7 +389,7 @@ class TurnResult(models.Model):
     skipped = models.BooleanField(default=False)
     # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when
     # written; kind_outcomes: {kind: passed | failed | not_graded}, kinds incl. "tools".
-    outcome = models.CharField(max_length=16, default="failed")
+    outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     kind_outcomes = models.JSONField(default=dict, blank=True)
     execution_time_ms = models.IntegerField(default=0)
     token_usage = models.JSONField(null=True, blank=True)
@@ -448,7 +440,7 @@ class MetricResult(models.Model):
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when written.
-    outcome = models.CharField(max_length=16, default="failed")
+    outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     scale = models.CharField(max_length=32, blank=True)
     error = models.TextField(null=True, blank=True)
     retry_count = models.IntegerField(null=True, blank=True)

@@ -14,7 +14,7 @@ from runs.api.schemas import BoundedPagination, Id, SafeText, responses
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
-from runs.verdicts.outcomes import CaseOutcome
+from runs.verdicts.outcomes import CaseOutcome, RunStatus
 from runs.verdicts.summary import RunSummary
 from runs.web.exports import run_export_response
 from runs.wire.models import TurnResult
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from runs.models import Run
 
 router = Router(tags=["runs"])
-
-RunStatus = Literal["queued", "running", "passed", "failed", "error", "cancelled"]
 
 
 class RunOut(Schema):

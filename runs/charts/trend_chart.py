@@ -1,14 +1,13 @@
-"""The trends chart from plain data: runs in commit order, pass-rate drops, prompt and model
-changes, and the geometry of the SVG chart ``templates/runs/trends.html`` draws: the pass rate,
+"""The geometry of the SVG trends chart ``templates/runs/trends.html`` draws: the pass rate,
 then the turns each run fixed and regressed against the run before it (the churn a flat pass
-rate hides), then one small panel of average scores per metric kind.
+rate hides), then one small panel of average scores per metric kind. The runs it places, their
+texts, drops and changes are ``runs.charts.trend_runs``'.
 
 Re-grades are not runs of a commit (their transcripts come from one run, their verdicts from
 another agent.yaml): they are kept out of the series (the line, its drops and its change
 markers) and drawn as marked points of their own beside the run whose transcripts they grade.
 
-No database and no Django here: the reads (``runs.selectors.trends``) hand over ``TrendRun``
-values and metric averages; every text in the chart comes from a run and is escaped by the
+No database and no Django here: every text in the chart comes from a run and is escaped by the
 template.
 """
 
@@ -17,87 +16,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
+from runs.charts.trend_runs import (
+    DEFAULT_MARGIN,
+    MetricKey,
+    RunChurn,
+    TrendRun,
+    changes,
+    drops,
+    point_title,
+)
 from runs.verdicts.kinds import kind_order
-from runs.verdicts.numbers import format_points, format_rate, format_score
-from runs.verdicts.outcomes import Outcome
-from runs.verdicts.summary import OutcomeCounts
-
-DEFAULT_MARGIN = 10.0  # percentage points
+from runs.verdicts.numbers import format_points, format_score
 
 MINUS = "\u2212"
 
-
-@dataclass(frozen=True)
-class TrendRun:
-    """One finished run as the trends page shows it (``created_at`` in the time zone shown):
-    its pass rate and case counts are those of its stored summary (``pass_rate`` None: no case
-    was graded, and the run has no point on the pass-rate line)."""
-
-    id: int
-    status: str
-    agent_name: str
-    commit: str
-    branch: str
-    dirty: bool
-    prompt_version: str
-    model: str
-    provider: str
-    pass_rate: float | None
-    created_at: datetime
-    url: str = ""  # its run page, set by the view for the runs it shows
-    cases: OutcomeCounts | None = None  # of its stored summary (None: stored without one)
-    # A re-grade: the run it re-grades, the run whose transcripts it grades (where it is drawn),
-    # and the agent.yaml it was graded with (its ref, or "the working tree", and commit).
-    regrade_of: int | None = None
-    transcripts_run: int | None = None
-    graded_with: str = ""
-    grading_commit: str = ""
-    # "partial: 3 of 8 cases, filter 'cash'" when it ran a selection of its agent's cases.
-    partial: str = ""
-    subject: str = ""  # its commit's subject (a re-grade's: its transcripts' commit's)
-
-    @property
-    def short_commit(self) -> str:
-        return self.commit[:8]
-
-    @property
-    def is_regrade(self) -> bool:
-        return self.regrade_of is not None
-
-    @property
-    def regrade_label(self) -> str:
-        """``"re-grade of #2 with loose"`` ("" for a run that is not a re-grade)."""
-        if self.regrade_of is None:
-            return ""
-        return f"re-grade of #{self.regrade_of} with {self.graded_with}"
-
-
-MetricKey = tuple[str, str]  # (kind, metric name)
-
-
-# --- ordering --------------------------------------------------------------------------------
-
-
-def split_regrades(runs: Sequence[TrendRun]) -> tuple[list[TrendRun], list[TrendRun]]:
-    """(the runs of the series, the re-grades), each in the order given."""
-    series = [run for run in runs if not run.is_regrade]
-    return series, [run for run in runs if run.is_regrade]
-
-
-def regrades_placed(
-    regrades: Sequence[TrendRun], shown: Sequence[TrendRun]
-) -> tuple[list[TrendRun], list[TrendRun]]:
-    """(the re-grades whose transcripts' run is among ``shown``, in that run's order then by
-    date; the others, which have no place on the chart)."""
-    position = {run.id: index for index, run in enumerate(shown)}
-    placed = [run for run in regrades if run.transcripts_run in position]
-    placed.sort(key=lambda run: (position[run.transcripts_run or 0], run.created_at, run.id))
-    return placed, [run for run in regrades if run.transcripts_run not in position]
-
-
-# --- chart geometry --------------------------------------------------------------------------
+# --- geometry --------------------------------------------------------------------------
 
 WIDTH = 960
 LEFT = 44
@@ -113,7 +47,6 @@ METRIC_HEIGHT = 96  # each metric kind's panel
 CHURN_HEIGHT = 84  # fixes above the zero line, regressions below
 CHURN_BAR_MAX = 12.0  # px wide at most
 AXIS_LABELS = 24
-LABEL_CHARS = 24
 X_LABEL_WIDTH = 36
 # A re-grade's diamond sits this fraction of a step (at most this many px) right of its run's point.
 REGRADE_SHIFT = 0.3
@@ -218,16 +151,6 @@ class Series:
 
 
 @dataclass(frozen=True)
-class RunChurn:
-    """A run's turns against the run before it in the series (``previous``, which may be off
-    the chart when only the last runs are drawn): how many regressed and were fixed."""
-
-    previous: int
-    regressions: int
-    fixes: int
-
-
-@dataclass(frozen=True)
 class ChurnBar:
     """One run's fixes (a bar up from the zero line) and regressions (a bar down), and a slot
     over the panel's height for its hover text and link."""
@@ -276,97 +199,6 @@ class Chart:
     churn_zero: float | None  # the y of the churn panel's zero line (None: no churn panel)
 
 
-def model_label(run: TrendRun) -> str:
-    return run.model or run.provider
-
-
-def local_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M")
-
-
-def point_title(run: TrendRun) -> str:
-    commit = run.short_commit or "no commit"
-    if run.dirty:
-        commit += " (dirty)"
-    model = run.model or "–"
-    if run.provider and run.model:
-        model += f" ({run.provider})"
-    rate = "no pass rate" if run.pass_rate is None else f"pass rate {format_rate(run.pass_rate)}"
-    lines = [f"Run #{run.id} · {run.status} · {rate}"]
-    if run.cases is not None:
-        lines.append(cases_line(run.cases))
-    if run.partial:
-        lines.append(run.partial)
-    if run.is_regrade:
-        graded = run.grading_commit[:8] or "no commit"
-        lines[0] = f"Re-grade #{run.id} of #{run.regrade_of} · {run.status} · {rate}"
-        lines.append(f"graded with {run.graded_with} (commit {graded})")
-        commit = f"{commit} (transcripts of #{run.transcripts_run})"
-    return "\n".join(
-        [
-            *lines,
-            f"commit {commit} on {run.branch or 'no branch'}",
-            *([run.subject] if run.subject else []),
-            f"prompt {run.prompt_version or '–'}",
-            f"model {model}",
-            local_time(run.created_at),
-        ]
-    )
-
-
-def cases_line(cases: OutcomeCounts) -> str:
-    """``"cases: 1 passed · 2 failed · 1 not graded"``: the counts that are not zero."""
-    counted = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED)
-    parts = [
-        f"{getattr(cases, outcome.value)} {outcome.label}"
-        for outcome in counted
-        if getattr(cases, outcome.value)
-    ]
-    return f"cases: {' · '.join(parts) or 'none graded'}"
-
-
-def drops(runs: Sequence[TrendRun], margin: float) -> list[tuple[int, TrendRun, float]]:
-    """(index, previous run, drop in points) where the pass rate fell by more than ``margin``
-    from the previous run that has one."""
-    found: list[tuple[int, TrendRun, float]] = []
-    previous: TrendRun | None = None
-    for index, run in enumerate(runs):
-        if run.pass_rate is None:
-            continue
-        if previous is not None and previous.pass_rate is not None:
-            drop = previous.pass_rate - run.pass_rate
-            if drop > margin:
-                found.append((index, previous, drop))
-        previous = run
-    return found
-
-
-def changes(runs: Sequence[TrendRun]) -> list[tuple[int, str, str]]:
-    """(index, label, title) where the prompt version or the model differs from the run before."""
-    found: list[tuple[int, str, str]] = []
-    for index in range(1, len(runs)):
-        before, run = runs[index - 1], runs[index]
-        labels: list[str] = []
-        lines: list[str] = []
-        if run.prompt_version != before.prompt_version:
-            labels.append(run.prompt_version or "no prompt version")
-            lines.append(
-                f"prompt {before.prompt_version or '–'} → {run.prompt_version or '–'} at #{run.id}"
-            )
-        if (run.provider, run.model) != (before.provider, before.model):
-            labels.append(model_label(run) or "no model")
-            lines.append(
-                f"model {model_label(before) or '–'} → {model_label(run) or '–'} at #{run.id}"
-            )
-        if labels:
-            found.append((index, _truncate(" · ".join(labels)), "\n".join(lines)))
-    return found
-
-
-def _truncate(text: str, limit: int = LABEL_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _polylines(coords: Sequence[tuple[float, float] | None]) -> list[str]:
     """Runs of consecutive points as polyline point lists (a missing value breaks the line)."""
     segments: list[list[tuple[float, float]]] = [[]]
@@ -395,31 +227,97 @@ def chart(
     ``runs`` are the series (no re-grade among them); ``regrades`` are drawn as diamonds on the
     pass-rate panel, just right of the run whose transcripts they grade (one left out when that
     run is not in ``runs``), never joined to the line nor counted in its drops or markers."""
-    count = max(len(runs), 1)
-    right_edge = WIDTH - RIGHT
-    step = (right_edge - LEFT) / count
+    step = (WIDTH - RIGHT - LEFT) / max(len(runs), 1)
+    x_of = _x_scale(step)
+    rateless = any(run.pass_rate is None for run in (*runs, *regrades))
+    no_rate_y = PASS_BOTTOM + NO_RATE_OFFSET if rateless else None
+    below = PASS_BOTTOM if no_rate_y is None else PASS_BOTTOM + NO_RATE_LANE
+    lower = _lower_panels(runs, averages, churn, x_of, step, below)
+    points = [
+        PassPoint(
+            run, x_of(i), _rate_y(run, no_rate_y), run.pass_rate is not None, point_title(run)
+        )
+        for i, run in enumerate(runs)
+    ]
+    markers = [
+        Marker(round(x_of(i) - step / 2, 1), label, title) for i, label, title in changes(runs)
+    ]
+    every = max(1, math.ceil(X_LABEL_WIDTH / step))
+    return Chart(
+        width=WIDTH,
+        height=lower.bottom + AXIS_LABELS,
+        left=LEFT,
+        right=WIDTH - RIGHT,
+        axis_x=LEFT - 6,
+        panels=[_pass_panel(), *lower.panels],
+        marker_top=PASS_TOP,
+        marker_bottom=lower.bottom,
+        x_labels=[(x_of(i), f"#{run.id}") for i, run in enumerate(runs) if i % every == 0],
+        x_label_y=lower.bottom + 15,
+        no_rate_y=no_rate_y,
+        points=points,
+        pass_segments=_polylines([(p.x, p.y) if p.has_rate else None for p in points]),
+        markers=markers,
+        callouts=_callouts(runs, points, margin, x_of),
+        series=lower.series,
+        radius=4.0 if step >= 12 else 2.5,
+        regrade_points=_regrade_points(runs, regrades, x_of, step, no_rate_y),
+        churn=lower.churn,
+        churn_zero=lower.churn_zero,
+    )
+
+
+PASS_TOP = PANEL_TITLE
+PASS_BOTTOM = PASS_TOP + PASS_HEIGHT
+
+
+def _x_scale(step: float) -> Callable[[int], float]:
+    """The x of the run at an index: the middle of its slot."""
 
     def x_of(index: int) -> float:
         return round(LEFT + (index + 0.5) * step, 1)
 
-    pass_top = PANEL_TITLE
-    pass_bottom = pass_top + PASS_HEIGHT
+    return x_of
 
-    def y_of_rate(rate: float) -> float:
-        clamped = min(max(rate, 0.0), 100.0)
-        return round(pass_top + (1 - clamped / 100) * PASS_HEIGHT, 1)
 
-    panels = [
-        Panel(
-            "Pass rate (%)",
-            pass_top,
-            pass_bottom,
-            [(y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)],
-        )
-    ]
-    rateless = any(run.pass_rate is None for run in (*runs, *regrades))
-    no_rate_y = pass_bottom + NO_RATE_OFFSET if rateless else None
-    bottom: float = pass_bottom if no_rate_y is None else pass_bottom + NO_RATE_LANE
+def _y_of_rate(rate: float) -> float:
+    clamped = min(max(rate, 0.0), 100.0)
+    return round(PASS_TOP + (1 - clamped / 100) * PASS_HEIGHT, 1)
+
+
+def _rate_y(run: TrendRun, no_rate_y: float | None) -> float:
+    """A run's point on the pass-rate panel, or in the lane under it when it has no rate."""
+    if run.pass_rate is not None:
+        return _y_of_rate(run.pass_rate)
+    return no_rate_y or PASS_BOTTOM
+
+
+def _pass_panel() -> Panel:
+    grid = [(_y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)]
+    return Panel("Pass rate (%)", PASS_TOP, PASS_BOTTOM, grid)
+
+
+@dataclass(frozen=True)
+class _Lower:
+    """The panels under the pass rate: the churn panel and one per metric kind."""
+
+    panels: list[Panel]
+    series: list[Series]
+    churn: list[ChurnBar]
+    churn_zero: float | None
+    bottom: float
+
+
+def _lower_panels(
+    runs: Sequence[TrendRun],
+    averages: dict[MetricKey, dict[int, float]],
+    churn: Mapping[int, RunChurn] | None,
+    x_of: Callable[[int], float],
+    step: float,
+    bottom: float,
+) -> _Lower:
+    """The churn panel (when there is churn) and the metric panels, from ``bottom`` down."""
+    panels: list[Panel] = []
     churn_bars: list[ChurnBar] = []
     churn_zero = None
     if churn:
@@ -429,86 +327,61 @@ def chart(
         churn_zero = round(top + CHURN_HEIGHT / 2, 1)
         bottom = panel.bottom
     series: list[Series] = []
-    kinds = sorted({kind for kind, _ in averages}, key=kind_order)
-    for kind in kinds:
+    for kind in sorted({kind for kind, _ in averages}, key=kind_order):
         metric_top = bottom + PANEL_GAP + PANEL_TITLE
         metric_bottom = metric_top + METRIC_HEIGHT
         y_of_score = _score_scale(metric_top)
-        panels.append(
-            Panel(
-                f"{kind} metrics: average score (0–1)",
-                metric_top,
-                metric_bottom,
-                [(y_of_score(v), f"{v:g}") for v in (0, 0.5, 1)],
-            )
-        )
+        grid = [(y_of_score(v), f"{v:g}") for v in (0, 0.5, 1)]
+        title = f"{kind} metrics: average score (0–1)"
+        panels.append(Panel(title, metric_top, metric_bottom, grid))
         of_kind = {key: values for key, values in averages.items() if key[0] == kind}
         series += _series(runs, of_kind, x_of, y_of_score, first_colour=len(series))
         bottom = metric_bottom
+    return _Lower(panels, series, churn_bars, churn_zero, bottom)
 
-    points = [
-        PassPoint(
-            run,
-            x_of(i),
-            y_of_rate(run.pass_rate) if run.pass_rate is not None else no_rate_y or pass_bottom,
-            run.pass_rate is not None,
-            point_title(run),
-        )
-        for i, run in enumerate(runs)
-    ]
-    pass_segments = _polylines([(p.x, p.y) if p.has_rate else None for p in points])
+
+def _regrade_points(
+    runs: Sequence[TrendRun],
+    regrades: Sequence[TrendRun],
+    x_of: Callable[[int], float],
+    step: float,
+    no_rate_y: float | None,
+) -> list[RegradePoint]:
+    """The re-grades whose transcripts' run is drawn, each just right of that run."""
     index_of = {run.id: i for i, run in enumerate(runs)}
     beside = min(step * REGRADE_SHIFT, REGRADE_SHIFT_MAX)
-    regrade_points = [
+    return [
         RegradePoint(
             run,
             round(x_of(index_of[run.transcripts_run]) + beside, 1),
-            y_of_rate(run.pass_rate) if run.pass_rate is not None else no_rate_y or pass_bottom,
+            _rate_y(run, no_rate_y),
             run.pass_rate is not None,
             point_title(run),
         )
         for run in regrades
         if run.transcripts_run in index_of
     ]
-    markers = [
-        Marker(round(x_of(i) - step / 2, 1), label, title) for i, label, title in changes(runs)
-    ]
-    callouts = [
+
+
+def _callouts(
+    runs: Sequence[TrendRun],
+    points: Sequence[PassPoint],
+    margin: float,
+    x_of: Callable[[int], float],
+) -> list[Callout]:
+    """A callout at each drop of the pass rate beyond ``margin``."""
+    return [
         Callout(
             runs[i],
             previous,
             drop,
             x_of(i),
             points[i].y,
-            _callout_y(points[i].y, pass_bottom),
+            _callout_y(points[i].y, PASS_BOTTOM),
             _anchor(x_of(i)),
         )
         for i, previous, drop in drops(runs, margin)
     ]
-    every = max(1, math.ceil(X_LABEL_WIDTH / step))
-    x_labels = [(x_of(i), f"#{run.id}") for i, run in enumerate(runs) if i % every == 0]
-    return Chart(
-        width=WIDTH,
-        height=bottom + AXIS_LABELS,
-        left=LEFT,
-        right=right_edge,
-        axis_x=LEFT - 6,
-        panels=panels,
-        marker_top=pass_top,
-        marker_bottom=bottom,
-        x_labels=x_labels,
-        x_label_y=bottom + 15,
-        no_rate_y=no_rate_y,
-        points=points,
-        pass_segments=pass_segments,
-        markers=markers,
-        callouts=callouts,
-        series=series,
-        radius=4.0 if step >= 12 else 2.5,
-        regrade_points=regrade_points,
-        churn=churn_bars,
-        churn_zero=churn_zero,
-    )
 
 
 def _score_scale(top: float) -> Callable[[float], float]:

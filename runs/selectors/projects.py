@@ -122,7 +122,7 @@ def project_choices() -> QuerySet[AgentProject]:
 def project_pass_rates(*, project: AgentProject, last: int = 20) -> list[TrendRun]:
     """The project's last ``last`` finished runs (re-grades left out), oldest first, as the
     trends page reads them (``runs.selectors.trends``): the project page's small series."""
-    from runs.charts.trend_chart import split_regrades
+    from runs.charts.trend_runs import split_regrades
     from runs.selectors.trends import finished_runs
 
     runs, _ = split_regrades(finished_runs(project=project, agent=""))

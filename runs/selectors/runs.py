@@ -15,12 +15,12 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summaries_of_rows, tool_counts_of_rows
 from runs.models import CaseResult, MetricResult, Run
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import Outcome, RunState
 from runs.verdicts.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
 from runs.verdicts.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
-RUN_STATUSES: list[tuple[str, str]] = Run.Status.choices
+RUN_STATUSES: list[tuple[str, str]] = RunState.choices()
 
 
 # --- lists ---------------------------------------------------------------------------------

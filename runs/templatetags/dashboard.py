@@ -28,6 +28,7 @@ from django.utils.timesince import timesince
 
 from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd
 from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.templatetags import json_html
 from runs.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
 from runs.verdicts.numbers import (
     case_text,
@@ -36,20 +37,24 @@ from runs.verdicts.numbers import (
     ordinal,
     turn_text,
 )
-from runs.verdicts.outcomes import Outcome, OutcomeLook, look
+from runs.verdicts.outcomes import (
+    COUNTED_OUTCOMES,
+    MAIN_OUTCOMES,
+    CaseState,
+    Outcome,
+    RunState,
+)
+from runs.verdicts.status import StatusCounts
 from runs.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.wire import times
 from runs.wire.times import CaseTimes, TurnTimes
 
 register = template.Library()
 
-# Longer values are collapsed behind a <details> toggle.
-COLLAPSE_CHARS = 400
 # Inputs, responses and ground truths longer than this are capped in height ("show more").
 LONG_TEXT_CHARS = 1200
 # Errors longer than this are collapsed behind their first line.
 LONG_ERROR_CHARS = 300
-TREE_MAX_DEPTH = 12
 
 
 def _markdown() -> markdown.Markdown:
@@ -85,72 +90,11 @@ def render_response(text: str | None) -> SafeString:
     return mark_safe(nh3.clean(html))
 
 
-@register.filter
-def pretty_json(value: Any) -> str:
-    """Indented JSON text (escaped later by the template); strings are shown as they are."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-
-
-@register.filter
-def compact_json(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-@register.filter
-def is_long(value: Any) -> bool:
-    return len(pretty_json(value)) > COLLAPSE_CHARS
-
-
-def _leaf(value: Any) -> SafeString:
-    if value is None:
-        return mark_safe('<span class="j-null">null</span>')
-    if isinstance(value, bool):
-        return format_html('<span class="j-bool">{}</span>', "true" if value else "false")
-    if isinstance(value, int | float):
-        return format_html('<span class="j-num">{}</span>', value)
-    text = str(value)
-    if len(text) > COLLAPSE_CHARS:
-        return format_html(
-            '<details class="long"><summary>{}… ({} chars)</summary><pre>{}</pre></details>',
-            text[:80],
-            len(text),
-            text,
-        )
-    return format_html('<span class="j-str">{}</span>', text)
-
-
-def _tree(value: Any, depth: int) -> SafeString:
-    if depth > TREE_MAX_DEPTH:
-        return format_html('<pre class="json">{}</pre>', pretty_json(value))
-    if isinstance(value, dict):
-        if not value:
-            return mark_safe('<span class="j-null">{}</span>')
-        items = format_html_join(
-            "",
-            '<li><span class="j-key">{}</span>: {}</li>',
-            ((key, _tree(item, depth + 1)) for key, item in value.items()),
-        )
-        return format_html('<ul class="tree">{}</ul>', items)
-    if isinstance(value, list):
-        if not value:
-            return mark_safe('<span class="j-null">[]</span>')
-        items = format_html_join(
-            "",
-            '<li><span class="j-key">[{}]</span> {}</li>',
-            ((index, _tree(item, depth + 1)) for index, item in enumerate(value)),
-        )
-        return format_html('<ul class="tree">{}</ul>', items)
-    return _leaf(value)
-
-
-@register.filter
-def json_tree(value: Any) -> SafeString:
-    """A JSON value as a nested list (every key and leaf escaped)."""
-    return _tree(value, 0)
+# JSON as text or as a tree (runs.templatetags.json_html).
+pretty_json = register.filter("pretty_json", json_html.pretty_json)
+compact_json = register.filter("compact_json", json_html.compact_json)
+is_long = register.filter("is_long", json_html.is_long)
+json_tree = register.filter("json_tree", json_html.json_tree)
 
 
 # The one number formatter (runs.verdicts.numbers): a score "0.89", a pass rate "33.3%", "–" for
@@ -259,19 +203,47 @@ def token_total(usage: dict[str, Any] | None) -> int | None:
 # --- verdicts ----------------------------------------------------------------------------------
 
 
-def _look(outcome: str | None) -> OutcomeLook:
-    """How a stored or shown outcome is drawn; a value that is no outcome reads "not assessed"."""
-    try:
-        return look(outcome)
-    except ValueError:
-        return look(Outcome.NONE)
+@register.filter
+def outcome(value: str | None) -> Outcome:
+    """A stored or shown outcome as the object a page asks (``is_failed``, ``label``, ``css``,
+    ``chip``): ``{% with verdict=turn.outcome|outcome %}``; "" or None is pending, a value that
+    is no outcome "not assessed"."""
+    return Outcome.shown(value)
+
+
+@register.filter
+def run_state(value: str) -> RunState:
+    """A run's stored status as the object a page asks: ``run.status|run_state``."""
+    return RunState(value)
+
+
+@register.filter
+def case_state(value: str) -> CaseState:
+    """A case's stored status as the object a page asks: ``case.status|case_state``."""
+    return CaseState(value)
+
+
+@register.filter
+def row_chip(row: Any) -> str:
+    """The class of a case's, repetition's or turn's chip: its verdict's, or while a case has
+    none yet (pending, running), its state's."""
+    if row.outcome or not hasattr(row, "status"):
+        return Outcome.shown(row.outcome).chip
+    return CaseState(row.status).css
+
+
+@register.simple_tag
+def run_state_chip(status: str) -> SafeString:
+    """A run's status as a chip."""
+    state = RunState(status)
+    return format_html('<span class="chip {}">{}</span>', state.css, state.label)
 
 
 @register.simple_tag
 def mark(outcome: str | None) -> SafeString:
     """The symbol of an outcome (any ``Outcome`` value; ``""`` or None: pending), with
     visually-hidden words (a bare ✓/✗ means nothing aloud)."""
-    shown = _look(outcome)
+    shown = Outcome.shown(outcome)
     return format_html(
         '<span class="v {}" title="{}" aria-hidden="true">{}</span><span class="sr-only">{}</span>',
         shown.css,
@@ -293,7 +265,7 @@ def verdict(passed: bool | None) -> SafeString:
 @register.filter
 def outcome_label(outcome: str | None) -> str:
     """The words of an outcome: "errored", "not graded", ..."""
-    return _look(outcome).label
+    return Outcome.shown(outcome).label
 
 
 @register.simple_tag
@@ -302,40 +274,39 @@ def case_chips(case: Any, stopping: bool = False) -> SafeString:
     "cancelled · not run", "cancelled · stopped"): the case row of the run page and the case
     page header. Reads the stored outcome as it is ("" while it has none: its status is
     shown); ``stopping``: its run was cancelled, so a running case says "stopping"."""
-    outcome = case.outcome or ""
-    if outcome == Outcome.CANCELLED and case.started_at is None:
+    verdict = Outcome.of(case.outcome)
+    if verdict.is_cancelled and case.started_at is None:
         return mark_safe('<span class="chip chip-cancelled">cancelled · not run</span>')
-    if outcome == Outcome.CANCELLED:
+    if verdict.is_cancelled:
         return mark_safe(
             '<span class="chip chip-cancelled" title="the run was cancelled while this case ran:'
             ' the turns it finished are kept, the rest were skipped">cancelled · stopped</span>'
         )
-    if stopping and case.status == "running":
+    state = CaseState(case.status)
+    if stopping and state.is_running:
         return mark_safe(
             '<span class="chip chip-cancelled case-stopping" title="the run was cancelled: this'
             ' case stops after its current turn">cancelled · stopping</span>'
         )
     count = case.turn_count
-    if not outcome:  # pending or running: nothing passed or failed yet
+    if verdict is Outcome.PENDING:  # pending or running: nothing passed or failed yet
         return format_html(
-            '<span class="chip chip-muted">{} turn{}</span><span class="chip chip-{}">{}</span>',
+            '<span class="chip chip-muted">{} turn{}</span><span class="chip {}">{}</span>',
             count,
             "" if count == 1 else "s",
-            case.status,
-            case.status,
+            state.css,
+            state.label,
         )
     chips = format_html(
-        '<span class="chip chip-{}">{} turn{} · {}/{} passed</span>',
-        outcome or case.status,
+        '<span class="chip {}">{} turn{} · {}/{} passed</span>',
+        verdict.chip,
         count,
         "" if count == 1 else "s",
         case.turns_passed,
         count,
     )
-    if outcome in (Outcome.NOT_GRADED, Outcome.ERROR):
-        chips = format_html(
-            '{}<span class="chip chip-{}">{}</span>', chips, outcome, outcome_label(outcome)
-        )
+    if verdict.is_not_graded or verdict.is_error:
+        chips = format_html('{}<span class="chip {}">{}</span>', chips, verdict.chip, verdict.label)
     return format_html("{}{}", chips, tools_chip(case.kind_outcomes))
 
 
@@ -359,19 +330,10 @@ _TOOLS_CHIP = mark_safe(
 # Each number of a summary carries ``data-summary`` ("cases.passed", "turns.not_graded", ...):
 # the same marks on every page, so tests read what a page says and compare it with the record.
 
-# In the order a summary line lists them; passed and failed are shown even when zero.
-_COUNTED = (
-    Outcome.PASSED,
-    Outcome.FAILED,
-    Outcome.ERROR,
-    Outcome.NOT_GRADED,
-    Outcome.SKIPPED,
-    Outcome.CANCELLED,
-    Outcome.PENDING,
-)
+# Passed and failed are shown even when zero.
 _ALWAYS = frozenset({Outcome.PASSED, Outcome.FAILED})
 # The counts every surface marks (a pass rate is computed from these; the rest are context).
-_MARKED = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED})
+_MARKED = frozenset(MAIN_OUTCOMES)
 _COLOURED = frozenset({Outcome.ERROR, Outcome.NOT_GRADED})
 _HINTS = {
     Outcome.NOT_GRADED: "only metrics that could not grade failed: neither passed nor failed",
@@ -384,7 +346,7 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
     """``"1 passed · 2 failed · 1 errored · 1 not graded"`` of a summary's cases or turns
     (``key``), zero counts left out but for passed and failed."""
     parts = []
-    for outcome in _COUNTED:
+    for outcome in COUNTED_OUTCOMES:
         count = getattr(counts, outcome.value)
         if not count and outcome not in _ALWAYS:
             continue
@@ -403,6 +365,24 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
             )
         )
     return format_html_join(" · ", "{}", ((part,) for part in parts))
+
+
+@register.simple_tag
+def unpassed_counts(counts: StatusCounts) -> SafeString:
+    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
+    to grade, and those neither passed nor failed), from a run's counters."""
+    unpassed = (
+        (Outcome.ERROR, counts.errored, "err small",
+         "cases with no answer to grade: the agent failed, timed out, or its worker gave up"),
+        (Outcome.NOT_GRADED, counts.not_graded, "warn small",
+         "cases neither passed nor failed: only metrics that could not grade failed"),
+    )  # fmt: skip
+    parts = [
+        format_html(' <span class="{}" title="{}">· {} {}</span>', css, title, count, outcome.label)
+        for outcome, count, css, title in unpassed
+        if count
+    ]
+    return format_html_join("", "{}", ((part,) for part in parts))
 
 
 @register.filter

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import Outcome, RunState
 from runs.verdicts.summary import OutcomeCounts
 
 # A cause (an error's first line) is cut to this many characters.
@@ -123,6 +123,12 @@ class StatusReason:
     look: str
 
     @property
+    def chip(self) -> str:
+        """The class of its status chip (``chip-not_graded`` for a run failed only by cases
+        that could not be graded, ...)."""
+        return f"chip-{self.look}"
+
+    @property
     def text(self) -> str:
         """The reason without the status: "4 cases could not be graded; none failed"."""
         return "; ".join(str(part) for part in self.parts)
@@ -146,21 +152,23 @@ def run_status_reason(
 ) -> StatusReason:
     """Why a run with ``counts`` has ``status``; ``*_cause``: the most common error of its
     not-graded and errored cases (``most_common_cause``), said beside their count."""
-    parts = _count_parts(counts, not_graded_cause, error_cause, cancelled=status != "cancelled")
-    if status == "passed":
+    parts = _count_parts(
+        counts, not_graded_cause, error_cause, cancelled=status != RunState.CANCELLED
+    )
+    if status == RunState.PASSED:
         return StatusReason(status, (_all_passed(counts),), Outcome.PASSED.value)
-    if status in ("queued", "running"):
+    if RunState(status).is_active:
         progress = StatusPart(f"{counts.total - counts.pending} of {_cases(counts.total)} done")
         return StatusReason(status, (progress, *parts), status)
-    if status == "cancelled":
+    if status == RunState.CANCELLED:
         stopped = StatusPart(
             f"cancelled after {counts.total - counts.cancelled - counts.pending} of "
             f"{_cases(counts.total)} had run"
         )
         return StatusReason(status, (stopped, *parts), Outcome.CANCELLED.value)
-    if status == "error" and not counts.errored and run_error:
+    if status == RunState.ERROR and not counts.errored and run_error:
         return StatusReason(status, (StatusPart(_first_line(run_error)),), Outcome.ERROR.value)
-    if status == "error":
+    if status == RunState.ERROR:
         return StatusReason(status, tuple(parts), Outcome.ERROR.value)
     return _failed(status, counts, parts)
 

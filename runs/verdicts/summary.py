@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from runs.verdicts.kinds import kind_order
 from runs.verdicts.numbers import pass_rate_of
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import Outcome, RunState
 
 
 class OutcomeCounts(BaseModel):
@@ -59,7 +59,7 @@ class OutcomeCounts(BaseModel):
         counts = cls()
         for value, number in tally:
             outcome = Outcome.of(value)
-            field = outcome.value if outcome.value in _COUNTED else "pending"
+            field = outcome.value if outcome.value in _COUNTED else Outcome.PENDING.value
             setattr(counts, field, getattr(counts, field) + number)
             counts.total += number
         return counts
@@ -114,12 +114,12 @@ class RunSummary(BaseModel):
         it is no pass either, so a run (and a CI job) with one does not pass silently."""
         cases = self.cases
         if cases.cancelled:
-            return "cancelled"
+            return RunState.CANCELLED.value
         if cases.error and cases.error == cases.total - cases.cancelled:
-            return "error"
+            return RunState.ERROR.value
         if cases.total and cases.passed == cases.total:
-            return "passed"
-        return "failed"
+            return RunState.PASSED.value
+        return RunState.FAILED.value
 
     @classmethod
     def empty(cls) -> RunSummary:

@@ -14,12 +14,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs import selectors
 from runs.selectors import projects as project_reads
+from runs.web.launch import agent_loaded
 from runs.web.params import choice_param
-from runs.web.views import RUNS_PER_PAGE, staff_required
+from runs.web.views import RUNS_PER_PAGE, form_page, staff_required
 
 if TYPE_CHECKING:
     from runs.models import AgentProject
@@ -90,9 +92,8 @@ def project_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Project {project.name} registered.")
             return redirect("project_detail", project_id=project.pk)
-    status = 400 if request.method == "POST" else 200
     context = {"form": form, "problems": problems}
-    return render(request, "runs/project_new.html", context, status=status)
+    return form_page(request, "runs/project_new.html", context)
 
 
 @dataclass(frozen=True)
@@ -107,15 +108,9 @@ class LoadedConfig:
 
 
 def _config_of(project: AgentProject) -> tuple[LoadedConfig | None, list[str]]:
-    from runs.agentconfig.errors import ConfigError
-    from runs.agentconfig.loader import load_agent
-
-    try:
-        agent = load_agent(project.agent_path)
-    except ConfigError as exc:
-        return None, exc.lines() or [str(exc)]
-    except OSError as exc:
-        return None, [f"{project.agent_path}: {exc}"]
+    agent, problems = agent_loaded(project)
+    if agent is None:
+        return None, problems
     config = agent.config
     cases = config.test_cases
     return LoadedConfig(
@@ -147,6 +142,9 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
         "page": page,
         "statuses": selectors.RUN_STATUSES,
         "selected_status": status,
+        "empty_text": f"No runs {status}." if status else "No runs.",
+        # What the pager keeps from page to page.
+        "filter_query": urlencode({"status": status}) if status else "",
         "series": list(reversed(series)),  # newest first
     }
     return render(request, "runs/project_detail.html", context)
@@ -172,9 +170,8 @@ def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Project {project.name} saved.")
             return redirect("project_detail", project_id=project.pk)
-    status = 400 if request.method == "POST" else 200
     context = {"project": project, "form": form}
-    return render(request, "runs/project_edit.html", context, status=status)
+    return form_page(request, "runs/project_edit.html", context)
 
 
 @staff_required
@@ -210,5 +207,4 @@ def project_remove(request: HttpRequest, project_id: int) -> HttpResponse:
             filters=selectors.RunListFilters(project_id=project.pk)
         ).count(),
     }
-    status = 400 if request.method == "POST" else 200
-    return render(request, "runs/project_remove.html", context, status=status)
+    return form_page(request, "runs/project_remove.html", context)

@@ -27,9 +27,10 @@ from runs.templatetags.dashboard import (
     outcome_label,
     percent,
     shortsha,
+    unpassed_counts,
 )
 from runs.verdicts.numbers import ordinal
-from runs.verdicts.outcomes import BAD, GRADED_VALUES
+from runs.verdicts.outcomes import BAD, GRADED_VALUES, CaseState, Outcome
 from runs.verdicts.repeats import merged_outcome, repeat_stats
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from runs.selectors.cases import Repetition
     from runs.selectors.projects import LastRun
 
-PENDING = "pending"  # CaseResult.Status values (the rows read no model)
-RUNNING = "running"
+PENDING = CaseState.PENDING  # CaseResult.Status values (the rows read no model)
+RUNNING = CaseState.RUNNING
 LIVE = frozenset({PENDING, RUNNING})  # not settled yet
 FAILED_OUTCOMES = frozenset(outcome.value for outcome in BAD)
 # Counted in a repeated case's "k/n reps passed", or no verdict yet: not listed apart.
@@ -115,7 +116,7 @@ def _group_row(
     verdict = "" if live else merged_outcome([rep.outcome for rep in reps])
     label = escape(first.label)
     return (
-        f'<details class="case case-group case-{escape(verdict or "running")}"'
+        f'<details class="case case-group case-{verdict or RUNNING}"'
         f' id="case-{first.pk}"{swap} hx-get="{turns_url(_shown_first(reps).pk)}"'
         f' hx-trigger="toggle once" hx-target="find .turns">'
         f'<summary class="case-sum">{_mark(verdict)}{head}'
@@ -150,8 +151,9 @@ def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: 
     stats = repeat_stats(rep.outcome for rep in reps)
     chips = ""
     if stats.graded:
+        chip = Outcome.of(verdict).chip if verdict else "chip-muted"
         chips += (
-            f'<span class="chip chip-{escape(verdict or "muted")} repeat-rate" title="passed in'
+            f'<span class="chip {chip} repeat-rate" title="passed in'
             f" {stats.passed} of its {stats.graded} graded repetitions; the case passes when more"
             f' than half of them passed">{stats.passed}/{stats.graded} reps passed</span>'
         )
@@ -175,13 +177,13 @@ def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: 
 
 
 def _pending_row(case: CaseResult, swap: str) -> str:
-    count = case.turn_count
+    count, state = case.turn_count, CaseState(case.status)
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
         f'{_mark(case.outcome)}<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{escape(case.label)}</span>'
         f'<span class="chip chip-muted">{count} turn{"" if count == 1 else "s"}</span>'
-        f'<span class="chip chip-{escape(case.status)}">{escape(case.status)}</span></div></div>\n'
+        f'<span class="chip {state.css}">{state.label}</span></div></div>\n'
     )
 
 
@@ -296,30 +298,13 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
     reason = run.status_reason
     commit = escape(shortsha(run.git_commit)) or "–"
     partial = partial_badge(run.partial_text)
+    unpassed = unpassed_counts(run.status_counts)
     return (
         f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
-        f'    <td><span class="chip chip-{escape(reason.look)}" title="{escape(reason.sentence)}">'
+        f'    <td><span class="chip {reason.chip}" title="{escape(reason.sentence)}">'
         f"{status}</span></td>\n"
-        f"    <td>{run.passed_cases}/{run.total_cases} passed{_unpassed_counts(run)}</td>\n"
+        f"    <td>{run.passed_cases}/{run.total_cases} passed{unpassed}</td>\n"
         f"    <td>{percent(run.pass_rate)}</td>\n"
         f'    <td class="mono">{commit}</td>\n'
         f'    <td class="small">{ago(run.created_at)}</td>'
     )
-
-
-def _unpassed_counts(run: LastRun) -> str:
-    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
-    to grade, and those neither passed nor failed)."""
-    counts = run.status_counts
-    parts = []
-    if counts.errored:
-        parts.append(
-            f' <span class="err small" title="cases with no answer to grade: the agent failed,'
-            f' timed out, or its worker gave up">· {counts.errored} errored</span>'
-        )
-    if counts.not_graded:
-        parts.append(
-            f' <span class="warn small" title="cases neither passed nor failed: only metrics'
-            f' that could not grade failed">· {counts.not_graded} not graded</span>'
-        )
-    return "".join(parts)

@@ -6,6 +6,7 @@ transcripts they grade (``?regrades=hide`` leaves them out)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
@@ -15,10 +16,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs import selectors
-from runs.charts import trend_chart
+from runs.charts import trend_chart, trend_runs
+from runs.charts.trend_runs import TrendRun
 from runs.selectors import trends as trend
 from runs.verdicts.kinds import METRIC_KINDS, kinds_parse
 from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text_param
+
+if TYPE_CHECKING:
+    from runs.models import AgentProject
 
 DEFAULT_POINTS = 100
 MAX_POINTS = 500
@@ -56,20 +61,14 @@ def trends(request: HttpRequest) -> HttpResponse:
     if project_id is None and not agent:
         return _picker(request)
     project = selectors.project_get(project_id=project_id) if project_id else None
-    runs = trend.finished_runs(project=project, agent=agent)
-    branches = trend.branch_choices(runs)
-    branch = choice_param(request, "branch", branches)
-    if branch:
-        runs = [run for run in runs if run.branch == branch]
-    # A re-grade is no run of a commit: never in the series, at most a mark beside its run.
-    runs, regrades = trend_chart.split_regrades(runs)
+    runs, regrades, branches, branch = _runs_of(request, project, agent)
     ordering = trend.runs_ordered(
         runs, directory=project.directory if project else None, branch=branch
     )
     limit = last or DEFAULT_POINTS
     # Links only for the runs shown: reversing a URL is not free.
     shown = [_linked(run) for run in ordering.runs[-limit:]]
-    placed, unplaced = trend_chart.regrades_placed(regrades, shown)
+    placed, unplaced = trend_runs.regrades_placed(regrades, shown)
     placed = [_linked(run) for run in placed] if regrades_shown else []
     averages = trend.metric_averages(run_ids=[run.id for run in shown], kinds=kinds)
     # Each run against the run before it in the series, the first shown too (against the run
@@ -78,7 +77,7 @@ def trends(request: HttpRequest) -> HttpResponse:
     churn = trend.run_churn(
         [run.id for run in window], () if set(kinds) == set(METRIC_KINDS) else kinds
     )
-    margin = trend_chart.DEFAULT_MARGIN if margin is None else margin
+    margin = trend_runs.DEFAULT_MARGIN if margin is None else margin
     chart = trend_chart.chart(shown, averages, margin=margin, regrades=placed, churn=churn)
     originals = {run.id: run for run in shown}
     context = {
@@ -108,7 +107,22 @@ def trends(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/trends.html", context)
 
 
-def _linked(run: trend_chart.TrendRun) -> trend_chart.TrendRun:
+def _runs_of(
+    request: HttpRequest, project: AgentProject | None, agent: str
+) -> tuple[list[TrendRun], list[TrendRun], list[str], str]:
+    """The finished runs of the project (or agent) on the chosen branch: (the series, the
+    re-grades, the branches to choose from, the chosen one)."""
+    runs = trend.finished_runs(project=project, agent=agent)
+    branches = trend.branch_choices(runs)
+    branch = choice_param(request, "branch", branches)
+    if branch:
+        runs = [run for run in runs if run.branch == branch]
+    # A re-grade is no run of a commit: never in the series, at most a mark beside its run.
+    series, regrades = trend_runs.split_regrades(runs)
+    return series, regrades, branches, branch
+
+
+def _linked(run: TrendRun) -> TrendRun:
     return replace(run, url=reverse("run_detail", args=[run.id]))
 
 

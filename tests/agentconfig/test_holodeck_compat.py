@@ -476,7 +476,7 @@ def test_every_field_of_holodeck_0_7_1_agent_schema_is_a_field_here(shared_dir: 
 def test_the_launch_form_preview_lists_the_warnings(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from runs.web.views import _agent_preview
+    from runs.web.launch import _agent_preview
 
     project: Any = SimpleNamespace(agent_path=str(write_holodeck_agent(tmp_path)))
     preview, problems = _agent_preview(project)

@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from runs.charts.trend_chart import (
-    CHURN_HEIGHT,
-    REGRADE_SHIFT_MAX,
+from runs.charts.trend_chart import CHURN_HEIGHT, REGRADE_SHIFT_MAX, chart
+from runs.charts.trend_runs import (
     RunChurn,
     TrendRun,
     changes,
-    chart,
     drops,
     point_title,
     regrades_placed,

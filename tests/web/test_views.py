@@ -639,7 +639,7 @@ def test_a_running_runs_live_summary_is_recounted_by_the_poll_at_most_every_few_
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from runs.web import views
+    from runs.web import run_page
 
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
     url = poll_url(viewer_client, run)
@@ -656,7 +656,7 @@ def test_a_running_runs_live_summary_is_recounted_by_the_poll_at_most_every_few_
     assert response.status_code == 200
     assert "3/4 cases" in response.text  # the progress counters are current
 
-    monkeypatch.setattr(views, "LIVE_SUMMARY_SECONDS", 0.0)
+    monkeypatch.setattr(run_page, "LIVE_SUMMARY_SECONDS", 0.0)
     with CaptureQueriesContext(connection) as recounted:
         assert viewer_client.get(url, headers=HTMX).status_code == 200
     assert counted(recounted) == 4
