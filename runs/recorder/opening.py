@@ -43,9 +43,8 @@ def run_open(
 ) -> Run:
     """Create the Run and a pending row per selected case (and repetition), in one transaction.
     A dashboard run starts queued (a worker starts it), a CLI run running (this process's).
-    ``warnings`` (about its agent.yaml) show on its page; ``agent_config_path``: the path shown
-    when the agent was read from a snapshot's copy; ``snapshot``: the files it runs; for
-    ``idempotency_key`` see ``launch.run_open_once``; ``git``, ``git_ref``, ``commit``,
+    ``warnings`` show on its page; ``agent_config_path``: the path shown for a snapshot's copy;
+    ``idempotency_key``: see ``launch.run_open_once``; ``git``, ``git_ref``, ``commit``,
     ``regrade_of``, ``rerun_of``: its git identity (``_run_identity``). Warns when unpriced."""
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     agent_path = agent_config_path or str(agent.path)
