@@ -25,7 +25,20 @@ if TYPE_CHECKING:
 router = Router(tags=["runs"])
 
 
-class RunOut(Schema):
+class RunCounters(Schema):
+    """A run's live counters, as the run and its progress give them."""
+
+    total_cases: int
+    cases_done: int
+    total_turns: int
+    turns_done: int
+    passed_cases: int
+    failed_cases: int
+    not_graded_cases: int
+    pass_rate: float | None
+
+
+class RunOut(RunCounters):
     """A run's facts and live counters (``failed_cases`` counts errored cases too;
     ``pass_rate`` is passed over graded cases, null while none is graded)."""
 
@@ -46,14 +59,6 @@ class RunOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    total_cases: int
-    cases_done: int
-    total_turns: int
-    turns_done: int
-    passed_cases: int
-    failed_cases: int
-    not_graded_cases: int
-    pass_rate: float | None
     duration_ms: int | None
     total_tokens: int
     regrade_of_id: int | None = Field(
@@ -146,19 +151,11 @@ class RunLaunchIn(Schema):
     )
 
 
-class ProgressOut(Schema):
+class ProgressOut(RunCounters):
     id: int
     status: str
     active: bool
     percent: int
-    total_cases: int
-    cases_done: int
-    total_turns: int
-    turns_done: int
-    passed_cases: int
-    failed_cases: int
-    not_graded_cases: int
-    pass_rate: float | None
 
 
 class RunFilters(Schema):

@@ -18,6 +18,7 @@ from datetime import datetime
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from runs.attributes import of_attributes
 from runs.models import AgentSnapshot, Run
 from runs.sealing import Snapshot, SnapshotError, SnapshotFile
 
@@ -62,14 +63,7 @@ def stored_snapshot(row: AgentSnapshot) -> StoredSnapshot:
         )
         for entry in sorted(row.manifest, key=lambda entry: str(entry["path"]))
     )
-    return StoredSnapshot(
-        id=row.pk,
-        digest=row.digest,
-        file_count=row.file_count,
-        total_bytes=row.total_bytes,
-        created_at=row.created_at,
-        files=files,
-    )
+    return of_attributes(StoredSnapshot, row, files=files)
 
 
 def run_snapshot_get(*, run_id: int) -> tuple[Run, StoredSnapshot | None]:

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
+from runs.attributes import of_attributes
 from runs.comparison.matrix import REGRESSION, Row, change_of
 from runs.models import Run
 from runs.selectors.compare import (
@@ -257,16 +258,7 @@ def _significance(comparison: Comparison, run: Run, options: GateOptions) -> Gat
 
 def _gate_run(run: Run, summary: RunSummary) -> GateRun:
     priced = run_cost(run=run)
-    return GateRun(
-        id=run.pk,
-        agent_name=run.agent_name,
-        status=run.status,
-        git_commit=run.git_commit,
-        git_branch=run.git_branch,
-        summary=summary,
-        cost=priced.cost,
-        cost_error=priced.error,
-    )
+    return of_attributes(GateRun, run, summary=summary, cost=priced.cost, cost_error=priced.error)
 
 
 def _reasons(result: GateResult, options: GateOptions) -> list[str]:

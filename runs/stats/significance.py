@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
@@ -425,21 +425,9 @@ def _unit_result(change: UnitChange, changed: bool, q: float, alpha: float) -> U
     # classify_changes refuses empty sides, so the rates and the difference are numbers.
     assert change.rate_before is not None and change.rate_after is not None
     assert change.difference is not None
-    return UnitResult(
-        n_before=change.n_before,
-        n_after=change.n_after,
-        passed_before=change.passed_before,
-        passed_after=change.passed_after,
-        rate_before=change.rate_before,
-        rate_after=change.rate_after,
-        difference=change.difference,
-        p=change.p,
-        q=q,
-        classification=classify(change.difference, q, alpha),
-        changed=changed,
-        test=change.test,
-        reason=change.reason,
-    )
+    # A unit's result is its change (every field of it) with the comparison's verdict.
+    verdict = classify(change.difference, q, alpha)
+    return UnitResult(**asdict(change), q=q, classification=verdict, changed=changed)
 
 
 def _changed(before: Sequence[bool], after: Sequence[bool], paired: bool) -> bool:

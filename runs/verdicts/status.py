@@ -45,15 +45,8 @@ class StatusCounts:
     @classmethod
     def of_summary(cls, cases: OutcomeCounts) -> StatusCounts:
         """From a summary's case counts (the run page's, stored or live)."""
-        return cls(
-            total=cases.total,
-            passed=cases.passed,
-            failed=cases.failed,
-            errored=cases.error,
-            not_graded=cases.not_graded,
-            cancelled=cases.cancelled,
-            pending=cases.pending,
-        )
+        same = cases.model_dump(exclude={"error", "skipped"}, exclude_computed_fields=True)
+        return cls(errored=cases.error, **same)
 
     @classmethod
     def of_counters(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
@@ -230,12 +230,5 @@ class _MetricTotals:
 
     def summary(self, name: str) -> MetricSummary:
         average = round(self.score_sum / self.scored, 4) if self.scored else None
-        return MetricSummary(
-            name=name,
-            kind=self.kind,
-            evaluated=self.evaluated,
-            passed=self.passed,
-            failed=self.failed,
-            not_graded=self.not_graded,
-            average=average,
-        )
+        # Its counts as they are (the score's sum and count are left out: extra="ignore").
+        return MetricSummary(name=name, average=average, **asdict(self))

@@ -77,6 +77,11 @@ DJANGO_FREE = (
     "runs.writers",
     "runs.pricing",
     "runs.sealing",
+    "runs.runoptions",
+    "runs.attributes",
+    "runs.bytesize",
+    "runs.gitutil",
+    "runs.zipguard",
     "graders",
 )
 
