@@ -142,16 +142,9 @@ def snapshot_zip_response(*, run: Run, snapshot: StoredSnapshot) -> HttpResponse
 
 def snapshot_facts(snapshot: StoredSnapshot) -> dict[str, object]:
     """The snapshot's facts and manifest, as the API answers them."""
-    return {
-        "digest": snapshot.digest,
-        "file_count": snapshot.file_count,
-        "total_bytes": snapshot.total_bytes,
-        "created_at": snapshot.created_at,
-        "files": [
-            {"path": f.path, "size": f.size, "sha256": f.sha256, "mode": f"{f.mode:o}"}
-            for f in snapshot.files
-        ],
-    }
+    facts = {name: value for name, value in vars(snapshot).items() if name not in {"id", "files"}}
+    files = [{**vars(file), "mode": f"{file.mode:o}"} for file in snapshot.files]
+    return {**facts, "files": files}
 
 
 def _attachment(data: bytes, filename: str, content_type: str) -> HttpResponse:
