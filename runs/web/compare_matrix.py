@@ -262,8 +262,7 @@ def _verdict_change_html(view: RowView, run_id: int) -> str:
 
 
 _UNSTABLE_CHIP = (
-    f'<span class="chip chip-notgraded unstable" title="{UNSTABLE_HINT}">'
-    "changed back and forth</span>"
+    f'<span class="chip chip-warn unstable" title="{UNSTABLE_HINT}">changed back and forth</span>'
 )
 
 

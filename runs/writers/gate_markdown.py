@@ -22,7 +22,7 @@ from runs.verdicts.numbers import (
     pass_rate_of,
     turn_text,
 )
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import MAIN_OUTCOMES
 from runs.verdicts.summary import MetricSummary, OutcomeCounts, RunSummary
 
 
@@ -204,11 +204,8 @@ def _md_run(run: GateRun, base_url: str) -> str:
 
 
 # (row label, field of OutcomeCounts, shown for cases and for turns)
-_COUNT_ROWS: tuple[tuple[str, str], ...] = (
-    ("passed", Outcome.PASSED.value),
-    ("failed", Outcome.FAILED.value),
-    (Outcome.ERROR.label, Outcome.ERROR.value),
-    (Outcome.NOT_GRADED.label, Outcome.NOT_GRADED.value),
+_COUNT_ROWS: tuple[tuple[str, str], ...] = tuple(
+    (outcome.label, outcome.value) for outcome in MAIN_OUTCOMES
 )
 
 

@@ -16,28 +16,19 @@ from typing import Any, Literal
 
 from runs.pricing.prices import ReportPrices, SplitCost, format_cost, report_prices, split_text
 from runs.verdicts.numbers import case_text, format_rate, format_score, ordinal, turn_text
-from runs.verdicts.outcomes import GRADED, Outcome
+from runs.verdicts.outcomes import GRADED, MAIN_OUTCOMES, RARE_OUTCOMES, Outcome
 from runs.verdicts.summary import OutcomeCounts, RunSummary
 from runs.wire.build import summary_of_results
 from runs.wire.holodeck_io import dump_eval_run, slugify
 from runs.wire.models import EvalRun, MetricResult, TestReport, TestResult, TurnResult
 
-PASS_MARK = "✅"
-FAIL_MARK = "❌"
+PASS_MARK = Outcome.PASSED.emoji
+FAIL_MARK = Outcome.FAILED.emoji
 
 # The mark an outcome gets in Markdown, before its label ("⚠️ not graded").
-MARKS: dict[Outcome, str] = {
-    Outcome.PASSED: PASS_MARK,
-    Outcome.FAILED: FAIL_MARK,
-    Outcome.ERROR: "💥",
-    Outcome.NOT_GRADED: "⚠️",
-    Outcome.SKIPPED: "⏭️",
-    Outcome.CANCELLED: "⏹️",
-    Outcome.PENDING: "⏳",
-}
+MARKS: dict[Outcome, str] = {outcome: outcome.emoji for outcome in Outcome if outcome.emoji}
 # Counted on every summary line; the others only when some case or turn has them.
-SHOWN_OUTCOMES = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.NOT_GRADED)
-RARE_OUTCOMES = (Outcome.SKIPPED, Outcome.CANCELLED, Outcome.PENDING)
+SHOWN_OUTCOMES = MAIN_OUTCOMES
 
 # Characters XML 1.0 cannot carry at all (ElementTree escapes <, & and quotes, not these).
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
