@@ -9,6 +9,7 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from runs import selectors
+from runs.agentconfig.limits import MAX_REPEATS
 from runs.api.auth import staff_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
 from runs.selectors.export import case_turn_results
@@ -134,6 +135,12 @@ def _summary(run: "Run") -> RunSummary:
     return found
 
 
+REPEATS_HELP = (
+    "each case runs this many times as independent sessions (default: the agent.yaml's "
+    "execution.repeats)"
+)
+
+
 class RunLaunchIn(Schema):
     """The launch form's options."""
 
@@ -142,13 +149,7 @@ class RunLaunchIn(Schema):
     parallel: int | None = Field(default=None, ge=1, le=64)
     limit: int | None = Field(default=None, ge=1, le=1_000_000)
     case_filter: SafeText = ""
-    repeats: int | None = Field(
-        default=None,
-        ge=1,
-        le=1000,
-        description="each case runs this many times as independent sessions (default: the "
-        "agent.yaml's execution.repeats)",
-    )
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS, description=REPEATS_HELP)
 
 
 class ProgressOut(RunCounters):
@@ -200,16 +201,9 @@ def run_launch(
     try:
         if (first := run_by_idempotency_key(user=user, key=key)) is not None:
             return 200, first
-        run = run_create(
-            project=project,
-            user=user,
-            git_ref=payload.git_ref,
-            parallel=payload.parallel,
-            limit=payload.limit,
-            case_filter=payload.case_filter,
-            idempotency_key=key,
-            repeats=payload.repeats,
-        )
+        # The payload's launch options, as the launch form gives them.
+        launch = payload.model_dump(exclude={"project"})
+        run = run_create(project=project, user=user, idempotency_key=key, **launch)
     except ConfigError as exc:
         problems = [
             {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}

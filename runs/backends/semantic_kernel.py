@@ -42,14 +42,8 @@ from semantic_kernel.filters import AutoFunctionInvocationContext, FilterTypes
 from semantic_kernel.functions import KernelFunctionFromMethod, KernelParameterMetadata
 from semantic_kernel.functions.kernel_function_decorator import kernel_function
 
+from runs.backends import function_tools
 from runs.backends.base import BackendError, TurnOutput, captured_call
-from runs.backends.function_tools import (
-    call_function_tool,
-    error_text,
-    function_description,
-    function_group_name,
-    function_tool_schema,
-)
 from runs.wire.models import TokenUsage, ToolInvocation
 from runs.wire.transcripts import TurnTrace
 
@@ -104,7 +98,7 @@ class SemanticKernelBackend:
 
 
 def open_error(exc: Exception) -> BackendError:
-    detail = str(exc) if isinstance(exc, BackendError) else error_text(exc)
+    detail = str(exc) if isinstance(exc, BackendError) else function_tools.error_text(exc)
     return BackendError(f"could not open a session: {detail}")
 
 
@@ -129,7 +123,7 @@ class SemanticKernelSession:
         self._mcp_configs = [t for t in agent.config.tools if t.type == "mcp"]
         self._base_dir = agent.base_dir
         self._mcp_plugins: list[MCPPluginBase] = []
-        plugin = function_group_name([t.name for t in self._mcp_configs])
+        plugin = function_tools.function_group_name([t.name for t in self._mcp_configs])
         for tool in agent.config.tools:
             if tool.type == "function":
                 self._kernel.add_function(plugin, python_kernel_function(tool, plugin))
@@ -173,7 +167,7 @@ class SemanticKernelSession:
             # Drop the half-finished turn (a dangling tool_calls message would make every later
             # request of this session invalid); the failure is reported, not retried.
             del self._history.messages[mark:]
-            return self._output(None, error=error_text(exc))
+            return self._output(None, error=function_tools.error_text(exc))
         except BaseException:
             del self._history.messages[mark:]  # cancelled by the engine's llm_timeout
             raise
@@ -415,11 +409,11 @@ def execution_settings(
 def python_kernel_function(tool: Any, plugin: str) -> KernelFunctionFromMethod:
     """A kernel function that runs the tool's python callable, with its real JSON schema."""
     fn = tool.callable
-    schema = function_tool_schema(fn)
+    schema = function_tools.function_tool_schema(fn)
     required = set(schema.get("required", []))
 
     async def invoke(**kwargs: Any) -> Any:
-        result, error = await call_function_tool(fn, kwargs)
+        result, error = await function_tools.call_function_tool(fn, kwargs)
         if error is not None:
             errors = _TOOL_ERRORS.get()
             if errors is not None:
@@ -427,7 +421,7 @@ def python_kernel_function(tool: Any, plugin: str) -> KernelFunctionFromMethod:
             raise ToolFailedError(error)
         return result
 
-    description = function_description(fn, getattr(tool, "description", None))
+    description = function_tools.function_description(fn, getattr(tool, "description", None))
     method = kernel_function(name=tool.name, description=description)(invoke)
     parameters = [
         KernelParameterMetadata(
@@ -461,7 +455,7 @@ async def connect_mcp_plugin(plugin: MCPPluginBase, name: str, timeout: float) -
         if inner is not None and inner.done() and not connecting.done():
             connecting.cancel()
             cause = inner.exception() if not inner.cancelled() else None
-            detail = f": {error_text(cause.__cause__ or cause)}" if cause else ""
+            detail = f": {function_tools.error_text(cause.__cause__ or cause)}" if cause else ""
             raise BackendError(f"MCP server {name!r} failed during its handshake{detail}")
     if not connecting.done():
         connecting.cancel()

@@ -78,15 +78,9 @@ def case_rows(
             "run_id", "id", "index", "repetition", "name", "status", "outcome", "kinds_text"
         )
     ):
-        case = CaseData(
-            case_id=case_id,
-            index=index,
-            name=name,
-            status=status,
-            outcome=outcome,
-            kinds=kinds_of(kinds_text),
-            turns=turns_of.get(case_id, ()),
-        )
+        # The columns in CaseData's order: id, index, name, status, outcome, kinds, turns.
+        facts = (case_id, index, name, status, outcome)
+        case = CaseData(*facts, kinds_of(kinds_text), turns_of.get(case_id, ()))
         if repetition == 0:
             cases[run_id].append(case)
         else:  # a repeated run: its case's repetitions are merged below

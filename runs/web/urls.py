@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from runs.web import (
     cases,
@@ -20,35 +20,42 @@ from runs.web import (
     trends,
 )
 
+# A project's pages, under projects/<project_id>/.
+project_routes = [
+    path("", projects.project_detail, name="project_detail"),
+    path("edit/", projects.project_edit, name="project_edit"),
+    path("remove/", projects.project_remove, name="project_remove"),
+    path("launch/", launch.project_launch, name="project_launch"),
+]
+
+# A case's pages, under runs/<run_id>/cases/<case_id>/.
+case_routes = [
+    path("", cases.case_detail, name="case_detail"),
+    path("turns/", cases.case_turns, name="case_turns"),
+    path("transcript/", transcripts.case_transcript, name="case_transcript"),
+]
+
+# A run's pages, under runs/<run_id>/.
+run_routes = [
+    path("", run_page.run_detail, name="run_detail"),
+    path("progress/", run_page.run_progress, name="run_progress"),
+    path("export.json", run_page.run_export, name="run_export"),
+    path("cancel/", run_page.run_cancel, name="run_cancel"),
+    path("keep/", run_page.run_keep, name="run_keep"),
+    path("snapshot/", snapshots.run_snapshot, name="run_snapshot"),
+    path("snapshot/<path:path>", snapshots.run_snapshot_file, name="run_snapshot_file"),
+    path("snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
+    path("regrade/", regrade.run_regrade, name="run_regrade"),
+    path("rerun/", reruns.run_rerun, name="run_rerun"),
+    path("cases/<int:case_id>/", include(case_routes)),
+]
+
 urlpatterns = [
     path("", home.home, name="home"),
     path("projects/new/", projects.project_new, name="project_new"),
-    path("projects/<int:project_id>/", projects.project_detail, name="project_detail"),
-    path("projects/<int:project_id>/edit/", projects.project_edit, name="project_edit"),
-    path("projects/<int:project_id>/remove/", projects.project_remove, name="project_remove"),
-    path("projects/<int:project_id>/launch/", launch.project_launch, name="project_launch"),
+    path("projects/<int:project_id>/", include(project_routes)),
     path("runs/", run_list.run_list, name="run_list"),
-    path("runs/<int:run_id>/", run_page.run_detail, name="run_detail"),
-    path("runs/<int:run_id>/progress/", run_page.run_progress, name="run_progress"),
-    path("runs/<int:run_id>/export.json", run_page.run_export, name="run_export"),
-    path("runs/<int:run_id>/cancel/", run_page.run_cancel, name="run_cancel"),
-    path("runs/<int:run_id>/keep/", run_page.run_keep, name="run_keep"),
-    path("runs/<int:run_id>/snapshot/", snapshots.run_snapshot, name="run_snapshot"),
-    path(
-        "runs/<int:run_id>/snapshot/<path:path>",
-        snapshots.run_snapshot_file,
-        name="run_snapshot_file",
-    ),
-    path("runs/<int:run_id>/snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
-    path("runs/<int:run_id>/regrade/", regrade.run_regrade, name="run_regrade"),
-    path("runs/<int:run_id>/rerun/", reruns.run_rerun, name="run_rerun"),
-    path("runs/<int:run_id>/cases/<int:case_id>/", cases.case_detail, name="case_detail"),
-    path("runs/<int:run_id>/cases/<int:case_id>/turns/", cases.case_turns, name="case_turns"),
-    path(
-        "runs/<int:run_id>/cases/<int:case_id>/transcript/",
-        transcripts.case_transcript,
-        name="case_transcript",
-    ),
+    path("runs/<int:run_id>/", include(run_routes)),
     path("compare/", compare.compare, name="compare"),
     path("compare/case/", compare.compare_case, name="compare_case"),
     path("compare/config/", compare.compare_config, name="compare_config"),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -67,13 +68,8 @@ def _case_json(case: RunningCase) -> dict[str, Any]:
 
 def _worker_json(worker: WorkerStatus) -> dict[str, Any]:
     return {
-        "name": worker.name,
-        "host": worker.host,
-        "pid": worker.pid,
-        "concurrency": worker.concurrency,
-        "queue": worker.queue,
+        **asdict(worker),
         "started_at": worker.started_at.isoformat(),
         "seen_at": worker.seen_at.isoformat(),
-        "live": worker.live,
         "cases": [_case_json(case) for case in worker.cases],
     }
