@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from runs.web import (
     cases,
@@ -21,7 +21,7 @@ from runs.web import (
 )
 
 # A project's pages, under projects/<project_id>/.
-project_routes = [
+project_routes: list[URLPattern | URLResolver] = [
     path("", projects.project_detail, name="project_detail"),
     path("edit/", projects.project_edit, name="project_edit"),
     path("remove/", projects.project_remove, name="project_remove"),
@@ -29,14 +29,14 @@ project_routes = [
 ]
 
 # A case's pages, under runs/<run_id>/cases/<case_id>/.
-case_routes = [
+case_routes: list[URLPattern | URLResolver] = [
     path("", cases.case_detail, name="case_detail"),
     path("turns/", cases.case_turns, name="case_turns"),
     path("transcript/", transcripts.case_transcript, name="case_transcript"),
 ]
 
 # A run's pages, under runs/<run_id>/.
-run_routes = [
+run_routes: list[URLPattern | URLResolver] = [
     path("", run_page.run_detail, name="run_detail"),
     path("progress/", run_page.run_progress, name="run_progress"),
     path("export.json", run_page.run_export, name="run_export"),
