@@ -14,12 +14,10 @@ wheel) kept open for all turns of a test case:
   settings or CLAUDE.md (``setting_sources=[]``, ``strict_mcp_config``, ``--bare``), no
   non-essential traffic, bounded CLI retries;
 - usage is the ResultMessage's ``usage`` of each turn (the CLI sums the turn's API calls);
-- the transcript (``runs.wire.transcripts``) is read off the stream, partial messages on:
-  each API call's ``message_start``/``message_delta`` events are a ``model_call`` with its
-  usage and stop reason, timed from the CLI's ``requesting`` status; its text blocks are
-  ``assistant`` events; each ``tool_use`` is a ``tool_call`` completed by its
-  ``tool_result`` (a function tool's with the value its callable returned); a CLI
-  ``api_retry`` system message is a ``retry``.
+- the transcript (``runs.wire.transcripts``) is read off the stream, partial messages on
+  (``runs.backends.claude_stream``);
+- within one run (``ClaudeAgentBackend.session_scope``) a case's process, once cleared, serves
+  a later case of the run (``runs.backends.claude_reuse``).
 
 ``send`` reports model/CLI failures as ``TurnOutput(is_error=True)``; it raises only when
 cancelled (the engine's ``llm_timeout``), after which the next ``send`` first interrupts and
@@ -36,6 +34,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +55,8 @@ from claude_agent_sdk import (
 )
 
 from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.claude_reuse import SessionPool, cases_per_process_setting
+from runs.backends.claude_stream import StreamTrace, tool_result_text
 from runs.backends.function_tools import (
     call_function_tool,
     error_text,
@@ -64,7 +65,6 @@ from runs.backends.function_tools import (
     function_tool_schema,
 )
 from runs.wire.models import TokenUsage, ToolInvocation
-from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
@@ -83,13 +83,15 @@ def bundled_cli_path() -> Path | None:
 
 
 class ClaudeAgentBackend:
-    """Builds one :class:`ClaudeAgentSession` (one CLI process) per test case."""
+    """Builds one :class:`ClaudeAgentSession` (one CLI process) per test case; within
+    :meth:`session_scope` a case's process, cleared, serves a later case
+    (runs.backends.claude_reuse)."""
 
-    # A CLI process takes about half a second of CPU before it can take a message: the engine
-    # opens the next cases' sessions while the current ones run (runs.engine.sessions).
+    # A CLI process takes about 0.3 s of CPU before it can take a message: the engine opens the
+    # next cases' sessions while the current ones run (runs.engine.sessions).
     costly_start = True
 
-    def __init__(self, agent: LoadedAgent) -> None:
+    def __init__(self, agent: LoadedAgent, *, cases_per_process: int | None = None) -> None:
         if agent.config.model.provider != "anthropic":
             raise BackendError(
                 f"the claude_agent_sdk backend serves provider 'anthropic', "
@@ -98,8 +100,38 @@ class ClaudeAgentBackend:
         if bundled_cli_path() is None:
             raise BackendError("claude-agent-sdk has no bundled Claude Code CLI (_bundled/claude)")
         self.agent = agent
+        try:
+            limit = cases_per_process_setting() if cases_per_process is None else cases_per_process
+        except ValueError as exc:
+            raise BackendError(str(exc)) from exc
+        # A stdio MCP server is a process of the CLI's: its state must not reach another case.
+        stdio = any(t.type == "mcp" and t.transport != "http" for t in agent.config.tools)
+        self.cases_per_process = 1 if stdio else limit
+        self._pool: SessionPool[ClaudeAgentSession] | None = None
+        self.processes_started = 0  # CLI processes this backend started
+
+    @contextlib.asynccontextmanager
+    async def session_scope(self) -> AsyncIterator[None]:
+        """One run's cases (one event loop): a case's process is cleared and kept for a later
+        case instead of stopped; every kept process stops when the scope ends."""
+        if self.cases_per_process <= 1 or self._pool is not None:
+            yield
+            return
+        pool: SessionPool[ClaudeAgentSession] = SessionPool(self.cases_per_process)
+        self._pool = pool
+        try:
+            yield
+        finally:
+            self._pool = None
+            await pool.close()
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ClaudeAgentSession:
+        pool = self._pool
+        kept = await pool.take() if pool is not None else None
+        if kept is not None:
+            kept.begin_case(pool)
+            return kept
+        self.processes_started += 1
         try:
             session = ClaudeAgentSession(self.agent)
         except Exception as exc:
@@ -107,10 +139,11 @@ class ClaudeAgentBackend:
         try:
             await session.open()
         except BaseException as exc:
-            await session.close()
+            await session.shutdown()
             if isinstance(exc, Exception):
                 raise BackendError(f"could not start Claude Code: {session.describe(exc)}") from exc
             raise
+        session.begin_case(pool)
         return session
 
 
@@ -127,6 +160,8 @@ class ClaudeAgentSession:
         self._abandoned = False
         self._trace = StreamTrace(self._calls)
         self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
+        self.cases_served = 0
+        self._pool: SessionPool[ClaudeAgentSession] | None = None
         try:
             self._client = ClaudeSDKClient(self._options())
         except BaseException:
@@ -163,11 +198,42 @@ class ClaudeAgentSession:
         return self._trace.trace.finished()
 
     async def close(self) -> None:
+        """The case ended: the run's pool keeps the process for a later case when it can,
+        else the process stops."""
+        pool, self._pool = self._pool, None
+        if pool is None or not pool.give_back(self):
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
         try:
             with contextlib.suppress(Exception):
                 await self._client.disconnect()
         finally:
             shutil.rmtree(self._config_dir, ignore_errors=True)
+
+    # --- reuse (runs.backends.claude_reuse) -------------------------------------------------
+
+    def begin_case(self, pool: SessionPool[ClaudeAgentSession] | None) -> None:
+        self.cases_served += 1
+        self._pool = pool
+
+    def reusable(self) -> bool:
+        """Whether the process may serve another case: its last turn ended with its result."""
+        return not self._abandoned
+
+    async def clear(self) -> bool:
+        """Start a new, empty conversation on this process (``/clear``); False when the CLI
+        did not confirm it."""
+        self._calls, self._external = [], {}
+        self._trace = StreamTrace(self._calls)
+        self._stderr.clear()
+        self._abandoned = True  # until /clear's result arrives
+        await self._client.query("/clear")
+        async for msg in self._client.receive_response():
+            if isinstance(msg, ResultMessage):
+                self._abandoned = False
+                return not msg.is_error
+        return False
 
     def describe(self, exc: BaseException) -> str:
         """The error text, with the CLI's last stderr lines when it wrote any."""
@@ -388,126 +454,6 @@ class ClaudeAgentSession:
         )
 
 
-class StreamTrace:
-    """A turn's transcript read off the SDK's message stream (see the module's docstring).
-    ``calls`` is the turn's list of recorded tool calls: a function tool's result is taken
-    from there, as its callable returned it (the stream only carries the text the model read)."""
-
-    def __init__(self, calls: list[ToolInvocation]) -> None:
-        self.trace = TurnTrace()
-        self._calls = calls
-        self._used: set[int] = set()
-        self._step_start = 0.0  # when the model was last sent something: the query, results
-        self._message_id: str | None = None
-        self._call_event: int | None = None
-        self._attempt = 1
-        self._tools: dict[str, tuple[int | None, float]] = {}  # tool_use id -> event, start
-
-    def stream(self, msg: StreamEvent) -> None:
-        """An API call's own events: ``message_start`` opens its model_call (model, input and
-        cached tokens), ``message_delta`` completes it (output tokens, stop reason, time)."""
-        if msg.parent_tool_use_id is not None:
-            return
-        event = msg.event
-        kind = event.get("type")
-        if kind == "message_start":
-            message = event.get("message") or {}
-            self._open_call(message.get("id"), message.get("model"), message.get("usage"))
-        elif kind == "message_delta":
-            usage = event.get("usage") or {}
-            update: dict[str, Any] = {
-                "duration_ms": round(self.trace.now_ms() - self._step_start, 3)
-            }
-            if "output_tokens" in usage:
-                update["output_tokens"] = int(usage["output_tokens"] or 0)
-            stop = (event.get("delta") or {}).get("stop_reason")
-            if stop:
-                update["stop_reason"] = stop
-            self.trace.update(self._call_event, **update)
-
-    def assistant(self, msg: AssistantMessage) -> None:
-        """A content block of an API call: its text or tool use (the call itself comes from
-        its stream events; without them, from this message)."""
-        now = self.trace.now_ms()
-        if msg.message_id is None or msg.message_id != self._message_id:
-            self._open_call(msg.message_id, msg.model, msg.usage)
-            self.trace.update(self._call_event, stop_reason=msg.stop_reason)
-        for block in msg.content:
-            if isinstance(block, TextBlock) and block.text:
-                self.trace.add("assistant", text=block.text)
-            elif isinstance(block, ToolUseBlock):
-                event = self.trace.add(
-                    "tool_call", id=block.id, name=block.name, args=block.input or {}, start_ms=now
-                )
-                self._tools[block.id] = (event, now)
-
-    def _open_call(self, message_id: str | None, model: str | None, usage: Any) -> None:
-        self._message_id = message_id
-        self._call_event = self.trace.add(
-            "model_call",
-            model=model,
-            start_ms=self._step_start,
-            duration_ms=round(self.trace.now_ms() - self._step_start, 3),
-            **call_usage(usage if isinstance(usage, dict) else None),
-            stop_reason=None,
-            attempt=self._attempt,
-        )
-        self._attempt = 1
-
-    def tool_results(self, msg: UserMessage) -> None:
-        if isinstance(msg.content, str):
-            return
-        now = self.trace.now_ms()
-        for block in msg.content:
-            if not isinstance(block, ToolResultBlock) or block.tool_use_id not in self._tools:
-                continue
-            event, started = self._tools.pop(block.tool_use_id)
-            text = tool_result_text(block.content)
-            fields: dict[str, Any] = {
-                "result": None if block.is_error else text,
-                "error": text if block.is_error else None,
-                "duration_ms": round(now - started, 3),
-            }
-            if event is not None and (call := self._function_call(event)) is not None:
-                fields = {
-                    "result": call.result,
-                    "error": call.error,
-                    "duration_ms": call.duration_ms,
-                }
-            self.trace.update(event, **fields)
-        self._step_start = now
-
-    def system(self, msg: SystemMessage) -> None:
-        """``status: requesting`` starts an API call; an ``api_retry`` tells of a failed one."""
-        data = msg.data
-        if msg.subtype == "status" and data.get("status") == "requesting":
-            self._step_start = self.trace.now_ms()
-        elif "retry" in msg.subtype:
-            error = data.get("error") or data.get("message") or msg.subtype
-            self.trace.add("retry", error=str(error), start_ms=self.trace.now_ms())
-            self._attempt += 1
-
-    def _function_call(self, event: int) -> ToolInvocation | None:
-        """The recorded call of this tool_use (same name and args, first not yet taken)."""
-        name, args = self.trace.events[event].get("name"), self.trace.events[event].get("args")
-        for slot, call in enumerate(self._calls):
-            if slot not in self._used and call.name == name and call.args == args:
-                self._used.add(slot)
-                return call
-        return None
-
-
-def call_usage(usage: dict[str, Any] | None) -> dict[str, Any]:
-    """An Anthropic message's usage as a model_call's token fields ({} when it has none)."""
-    if not usage:
-        return {}
-    return {
-        "input_tokens": int(usage.get("input_tokens") or 0),
-        "output_tokens": int(usage.get("output_tokens") or 0),
-        "cached_tokens": int(usage.get("cache_read_input_tokens") or 0),
-    }
-
-
 def external_server(tool: Any) -> dict[str, Any]:
     """An McpTool as a Claude Code ``--mcp-config`` server entry."""
     if tool.transport == "http":
@@ -528,14 +474,6 @@ def claude_usage(usage: dict[str, Any]) -> TokenUsage:
         cache_creation_tokens=int(usage.get("cache_creation_input_tokens") or 0),
         cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
     )
-
-
-def tool_result_text(content: str | list[dict[str, Any]] | None) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
 
 
 def result_text(result: Any) -> str:

@@ -38,6 +38,8 @@ from runs.engine.sessions import (
     costly_start,
     elapsed_ms,
     open_session,
+    reuses_sessions,
+    session_scope,
     sessions_ahead,
 )
 from runs.verdicts.numbers import repetition_name
@@ -139,11 +141,12 @@ class Engine:
                     if starts is not None:  # a session opened for a case that crashed
                         await starts.discard(unit)
 
-        try:
-            results = await asyncio.gather(*(bounded(unit) for unit in range(len(units))))
-        finally:
-            if starts is not None:
-                await starts.close()
+        async with session_scope(self.backend):
+            try:
+                results = await asyncio.gather(*(bounded(unit) for unit in range(len(units))))
+            finally:
+                if starts is not None:
+                    await starts.close()
         if repeats == 1:
             return self.report(list(results), elapsed_ms(started))
         from runs.verdicts.repeats import repetition_summaries
@@ -168,7 +171,7 @@ class Engine:
         return SessionStarts(
             lambda unit: self._create_session(units[unit][0]),
             range(len(units)),
-            ahead=sessions_ahead(parallel),
+            ahead=1 if reuses_sessions(self.backend) else sessions_ahead(parallel),
             timeout=self.agent.config.execution.llm_timeout,
             is_cancelled=self.is_cancelled,
         )

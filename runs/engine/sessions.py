@@ -71,6 +71,20 @@ def costly_start(backend: AgentBackend) -> bool:
     return bool(getattr(backend, "costly_start", False))
 
 
+def reuses_sessions(backend: AgentBackend) -> bool:
+    """Whether, within :func:`session_scope`, the backend serves a later case with an earlier
+    case's process (``cases_per_process`` over 1). The engine then opens one session ahead:
+    after the first cases, the next case's process is an earlier one, cleared meanwhile."""
+    return int(getattr(backend, "cases_per_process", 1)) > 1
+
+
+def session_scope(backend: AgentBackend) -> contextlib.AbstractAsyncContextManager[None]:
+    """The backend's scope for one run's sessions (``session_scope()``, where it has one: the
+    Claude backend keeps a case's process for a later case within it), else nothing."""
+    scope = getattr(backend, "session_scope", None)
+    return scope() if scope is not None else contextlib.nullcontext()
+
+
 def sessions_ahead(parallel: int, cpus: int | None = None) -> int:
     """How many sessions to open beyond the last case that took its own: one more than the
     cases running at once, at most one per CPU.

@@ -274,7 +274,7 @@ def test_the_users_claude_code_variables_are_not_overridden(
         run_bounded(session.close())
 
 
-def test_an_engine_run_opens_each_case_its_own_claude_session_and_records_its_start(
+def test_an_engine_run_gives_each_case_its_own_claude_conversation_and_records_its_start(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
     path = agent_for(tmp_path, fake).path
@@ -289,13 +289,15 @@ def test_an_engine_run_opens_each_case_its_own_claude_session_and_records_its_st
     for result in report.results:
         assert result.passed, result.errors
         assert result.agent_response == "The difference is 25587."
-        assert result.session_start_ms is not None and result.session_start_ms > 0
+        # A reused process (runs.backends.claude_reuse) is handed over in about no time.
+        assert result.session_start_ms is not None and result.session_start_ms >= 0
         assert result.execution_time_ms >= 0
         # Its transcript: the instructions as rendered, the message, then the SDK's events.
         system, user, *rest = result.transcript or []
         assert (system["type"], system["text"]) == ("system", agent.instructions)
         assert (user["type"], user["text"]) == ("user", PROMPT)
         assert [e["type"] for e in rest] == ["model_call", "tool_call", "model_call", "assistant"]
+    assert (report.results[0].session_start_ms or 0) > 0  # the first case's CLI started for it
     sessions = {e.headers["X-Claude-Code-Session-Id"] for e in model_requests(fake)}
     assert len(sessions) == 3  # one CLI conversation per case, none shared
 
