@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +321,32 @@ def test_sessions_are_opened_one_more_than_the_parallelism_ahead_at_most_one_per
     parallel: int, cpus: int, ahead: int
 ) -> None:
     assert sessions_ahead(parallel, cpus=cpus) == ahead
+
+
+def test_a_backend_that_reuses_processes_gets_one_session_ahead_inside_its_run_scope(
+    tmp_path: Path,
+) -> None:
+    agent = make_agent(tmp_path, cases(5), metrics=[NUMERIC])
+    scopes: list[str] = []
+
+    class ReusingBackend(CostlyBackend):
+        cases_per_process = 4
+
+        @contextlib.asynccontextmanager
+        async def session_scope(self) -> AsyncIterator[None]:
+            scopes.append("enter")
+            yield
+            scopes.append(f"exit after {len(self.events('close'))} closes")
+
+    backend = ReusingBackend(agent)
+
+    report = run(agent, backend, parallel=1)
+
+    assert all(result.passed for result in report.results)
+    first_send = backend.log.index(("send", 0))
+    assert [i for event, i in backend.log[:first_send] if event == "open"] == [0, 1]
+    for position, (event, index) in enumerate(backend.log):
+        if event == "send":
+            assert max(i for e, i in backend.log[:position] if e == "open") <= index + 1
+    # The scope holds the whole run: every case's session closed inside it.
+    assert scopes == ["enter", "exit after 5 closes"]
