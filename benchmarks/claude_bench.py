@@ -1,6 +1,7 @@
 """The Claude backend end to end: ConvFinQA dialogues through `manage.py run_agent` against the
 tests' fake Anthropic server (tests/backends/fake_llm_servers.py), with the real bundled Claude
-Code CLI, one process per test case.
+Code CLI: a process per test case, or, within the run, one process for several cases
+(`HOLODECK_CLAUDE_CASES_PER_PROCESS`, docs/backends.md).
 
     .venv/bin/python benchmarks/claude_bench.py [--dialogues 20] [--rounds 2] [--parallel 1 4]
                                                 [--no-store] [--repo PATH]
