@@ -73,7 +73,10 @@ class AgentBackend(Protocol):
     """Builds sessions. A backend whose sessions are slow to start (a process per session) sets
     the class attribute ``costly_start = True``: the engine then opens the sessions of a run's
     next cases while the current ones run (``runs.engine.sessions``). Each session is still
-    made for one case (``case_name``/``case_index``) and used by that case only."""
+    made for one case (``case_name``/``case_index``) and used by that case only. A backend may
+    also have ``session_scope()``, an async context manager ``Engine.run`` holds for the whole
+    run: inside it a finished case's resources may serve a later case, each case still on a
+    conversation of its own (the Claude backend's processes: ``runs.backends.claude_reuse``)."""
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> AgentSession: ...
 
