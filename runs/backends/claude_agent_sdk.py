@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
 
 MAX_RETRIES = 2
+# Starts a new, empty conversation on the CLI process (the Agent SDK's documented slash command).
+CLEAR_COMMAND = "/clear"
 # How long the next send waits for an abandoned (timed-out) turn to wind down.
 DRAIN_TIMEOUT_S = 15.0
 # "default" would prompt for unapproved tools; headless, deny them instead.
@@ -162,6 +164,7 @@ class ClaudeAgentSession:
         self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
         self.cases_served = 0
         self._pool: SessionPool[ClaudeAgentSession] | None = None
+        self._conversation: str | None = None  # the CLI session id of the last turn's result
         try:
             self._client = ClaudeSDKClient(self._options())
         except BaseException:
@@ -222,17 +225,20 @@ class ClaudeAgentSession:
         return not self._abandoned
 
     async def clear(self) -> bool:
-        """Start a new, empty conversation on this process (``/clear``); False when the CLI
-        did not confirm it."""
+        """Start a new, empty conversation on this process (``/clear``). True only when the
+        CLI confirmed it with a result under a new session id: a CLI that kept the old
+        conversation must not serve another case."""
         self._calls, self._external = [], {}
         self._trace = StreamTrace(self._calls)
         self._stderr.clear()
-        self._abandoned = True  # until /clear's result arrives
-        await self._client.query("/clear")
+        self._abandoned = True  # until the command's result arrives
+        before = self._conversation
+        await self._client.query(CLEAR_COMMAND)
         async for msg in self._client.receive_response():
             if isinstance(msg, ResultMessage):
                 self._abandoned = False
-                return not msg.is_error
+                self._conversation = msg.session_id
+                return not msg.is_error and msg.session_id != before
         return False
 
     def describe(self, exc: BaseException) -> str:
@@ -262,6 +268,7 @@ class ClaudeAgentSession:
                 self._trace.system(msg)
             elif isinstance(msg, ResultMessage):
                 self._abandoned = False
+                self._conversation = msg.session_id
                 return self._result_output(msg, texts, errors)
         self._abandoned = False
         return self._output(None, None, error="Claude Code ended the turn without a result")

@@ -8,7 +8,8 @@ the run's next case takes it:
 - a process serves one case at a time and every case starts on an empty conversation (a new CLI
   session id; none of the earlier cases' messages are sent again);
 - it is kept only when its last turn ended cleanly (a turn stopped at ``llm_timeout``, or a CLI
-  that failed, closes it) and when ``/clear`` answers within ``CLEAR_TIMEOUT_S``;
+  that failed, closes it) and when ``/clear`` answers within ``CLEAR_TIMEOUT_S`` under a new
+  CLI session id (``ClaudeAgentSession.clear``);
 - it serves at most ``cases_per_process`` cases (``HOLODECK_CLAUDE_CASES_PER_PROCESS``, 25 by
   default; 1: a new process per case), then stops;
 - an agent with stdio MCP servers is never reused: the CLI starts those servers, and a server's

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from runs.agentconfig.loader import load_agent
+from runs.backends import claude_agent_sdk
 from runs.backends.base import BackendError
 from runs.backends.claude_agent_sdk import ClaudeAgentBackend, bundled_cli_path
 from runs.backends.claude_reuse import (
@@ -185,6 +186,30 @@ def test_a_process_whose_turn_was_stopped_is_not_given_to_another_case(
         return a is b, backend.processes_started
 
     assert run_bounded(stopped_then_next()) == (False, 2)
+
+
+@needs_cli
+def test_a_process_whose_clear_keeps_the_conversation_is_not_given_to_another_case(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CLI that did not know the command would send it to the model, in the old conversation.
+    monkeypatch.setattr(claude_agent_sdk, "CLEAR_COMMAND", "this is not a command")
+    agent = agent_with_cases(tmp_path, fake, ["x"])
+
+    async def not_cleared() -> tuple[bool, int]:
+        backend = ClaudeAgentBackend(agent)
+        async with backend.session_scope():
+            a = await backend.create_session(case_name="a", case_index=0)
+            await a.send("remember the word PINEAPPLE")
+            await a.close()
+            b = await backend.create_session(case_name="b", case_index=1)
+            await b.send("which word?")
+            await b.close()
+        return a is b, backend.processes_started
+
+    assert run_bounded(not_cleared()) == (False, 2)
+    last = conversation_requests(fake)[-1]
+    assert "PINEAPPLE" not in sent_text(last)
 
 
 def test_an_agent_with_a_stdio_mcp_server_never_reuses_a_process(tmp_path: Path) -> None:
