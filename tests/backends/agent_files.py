@@ -9,7 +9,16 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runs.agentconfig.loader import LoadedAgent, load_agent
+from runs.backends.claude_agent_sdk import bundled_cli_path
+
+# For a test of the real Claude Code CLI, which the claude-agent-sdk wheel bundles.
+needs_claude_cli = pytest.mark.skipif(
+    bundled_cli_path() is None,
+    reason="claude-agent-sdk was installed without its bundled Claude Code CLI (_bundled/claude)",
+)
 
 INSTRUCTIONS = "You are a careful calculator. Use the tools for arithmetic."
 

@@ -85,6 +85,15 @@ class FakeServer:
         with self._lock:
             return [e for e in self.exchanges if path_fragment in e.path]
 
+    def model_requests(self, model: str) -> list[Exchange]:
+        """The answered ``/v1/messages`` requests for ``model``: a conversation's (the Claude
+        CLI may send side requests for other models)."""
+        return [
+            e
+            for e in self.requests_to("/v1/messages")
+            if isinstance(e.body, dict) and e.body.get("model") == model and e.usage is not None
+        ]
+
     def _dispatch(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length else b""

@@ -17,16 +17,13 @@ import yaml
 
 from runs.agentconfig.loader import load_agent
 from runs.backends.base import BackendError, TurnOutput, backend_for
-from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession, bundled_cli_path
+from runs.backends.claude_agent_sdk import ClaudeAgentBackend, ClaudeAgentSession
 from runs.engine.executor import Engine
 from runs.wire.models import TokenUsage
-from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
+from tests.backends.agent_files import INSTRUCTIONS, needs_claude_cli, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, Exchange, FakeAnthropic
 
-pytestmark = pytest.mark.skipif(
-    bundled_cli_path() is None,
-    reason="claude-agent-sdk was installed without its bundled Claude Code CLI (_bundled/claude)",
-)
+pytestmark = needs_claude_cli
 
 PROMPT = "please subtract 181001 from 206588"
 MODEL = "claude-sonnet-4-5"
@@ -46,12 +43,7 @@ def agent_for(tmp_path: Path, fake: FakeAnthropic, **options: Any) -> Any:
 
 
 def model_requests(fake: FakeAnthropic) -> list[Exchange]:
-    """The conversation's requests (the CLI may send side requests for other models)."""
-    return [
-        e
-        for e in fake.requests_to("/v1/messages")
-        if isinstance(e.body, dict) and e.body.get("model") == MODEL and e.usage is not None
-    ]
+    return fake.model_requests(MODEL)
 
 
 def summed(exchanges: list[Exchange]) -> TokenUsage:

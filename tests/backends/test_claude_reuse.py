@@ -27,13 +27,8 @@ from runs.backends.claude_reuse import (
     cases_per_process_setting,
 )
 from runs.engine.executor import Engine
-from tests.backends.agent_files import run_bounded, write_agent
+from tests.backends.agent_files import needs_claude_cli, run_bounded, write_agent
 from tests.backends.fake_llm_servers import Exchange, FakeAnthropic
-
-needs_cli = pytest.mark.skipif(
-    bundled_cli_path() is None,
-    reason="claude-agent-sdk was installed without its bundled Claude Code CLI (_bundled/claude)",
-)
 
 MODEL = "claude-sonnet-4-5"
 SESSION = "X-Claude-Code-Session-Id"
@@ -47,11 +42,7 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 def conversation_requests(fake: FakeAnthropic) -> list[Exchange]:
-    return [
-        e
-        for e in fake.requests_to("/v1/messages")
-        if isinstance(e.body, dict) and e.body.get("model") == MODEL and e.usage is not None
-    ]
+    return fake.model_requests(MODEL)
 
 
 def sent_text(exchange: Exchange) -> str:
@@ -69,7 +60,7 @@ def agent_with_cases(tmp_path: Path, fake: FakeAnthropic, inputs: list[str]) -> 
     return load_agent(path, environ={})
 
 
-@needs_cli
+@needs_claude_cli
 def test_two_cases_through_one_reused_process_see_none_of_each_others_messages(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
@@ -108,7 +99,7 @@ def test_two_cases_through_one_reused_process_see_none_of_each_others_messages(
     assert opening[0]["content"][-1]["text"] == second[0]
 
 
-@needs_cli
+@needs_claude_cli
 def test_an_engine_run_reuses_processes_and_every_case_keeps_its_own_conversation(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
@@ -135,7 +126,7 @@ def test_an_engine_run_reuses_processes_and_every_case_keeps_its_own_conversatio
         assert len(tags) == 1  # each conversation sent one case's input only
 
 
-@needs_cli
+@needs_claude_cli
 def test_with_one_case_per_process_every_case_starts_its_own_cli(
     tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,7 +140,7 @@ def test_with_one_case_per_process_every_case_starts_its_own_cli(
     assert engine.backend.processes_started == 3  # type: ignore[attr-defined]
 
 
-@needs_cli
+@needs_claude_cli
 def test_outside_a_run_scope_each_session_is_its_own_process(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
@@ -167,7 +158,7 @@ def test_outside_a_run_scope_each_session_is_its_own_process(
     assert run_bounded(two_sessions()) == (False, 2)  # a Celery worker's case: as before
 
 
-@needs_cli
+@needs_claude_cli
 def test_a_process_whose_turn_was_stopped_is_not_given_to_another_case(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
@@ -188,7 +179,7 @@ def test_a_process_whose_turn_was_stopped_is_not_given_to_another_case(
     assert run_bounded(stopped_then_next()) == (False, 2)
 
 
-@needs_cli
+@needs_claude_cli
 def test_a_process_whose_clear_keeps_the_conversation_is_not_given_to_another_case(
     tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
