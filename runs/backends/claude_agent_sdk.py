@@ -106,9 +106,7 @@ class ClaudeAgentBackend:
             limit = cases_per_process_setting() if cases_per_process is None else cases_per_process
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
-        # A stdio MCP server is a process of the CLI's: its state must not reach another case.
-        stdio = any(t.type == "mcp" and t.transport != "http" for t in agent.config.tools)
-        self.cases_per_process = 1 if stdio else limit
+        self.cases_per_process = limit if reuse_allowed(agent) else 1
         self._pool: SessionPool[ClaudeAgentSession] | None = None
         self.processes_started = 0  # CLI processes this backend started
 
@@ -165,6 +163,7 @@ class ClaudeAgentSession:
         self.cases_served = 0
         self._pool: SessionPool[ClaudeAgentSession] | None = None
         self._conversation: str | None = None  # the CLI session id of the last turn's result
+        self._ended = False
         try:
             self._client = ClaudeSDKClient(self._options())
         except BaseException:
@@ -222,7 +221,7 @@ class ClaudeAgentSession:
 
     def reusable(self) -> bool:
         """Whether the process may serve another case: its last turn ended with its result."""
-        return not self._abandoned
+        return not self._abandoned and not self._ended
 
     async def clear(self) -> bool:
         """Start a new, empty conversation on this process (``/clear``). True only when the
@@ -231,6 +230,8 @@ class ClaudeAgentSession:
         self._calls, self._external = [], {}
         self._trace = StreamTrace(self._calls)
         self._stderr.clear()
+        if self._conversation is None:
+            return True  # no turn was sent (a session opened ahead that no case took)
         self._abandoned = True  # until the command's result arrives
         before = self._conversation
         await self._client.query(CLEAR_COMMAND)
@@ -271,6 +272,7 @@ class ClaudeAgentSession:
                 self._conversation = msg.session_id
                 return self._result_output(msg, texts, errors)
         self._abandoned = False
+        self._ended = True  # the CLI's stream ended: the process serves no other case
         return self._output(None, None, error="Claude Code ended the turn without a result")
 
     def _read_assistant(self, msg: AssistantMessage) -> list[str]:
@@ -394,12 +396,7 @@ class ClaudeAgentSession:
         authenticates with ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_AUTH_TOKEN`` (or a cloud
         provider's own credentials) only, never ``CLAUDE_CODE_OAUTH_TOKEN``: where that token
         is the only credential, the CLI runs as before."""
-        if self._agent.config.model.api_key:
-            return True
-        keys = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-        return any(os.environ.get(key) for key in keys) or not os.environ.get(
-            "CLAUDE_CODE_OAUTH_TOKEN"
-        )
+        return _bare_mode(self._agent)
 
     def _env(self) -> dict[str, str]:
         """What the CLI process gets on top of the server's environment (the SDK merges them,
@@ -459,6 +456,28 @@ class ClaudeAgentSession:
             input_schema=function_tool_schema(fn),
             handler=handler,
         )
+
+
+def _bare_mode(agent: LoadedAgent) -> bool:
+    """See ``ClaudeAgentSession._bare``."""
+    if agent.config.model.api_key:
+        return True
+    keys = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    return any(os.environ.get(key) for key in keys) or not os.environ.get("CLAUDE_CODE_OAUTH_TOKEN")
+
+
+def reuse_allowed(agent: LoadedAgent) -> bool:
+    """Whether a CLI process may serve several cases of a run: only when all it holds between
+    turns is its conversation, which ``/clear`` empties. Not with an MCP tool (a stdio server
+    is the CLI's child, and an HTTP server's MCP session belongs to the process: either may
+    keep state per session), with built-in tools (a background shell or agent may outlive
+    the case), or without ``--bare`` (auto-memory and other files in its config folder)."""
+    claude = agent.config.claude
+    built_ins = (
+        [n for n in (claude.allowed_tools or []) if not n.startswith("mcp__")] if claude else []
+    )
+    mcp = any(tool.type == "mcp" for tool in agent.config.tools)
+    return not mcp and not built_ins and _bare_mode(agent)
 
 
 def external_server(tool: Any) -> dict[str, Any]:

@@ -12,8 +12,9 @@ the run's next case takes it:
   CLI session id (``ClaudeAgentSession.clear``);
 - it serves at most ``cases_per_process`` cases (``HOLODECK_CLAUDE_CASES_PER_PROCESS``, 25 by
   default; 1: a new process per case), then stops;
-- an agent with stdio MCP servers is never reused: the CLI starts those servers, and a server's
-  own state must not pass from one case to the next;
+- only an agent whose process holds nothing but its conversation between turns reuses it
+  (``claude_agent_sdk.reuse_allowed``): no MCP tool (a stdio server is the CLI's child, an HTTP
+  server's MCP session is the process's), no built-in tool, and the CLI in ``--bare`` mode;
 - when the run ends every kept process is stopped.
 
 The one trace of reuse the model sees: the CLI records the ``/clear`` it ran in the new
@@ -94,9 +95,13 @@ class SessionPool[S: Reusable]:
     async def close(self) -> None:
         """The run ended: stop every kept process, and each one still being cleared."""
         self._closed = True
-        await asyncio.gather(*self._clearing, return_exceptions=True)
-        idle, self._idle = self._idle, []
-        await asyncio.gather(*(session.shutdown() for session in idle), return_exceptions=True)
+        try:
+            await asyncio.gather(*self._clearing, return_exceptions=True)
+        finally:  # also when the run's end is itself cancelled: no process is left running
+            idle, self._idle = self._idle, []
+            await asyncio.shield(
+                asyncio.gather(*(session.shutdown() for session in idle), return_exceptions=True)
+            )
 
     async def _clear(self, session: S) -> None:
         cleared = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,22 +204,32 @@ def test_a_process_whose_clear_keeps_the_conversation_is_not_given_to_another_ca
     assert "PINEAPPLE" not in sent_text(last)
 
 
-def test_an_agent_with_a_stdio_mcp_server_never_reuses_a_process(tmp_path: Path) -> None:
-    stdio = write_agent(
-        tmp_path / "stdio", provider="anthropic", model=MODEL, endpoint="http://x", mcp=True
-    )
-    http = write_agent(
-        tmp_path / "http",
-        provider="anthropic",
-        model=MODEL,
-        endpoint="http://x",
-        mcp_url="http://127.0.0.1:9/mcp",
-    )
+@needs_claude_cli
+def test_only_an_agent_whose_process_holds_nothing_but_its_conversation_reuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def agent(name: str, **options: Any) -> Any:
+        return write_agent(
+            tmp_path / name, provider="anthropic", model=MODEL, endpoint="http://x", **options
+        )
 
-    if bundled_cli_path() is None:
-        pytest.skip("no bundled Claude Code CLI")
-    assert ClaudeAgentBackend(stdio).cases_per_process == 1
-    assert ClaudeAgentBackend(http).cases_per_process == DEFAULT_CASES_PER_PROCESS
+    def limit(loaded: Any) -> int:
+        return ClaudeAgentBackend(loaded).cases_per_process
+
+    plain = agent("plain")
+    assert limit(plain) == DEFAULT_CASES_PER_PROCESS
+    assert limit(agent("stdio", mcp=True)) == 1  # the server is the CLI's child
+    assert limit(agent("http", mcp_url="http://127.0.0.1:9/mcp")) == 1  # its MCP session too
+    assert limit(agent("bash", extra="claude:\n  allowed_tools: [Bash]\n")) == 1
+    assert limit(agent("mcp-named", extra="claude:\n  allowed_tools: [mcp__x]\n")) > 1
+    # Without --bare (an OAuth token the only credential) the config folder keeps memories.
+    keyless = agent("keyless").path
+    keyless.write_text(re.sub(r"(?m)^ *api_key: .*\n", "", keyless.read_text()))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLAUDE_CODE_OAUTH_TOKEN", "oauth-token")
+    assert limit(load_agent(keyless, environ={})) == 1
+    assert limit(plain) == DEFAULT_CASES_PER_PROCESS  # its own api_key: bare
 
 
 def test_cases_per_process_is_read_from_the_environment_and_a_bad_value_names_the_variable(
@@ -290,6 +301,23 @@ def test_a_pool_stops_a_session_that_is_spent_not_reusable_or_not_cleared() -> N
         assert await pool.take() is None  # its /clear failed: stopped, not handed on
         assert failing.stopped
         await pool.close()
+
+    run_bounded(body(), timeout=10)
+
+
+def test_a_pool_whose_closing_is_cancelled_still_stops_every_kept_session() -> None:
+    async def body() -> None:
+        pool: SessionPool[StandIn] = SessionPool(limit=5)
+        idle, clearing = StandIn(), StandIn(clear_s=0.3)
+        pool.give_back(idle)
+        await asyncio.sleep(0.01)
+        pool.give_back(clearing)
+        closing = asyncio.create_task(pool.close())
+        await asyncio.sleep(0.05)
+        closing.cancel()  # e.g. a second Ctrl-C while the run ends
+        await asyncio.gather(closing, return_exceptions=True)
+        await asyncio.sleep(0.4)
+        assert idle.stopped and clearing.stopped
 
     run_bounded(body(), timeout=10)
 
