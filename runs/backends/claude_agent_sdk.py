@@ -93,7 +93,7 @@ class ClaudeAgentBackend:
     # next cases' sessions while the current ones run (runs.engine.sessions).
     costly_start = True
 
-    def __init__(self, agent: LoadedAgent, *, cases_per_process: int | None = None) -> None:
+    def __init__(self, agent: LoadedAgent) -> None:
         if agent.config.model.provider != "anthropic":
             raise BackendError(
                 f"the claude_agent_sdk backend serves provider 'anthropic', "
@@ -103,7 +103,7 @@ class ClaudeAgentBackend:
             raise BackendError("claude-agent-sdk has no bundled Claude Code CLI (_bundled/claude)")
         self.agent = agent
         try:
-            limit = cases_per_process_setting() if cases_per_process is None else cases_per_process
+            limit = cases_per_process_setting()
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
         self.cases_per_process = limit if reuse_allowed(agent) else 1
@@ -373,7 +373,7 @@ class ClaudeAgentSession:
             cwd=str(self._agent.base_dir),
             env=self._env(),
             stderr=self._stderr.append,
-            extra_args={"bare": None} if self._bare() else {},
+            extra_args={"bare": None} if bare_mode(self._agent) else {},
             # Each API call's message_start and message_delta: its usage, stop reason and time
             # for the transcript (assistant messages only carry the usage of its start).
             include_partial_messages=True,
@@ -388,15 +388,6 @@ class ClaudeAgentSession:
         if claude and claude.append_system_prompt:
             prompt = f"{prompt}\n\n{claude.append_system_prompt}".strip()
         return prompt
-
-    def _bare(self) -> bool:
-        """Run the CLI with ``--bare``: no hooks, plugin sync, LSP, auto-memory, CLAUDE.md
-        discovery, attribution, background prefetches or housekeeping, none of which a test
-        session uses (and a session opened ahead would run them while it waits). Bare mode
-        authenticates with ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_AUTH_TOKEN`` (or a cloud
-        provider's own credentials) only, never ``CLAUDE_CODE_OAUTH_TOKEN``: where that token
-        is the only credential, the CLI runs as before."""
-        return _bare_mode(self._agent)
 
     def _env(self) -> dict[str, str]:
         """What the CLI process gets on top of the server's environment (the SDK merges them,
@@ -458,8 +449,13 @@ class ClaudeAgentSession:
         )
 
 
-def _bare_mode(agent: LoadedAgent) -> bool:
-    """See ``ClaudeAgentSession._bare``."""
+def bare_mode(agent: LoadedAgent) -> bool:
+    """Run the CLI with ``--bare``: no hooks, plugin sync, LSP, auto-memory, CLAUDE.md
+    discovery, attribution, background prefetches or housekeeping, none of which a test session
+    uses (and a session opened ahead would run them while it waits). Bare mode authenticates
+    with ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_AUTH_TOKEN`` (or a cloud provider's own
+    credentials) only, never ``CLAUDE_CODE_OAUTH_TOKEN``: where that token is the only
+    credential, the CLI runs as before."""
     if agent.config.model.api_key:
         return True
     keys = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -477,7 +473,7 @@ def reuse_allowed(agent: LoadedAgent) -> bool:
         [n for n in (claude.allowed_tools or []) if not n.startswith("mcp__")] if claude else []
     )
     mcp = any(tool.type == "mcp" for tool in agent.config.tools)
-    return not mcp and not built_ins and _bare_mode(agent)
+    return not mcp and not built_ins and bare_mode(agent)
 
 
 def external_server(tool: Any) -> dict[str, Any]:

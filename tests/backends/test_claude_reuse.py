@@ -20,7 +20,7 @@ import yaml
 from runs.agentconfig.loader import load_agent
 from runs.backends import claude_agent_sdk
 from runs.backends.base import BackendError
-from runs.backends.claude_agent_sdk import ClaudeAgentBackend, bundled_cli_path
+from runs.backends.claude_agent_sdk import ClaudeAgentBackend
 from runs.backends.claude_reuse import (
     CASES_PER_PROCESS_ENV,
     DEFAULT_CASES_PER_PROCESS,
@@ -243,11 +243,10 @@ def test_cases_per_process_is_read_from_the_environment_and_a_bad_value_names_th
         cases_per_process_setting({CASES_PER_PROCESS_ENV: "0"})
 
 
+@needs_claude_cli
 def test_a_backend_refuses_a_bad_cases_per_process_with_the_variables_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if bundled_cli_path() is None:
-        pytest.skip("no bundled Claude Code CLI")
     agent = write_agent(tmp_path / "a", provider="anthropic", model=MODEL, endpoint="http://x")
     monkeypatch.setenv(CASES_PER_PROCESS_ENV, "-2")
 
@@ -305,13 +304,19 @@ def test_a_pool_stops_a_session_that_is_spent_not_reusable_or_not_cleared() -> N
     run_bounded(body(), timeout=10)
 
 
+async def one_idle_one_clearing(pool: SessionPool[StandIn]) -> tuple[StandIn, StandIn]:
+    """Two sessions given back: one already cleared (idle), one whose /clear is under way."""
+    idle, clearing = StandIn(), StandIn(clear_s=0.3)
+    pool.give_back(idle)
+    await asyncio.sleep(0.01)
+    pool.give_back(clearing)
+    return idle, clearing
+
+
 def test_a_pool_whose_closing_is_cancelled_still_stops_every_kept_session() -> None:
     async def body() -> None:
         pool: SessionPool[StandIn] = SessionPool(limit=5)
-        idle, clearing = StandIn(), StandIn(clear_s=0.3)
-        pool.give_back(idle)
-        await asyncio.sleep(0.01)
-        pool.give_back(clearing)
+        idle, clearing = await one_idle_one_clearing(pool)
         closing = asyncio.create_task(pool.close())
         await asyncio.sleep(0.05)
         closing.cancel()  # e.g. a second Ctrl-C while the run ends
@@ -325,10 +330,7 @@ def test_a_pool_whose_closing_is_cancelled_still_stops_every_kept_session() -> N
 def test_closing_a_pool_stops_every_kept_session_and_keeps_nothing_after() -> None:
     async def body() -> None:
         pool: SessionPool[StandIn] = SessionPool(limit=5)
-        idle, clearing = StandIn(), StandIn(clear_s=0.2)
-        pool.give_back(idle)
-        await asyncio.sleep(0.01)
-        pool.give_back(clearing)
+        idle, clearing = await one_idle_one_clearing(pool)
         await pool.close()
         assert idle.stopped and clearing.stopped
         late = StandIn()
