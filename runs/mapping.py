@@ -35,6 +35,7 @@ __all__ = [
     "case_to_wire",
     "case_turns",
     "case_values",
+    "counts_of_rows",
     "summaries_of_rows",
     "summary_of_rows",
     "tool_counts_of_rows",
@@ -229,25 +230,14 @@ def summary_of_rows(run_id: int, *, case_id: int | None = None) -> RunSummary:
 def summaries_of_rows(
     run_ids: Sequence[int], *, case_id: int | None = None
 ) -> dict[int, RunSummary]:
-    """Each run's summary from its stored verdicts, counted by the database: four GROUP BY
-    queries for all the runs together (cases, turns, the turns' tool verdicts, metrics), so a
-    poll of a large running run reads a few rows, not one per turn and metric. ``case_id``: one
-    case's summary (of the one run given)."""
-    cases = CaseResult.objects.filter(run_id__in=run_ids)
-    turns = TurnResult.objects.filter(run_id__in=run_ids)
-    metrics = MetricResult.objects.filter(run_id__in=run_ids)
-    if case_id is not None:
-        cases = cases.filter(pk=case_id)
-        turns = turns.filter(case_id=case_id)
-        metrics = metrics.filter(turn__case_id=case_id)
-    case_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
-    turn_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
+    """Each run's summary from its stored verdicts, counted by the database: five GROUP BY
+    queries for all the runs together (cases, turns, the turns not run, the turns' tool
+    verdicts, metrics), so a poll of a large running run reads a few rows, not one per turn and
+    metric. ``case_id``: one case's summary (of the one run given)."""
+    cases, turns, metrics = _rows_of(run_ids, case_id)
+    case_tally, turn_tally = _outcome_tallies(run_ids, cases, turns)
     tool_tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
     metric_tally: dict[int, list[MetricTally]] = {run_id: [] for run_id in run_ids}
-    for run_id, outcome, n in _tally(cases):
-        case_tally[run_id].append((outcome, n))
-    for run_id, outcome, n in _tally(turns):
-        turn_tally[run_id].append((outcome, n))
     for run_id, tools in _tool_tallies(turns):
         tool_tally[run_id] = tools
     for run_id, *row in (
@@ -265,6 +255,84 @@ def summaries_of_rows(
         )
         for run_id in run_ids
     }
+
+
+def counts_of_rows(run_id: int) -> tuple[OutcomeCounts, OutcomeCounts]:
+    """A run's cases and turns by outcome from its rows (three queries; its turns count the
+    ones not run too, so they add up to its planned turns): what a live run's tiles show on
+    every poll, the same counts its summary holds."""
+    cases, turns, _ = _rows_of([run_id], None)
+    case_tally, turn_tally = _outcome_tallies([run_id], cases, turns)
+    return OutcomeCounts.tallied(case_tally[run_id]), OutcomeCounts.tallied(turn_tally[run_id])
+
+
+def _rows_of(
+    run_ids: Sequence[int], case_id: int | None
+) -> tuple[QuerySet[CaseResult], QuerySet[TurnResult], QuerySet[MetricResult]]:
+    cases = CaseResult.objects.filter(run_id__in=run_ids)
+    turns = TurnResult.objects.filter(run_id__in=run_ids)
+    metrics = MetricResult.objects.filter(run_id__in=run_ids)
+    if case_id is not None:
+        cases = cases.filter(pk=case_id)
+        turns = turns.filter(case_id=case_id)
+        metrics = metrics.filter(turn__case_id=case_id)
+    return cases, turns, metrics
+
+
+Tallies = dict[int, list[tuple[str, int]]]
+
+
+def _outcome_tallies(
+    run_ids: Sequence[int], cases: QuerySet[CaseResult], turns: QuerySet[TurnResult]
+) -> tuple[Tallies, Tallies]:
+    """Per run, (outcome, how many) of its cases and of its turns, the turns its cases planned
+    and did not record among them (``_unrun_turns``)."""
+    case_tally: Tallies = {run_id: [] for run_id in run_ids}
+    turn_tally: Tallies = {run_id: [] for run_id in run_ids}
+    planned: dict[tuple[int, str], int] = {}
+    for run_id, outcome, n, turn_count in (
+        cases.values_list("run_id", "outcome")
+        .annotate(n=Count("pk"), planned=Sum("turn_count"))
+        .order_by()
+    ):
+        case_tally[run_id].append((outcome, n))
+        planned[run_id, outcome] = turn_count or 0
+    for run_id, outcome, n in _tally(turns):
+        turn_tally[run_id].append((outcome, n))
+    for run_id, outcome, n in _unrun_turns(turns, planned):
+        turn_tally[run_id].append((outcome, n))
+    return case_tally, turn_tally
+
+
+# The cases that may have planned turns they never recorded, by their verdict, and what those
+# turns count as: a pending (or running) case's are pending, a cancelled case's cancelled, an
+# errored case's (its attempt produced no result) skipped. Every other case recorded them all.
+_UNRUN_AS: dict[str, Outcome] = {
+    "": Outcome.PENDING,
+    Outcome.CANCELLED.value: Outcome.CANCELLED,
+    Outcome.ERROR.value: Outcome.SKIPPED,
+}
+
+
+def _unrun_turns(
+    turns: QuerySet[TurnResult], planned: dict[tuple[int, str], int]
+) -> Iterator[tuple[int, str, int]]:
+    """(run id, outcome, how many) of the turns its cases planned and did not record, so that
+    a summary's turns add up to the run's planned turns; one query, over the turns of the
+    cases that may have some (none for a run whose cases all recorded theirs)."""
+    if not any(n for (_, outcome), n in planned.items() if outcome in _UNRUN_AS):
+        return
+    recorded = dict.fromkeys(planned, 0)
+    for run_id, outcome, n in (
+        turns.filter(case__outcome__in=list(_UNRUN_AS))
+        .values_list("run_id", "case__outcome")
+        .annotate(n=Count("pk"))
+        .order_by()
+    ):
+        recorded[run_id, outcome] = n
+    for (run_id, outcome), n in planned.items():
+        if outcome in _UNRUN_AS and n > recorded[run_id, outcome]:
+            yield run_id, _UNRUN_AS[outcome].value, n - recorded[run_id, outcome]
 
 
 def tool_counts_of_rows(run_ids: Sequence[int]) -> dict[int, OutcomeCounts]:

@@ -23,7 +23,8 @@ from runs.runoptions import RunOptions, partial_text, run_launch_options
 from runs.verdicts.numbers import case_text
 from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
 from runs.verdicts.regrades import RegradeSources
-from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
+from runs.verdicts.status import StatusReason, counters_of, run_status_reason
+from runs.verdicts.summary import OutcomeCounts
 
 
 class AgentProject(models.Model):
@@ -76,6 +77,9 @@ class Run(models.Model):
         REGRADE = "regrade"
 
     ACTIVE = RUN_ACTIVE_STATES
+    # Not a column: True on a run a repeated idempotency key was answered with instead of a new
+    # one (the API's 200, not 201); set by runs.services.launch.run_open_once.
+    replayed = False
 
     # The run's identity across databases: every export carries it (report.environment
     # ENVIRONMENT_KEY), and an import keeps it, so a run exported and imported anywhere it
@@ -147,11 +151,14 @@ class Run(models.Model):
     cases_done = models.IntegerField(default=0)
     total_turns = models.IntegerField(default=0)
     turns_done = models.IntegerField(default=0)
-    # Settled cases by verdict (failed counts errored cases too; cancelled ones count in
-    # cases_done only); pass_rate = passed over passed + failed, NULL while none is graded.
+    # Settled cases by verdict, one column a word (runs.verdicts.summary.OutcomeCounts):
+    # cases_done = passed + failed + errored + not graded + cancelled (+ skipped); pass_rate =
+    # passed over passed + failed + errored, NULL while none is graded. Read as ``Run.counts``.
     passed_cases = models.IntegerField(default=0)
     failed_cases = models.IntegerField(default=0)
+    errored_cases = models.IntegerField(default=0)
     not_graded_cases = models.IntegerField(default=0)
+    cancelled_cases = models.IntegerField(default=0)
     pass_rate = models.FloatField(null=True, blank=True)
     duration_ms = models.BigIntegerField(null=True, blank=True)
     prompt_tokens = models.BigIntegerField(default=0)
@@ -161,9 +168,15 @@ class Run(models.Model):
     summary = models.JSONField(default=dict, blank=True)
     # Kept by retention (manage.py prune_runs never deletes a kept run).
     keep = models.BooleanField(default=False)
-    # A launch's or re-grade's idempotency key (the form's hidden field, the API's
-    # Idempotency-Key header): the same key from the same user answers with this run again.
+    # A launch's, re-grade's or re-run's idempotency key (the form's hidden field, the API's
+    # Idempotency-Key header): the same key from the same user for the same request answers
+    # with this run again; for another request it is refused (runs.services.launch).
     idempotency_key = models.CharField(max_length=100, blank=True)
+    # What the key was first sent with: the endpoint and its target ("launch:project:3",
+    # "re-run:run:12", "re-grade:run:12"), and a digest of the request's options ("" for a run
+    # keyed before it was recorded: its scope alone is then compared).
+    idempotency_scope = models.CharField(max_length=100, blank=True)
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -184,7 +197,8 @@ class Run(models.Model):
                 condition=~models.Q(source_hash="") & models.Q(project__isnull=True),
                 name="run_unique_source_without_project",
             ),
-            # A retried or double-submitted launch or re-grade creates one run.
+            # A retried or double-submitted launch, re-grade or re-run creates one run; a key
+            # is one request's (its scope and options are checked against the run's).
             models.UniqueConstraint(
                 fields=["created_by", "idempotency_key"],
                 condition=~models.Q(idempotency_key=""),
@@ -246,18 +260,15 @@ class Run(models.Model):
         return run_launch_options(self.run_options, git_ref=self.git_ref, commit=self.git_commit)
 
     @property
-    def status_counts(self) -> StatusCounts:
-        """Its cases by verdict from its counter columns, no query; errored cases told apart
-        from failed ones where a list read them (``errored_cases``, selectors.runs)."""
-        return counters_of(self, errored=getattr(self, "errored_cases", None))
+    def counts(self) -> OutcomeCounts:
+        """Its cases by verdict from its counter columns, no query (``counters_of``)."""
+        return counters_of(self)
 
     @property
     def status_reason(self) -> StatusReason:
         """Why it has its status, from its counters (no query; without causes): what the lists
         say beside a status chip. The run page names causes (``run_status_reason_get``)."""
-        return run_status_reason(
-            status=self.status, counts=self.status_counts, run_error=self.error
-        )
+        return run_status_reason(status=self.status, counts=self.counts, run_error=self.error)
 
     @property
     def progress_percent(self) -> int:
@@ -298,6 +309,16 @@ class Run(models.Model):
             for key, value in values.items():
                 setattr(self, key, value)
         return ended == 1
+
+
+# The counter column of each settled case verdict (``Run.counts`` reads them back).
+CASE_COUNTERS: dict[Outcome, str] = {
+    Outcome.PASSED: "passed_cases",
+    Outcome.FAILED: "failed_cases",
+    Outcome.ERROR: "errored_cases",
+    Outcome.NOT_GRADED: "not_graded_cases",
+    Outcome.CANCELLED: "cancelled_cases",
+}
 
 
 class CaseResult(models.Model):

@@ -16,7 +16,7 @@ from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
 from runs.verdicts.outcomes import CaseOutcome, RunStatus
-from runs.verdicts.summary import RunSummary
+from runs.verdicts.summary import OutcomeCounts, RunSummary
 from runs.web.exports import run_export_response
 from runs.wire.models import TurnResult
 
@@ -27,7 +27,9 @@ router = Router(tags=["runs"])
 
 
 class RunCounters(Schema):
-    """A run's live counters, as the run and its progress give them."""
+    """A run's live counters, as the run and its progress give them: one column per case
+    verdict (``failed_cases`` counts failed cases only, never errored ones), and ``cases``, the
+    same counts as one object whose fields add up to its ``total``."""
 
     total_cases: int
     cases_done: int
@@ -35,13 +37,23 @@ class RunCounters(Schema):
     turns_done: int
     passed_cases: int
     failed_cases: int
+    errored_cases: int
     not_graded_cases: int
+    cancelled_cases: int
     pass_rate: float | None
+    cases: OutcomeCounts = Field(
+        description="its cases by outcome (passed, failed, error, not_graded, skipped, "
+        "cancelled, pending; they add up to total): the run page's Cases tile"
+    )
+
+    @staticmethod
+    def resolve_cases(run: Any) -> OutcomeCounts:
+        return run["cases"] if isinstance(run, dict) else run.counts
 
 
 class RunOut(RunCounters):
-    """A run's facts and live counters (``failed_cases`` counts errored cases too;
-    ``pass_rate`` is passed over graded cases, null while none is graded)."""
+    """A run's facts and live counters (``pass_rate`` is passed over graded cases — passed,
+    failed and errored —, null while none is graded)."""
 
     id: int
     project_id: int | None
@@ -183,8 +195,10 @@ IDEMPOTENCY_KEY = Header(
     "",
     alias="Idempotency-Key",
     max_length=100,
-    description="Any token of yours (a uuid4): a repeat from the same user answers 200 with "
-    "the run the first request created, instead of launching a second (docs/api.md).",
+    description="Any token of yours (a uuid4): a repeat of the same request from the same user "
+    "answers 200 with the run the first request created, instead of launching a second; the "
+    "key sent with another request (another project or run, endpoint or options) is a 422 "
+    "(docs/api.md).",
 )
 
 
@@ -194,13 +208,11 @@ def run_launch(
 ) -> object:
     staff_only(request, "launch runs")
     from runs.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError, run_by_idempotency_key, run_create
+    from runs.services.launch import LaunchError, run_create
 
     project = selectors.project_get(project_id=payload.project)
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
     try:
-        if (first := run_by_idempotency_key(user=user, key=key)) is not None:
-            return 200, first
         # The payload's launch options, as the launch form gives them.
         launch = payload.model_dump(exclude={"project"})
         run = run_create(project=project, user=user, idempotency_key=key, **launch)
@@ -214,7 +226,7 @@ def run_launch(
         where = ["header", "Idempotency-Key"] if exc.field == "idempotency_key" else None
         loc = where or ["body", exc.field or "project"]
         return 422, {"detail": [{"loc": loc, "msg": str(exc)}]}
-    return 201, run
+    return (200 if run.replayed else 201), run
 
 
 @router.get("/runs/{run_id}", response=responses({200: RunDetailOut}, 404))
@@ -225,7 +237,7 @@ def run_detail(request: HttpRequest, run_id: Id) -> object:
 @router.get("/runs/{run_id}/progress", response=responses({200: ProgressOut}, 404))
 def run_progress(request: HttpRequest, run_id: Id) -> object:
     run = selectors.run_progress_get(run_id=run_id)
-    return {**{f: getattr(run, f) for f in selectors.RUN_PROGRESS_FIELDS},
+    return {**{f: getattr(run, f) for f in selectors.RUN_PROGRESS_FIELDS}, "cases": run.counts,
             "active": run.is_active, "percent": run.progress_percent}  # fmt: skip
 
 

@@ -18,9 +18,9 @@ from django.db.models.functions import NullIf, Round
 from django.utils import timezone
 
 from runs.mapping import TurnRows, case_values, turn_rows
-from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.models import CASE_COUNTERS, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.owner import process_identity
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.outcomes import GRADED, Outcome
 from runs.wire import models as wire
 
 MAX_CASE_ATTEMPTS = 3
@@ -140,18 +140,16 @@ def case_finish(
 
 
 def _counted(outcome: str) -> dict[str, Any]:
-    """The run's live counters once a case with ``outcome`` is settled (for one UPDATE):
-    passed, failed (failed or errored) or not graded; cancelled counts as done only."""
-    passed = int(outcome == Outcome.PASSED)
-    failed = int(outcome in (Outcome.FAILED, Outcome.ERROR))
-    not_graded = int(outcome == Outcome.NOT_GRADED)
-    return {
-        "cases_done": F("cases_done") + 1,
-        "passed_cases": F("passed_cases") + passed,
-        "failed_cases": F("failed_cases") + failed,
-        "not_graded_cases": F("not_graded_cases") + not_graded,
-        "pass_rate": pass_rate_after(passed, failed),
-    }
+    """The run's live counters once a case with ``outcome`` is settled (for one UPDATE): done,
+    and the column of its verdict (``Run.counts``)."""
+    verdict = Outcome.of(outcome)
+    graded = int(verdict in GRADED)
+    values: dict[str, Any] = {"cases_done": F("cases_done") + 1}
+    if (column := CASE_COUNTERS.get(verdict)) is not None:
+        values[column] = F(column) + 1
+    if graded:
+        values["pass_rate"] = pass_rate_after(int(verdict is Outcome.PASSED), graded)
+    return values
 
 
 def case_fail(case: CaseResult, attempt: int, error: str) -> None:
@@ -181,12 +179,13 @@ def _case_settle_without_result(
             Run.objects.filter(pk=case.run_id).update(**_counted(outcome))
 
 
-def pass_rate_after(passed: int, failed: int) -> Round:
-    """The live pass rate once ``passed``/``failed`` more cases are counted: passed over graded
-    cases (passed, failed, errored; not graded and cancelled left out), in % with two decimals,
-    NULL while none is graded (``runs.verdicts.numbers.pass_rate_of`` in SQL). For the same
-    UPDATE that counts them: the columns on the right of an UPDATE are the values before it."""
-    settled = F("passed_cases") + F("failed_cases") + (passed + failed)
+def pass_rate_after(passed: int, graded: int) -> Round:
+    """The live pass rate once ``graded`` more cases, ``passed`` of them passed, are counted:
+    passed over graded cases (passed, failed, errored; not graded and cancelled left out), in %
+    with two decimals, NULL while none is graded (``runs.verdicts.numbers.pass_rate_of`` in
+    SQL). For the same UPDATE that counts them: the columns on the right of an UPDATE are the
+    values before it."""
+    settled = F("passed_cases") + F("failed_cases") + F("errored_cases") + graded
     return Round(
         (F("passed_cases") + passed) * 100.0 / NullIf(settled, 0),
         2,
@@ -206,18 +205,21 @@ def case_cancel(case: CaseResult, *, running: bool = False) -> bool:
             finished_at=timezone.now(),
         )
         if cancelled:
-            Run.objects.filter(pk=case.run_id).update(cases_done=F("cases_done") + 1)
+            Run.objects.filter(pk=case.run_id).update(**_counted(Outcome.CANCELLED))
     return bool(cancelled)
 
 
 def cases_cancel_pending(run: Run) -> int:
     pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
-    count = pending.update(
-        status=CaseResult.Status.CANCELLED,
-        outcome=Outcome.CANCELLED.value,
-        finished_at=timezone.now(),
-    )
-    Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + count)
+    with transaction.atomic():  # the cases and the counters that count them move together
+        count = pending.update(
+            status=CaseResult.Status.CANCELLED,
+            outcome=Outcome.CANCELLED.value,
+            finished_at=timezone.now(),
+        )
+        Run.objects.filter(pk=run.pk).update(
+            cases_done=F("cases_done") + count, cancelled_cases=F("cancelled_cases") + count
+        )
     return count
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.utils import timezone
 
 from runs.mapping import summary_of_rows
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CASE_COUNTERS, CaseResult, Run, TurnResult
 from runs.selectors.costs import run_prices_warn
 from runs.verdicts.summary import RunSummary
 
@@ -58,10 +58,8 @@ def run_counters(summary: RunSummary) -> dict[str, Any]:
     """The run's counter columns from its summary."""
     cases = summary.cases
     return {
-        "cases_done": cases.total - cases.pending,
-        "passed_cases": cases.passed,
-        "failed_cases": cases.failed + cases.error,
-        "not_graded_cases": cases.not_graded,
+        "cases_done": cases.done,
+        **{column: getattr(cases, outcome.value) for outcome, column in CASE_COUNTERS.items()},
         "pass_rate": summary.pass_rate,
     }
 

@@ -39,12 +39,12 @@ def run_open(
     regrade_of: Run | None = None,
     snapshot: AgentSnapshot | None = None,
     rerun_of: Run | None = None,
-    idempotency_key: str = "",
+    idempotency: dict[str, str] | None = None,
 ) -> Run:
     """Create the Run and a pending row per selected case (and repetition), in one transaction.
     A dashboard run starts queued (a worker starts it), a CLI run running (this process's).
     ``warnings`` show on its page; ``agent_config_path``: the path shown for a snapshot's copy;
-    ``idempotency_key``: see ``launch.run_open_once``; ``git``, ``git_ref``, ``commit``,
+    ``idempotency``: its idempotency key's columns (``launch.run_open_once``); ``git``, ``git_ref``, ``commit``,
     ``regrade_of``, ``rerun_of``: its git identity (``_run_identity``). Warns when unpriced."""
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     agent_path = agent_config_path or str(agent.path)
@@ -73,7 +73,7 @@ def run_open(
             **options.fields(),
             cli_args=list(cli_args),
             created_by=user if getattr(user, "is_authenticated", False) else None,
-            idempotency_key=idempotency_key,
+            **(idempotency or {}),
             total_cases=options.total_cases,
             total_turns=options.total_turns,
         )
@@ -186,7 +186,8 @@ def _regrade_carry_unrun(run: Run, original: Run) -> None:
     if cancelled or errored:
         Run.objects.filter(pk=run.pk).update(
             cases_done=F("cases_done") + cancelled + errored,
-            failed_cases=F("failed_cases") + errored,
+            cancelled_cases=F("cancelled_cases") + cancelled,
+            errored_cases=F("errored_cases") + errored,
             pass_rate=pass_rate_after(0, errored) if errored else F("pass_rate"),
         )
 

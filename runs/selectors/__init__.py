@@ -67,6 +67,7 @@ from runs.selectors.runs import (
     run_row,
     run_status_reason_get,
     run_summary,
+    run_summary_now,
 )
 
 __all__ = [
@@ -112,5 +113,6 @@ __all__ = [
     "run_row",
     "run_status_reason_get",
     "run_summary",
+    "run_summary_now",
     "turn_repeat_stats",
 ]

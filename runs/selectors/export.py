@@ -57,6 +57,7 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         environment=with_identity(run.environment, run.uid, subject=run.git_subject),
         run_summary=run_summary(run=run),
         repetitions=repetitions,
+        cancelled_cases=_cancelled_names(run) or None,
     )
     metadata = wire.EvalRunMetadata(
         agent_config=run.config_snapshot,
@@ -66,6 +67,20 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         git_commit=run.git_commit or None,
     )
     return wire.EvalRun(report=report, metadata=metadata)
+
+
+def _cancelled_names(run: Run) -> list[str]:
+    """The names of the run's cases a cancel stopped (with repeats, each repetition's)."""
+    if not run.cancelled_cases:
+        return []
+    cases = CaseResult.objects.filter(run=run, status=CaseResult.Status.CANCELLED).order_by(
+        "index", "repetition"
+    )
+    return [
+        repetition_name(case.name, index=case.index, repetition=case.repetition,
+                        repeats=run.repeats) if run.repeats > 1 else case.label
+        for case in cases.only("index", "repetition", "name")
+    ]  # fmt: skip
 
 
 def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionSummary] | None]:

@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404
 from runs.models import AgentProject, Run
 from runs.runoptions import partial_text
 from runs.selectors.partial import PARTIAL_COLUMNS
-from runs.selectors.runs import ERRORED_CASES
-from runs.verdicts.status import StatusCounts, StatusReason, counters_of, run_status_reason
+from runs.verdicts.status import StatusReason, counters_of, run_status_reason
+from runs.verdicts.summary import OutcomeCounts
 
 if TYPE_CHECKING:
     from runs.charts.trend_chart import TrendRun
@@ -48,11 +48,12 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
-    # What its status reason is read from (``Run.status_counts``, ``runs.verdicts.status``).
+    # What its status reason is read from (``Run.counts``, ``runs.verdicts.status``).
     cases_done: int
-    failed_cases: int  # failed or errored
+    failed_cases: int
+    errored_cases: int
     not_graded_cases: int
-    errored_cases: int | None  # out of its stored summary (None: not ended)
+    cancelled_cases: int
     error: str
     # Its launch's limit, filter, agent.yaml case count and repeats (the run's option columns,
     # PARTIAL_COLUMNS): what its partial badge says.
@@ -62,14 +63,14 @@ class LastRun:
     repeats: int = 1
 
     @property
-    def status_counts(self) -> StatusCounts:
-        return counters_of(self, errored=self.errored_cases)
+    def counts(self) -> OutcomeCounts:
+        return counters_of(self)
 
     @property
     def status_reason(self) -> StatusReason:
         """Why it has its status (no causes: a list reads no case rows)."""
         return run_status_reason(
-            status=self.status, counts=self.status_counts, run_error=self.error
+            status=self.status, counts=self.counts, run_error=self.error
         )
 
     @property
@@ -92,7 +93,6 @@ def projects_with_last_run() -> list[tuple[AgentProject, LastRun | None]]:
     runs = {
         values[0]: LastRun(*values)
         for values in Run.objects.filter(pk__in=ids)
-        .annotate(errored_cases=ERRORED_CASES)
         .order_by()
         .values_list(*fields, *PARTIAL_COLUMNS)
     }

@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import BooleanField, F, Func, IntegerField, Q, QuerySet, Value
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
-from runs.mapping import summaries_of_rows, tool_counts_of_rows
+from runs.mapping import counts_of_rows, summaries_of_rows, tool_counts_of_rows
 from runs.models import CaseResult, MetricResult, Run
 from runs.verdicts.outcomes import Outcome, RunState
-from runs.verdicts.status import StatusCounts, StatusReason, most_common_cause, run_status_reason
+from runs.verdicts.status import StatusReason, most_common_cause, run_status_reason
 from runs.verdicts.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
@@ -31,10 +30,6 @@ def agent_names() -> list[str]:
     names = Run.objects.order_by("agent_name").values_list("agent_name", flat=True).distinct()
     return [name for name in names if name]
 
-
-# A list's runs read their errored cases out of the stored summary (``Run.errored_cases``:
-# ``failed_cases`` counts them with the failed ones), without loading the summary.
-ERRORED_CASES = Cast(KT("summary__cases__error"), IntegerField())
 
 # Where the list filters look inside a run's JSON columns (key transforms work on both SQLite and
 # PostgreSQL; the tags list needs JSONListHas below).
@@ -131,7 +126,6 @@ def run_list(*, filters: RunListFilters | None = None) -> QuerySet[Run]:
         .annotate(
             model_name=KT(MODEL_NAME),
             version_label=KT(PROMPT_VERSION),
-            errored_cases=ERRORED_CASES,
         )
     )
     if f.project_id is not None:
@@ -230,12 +224,35 @@ def run_summaries(runs: Sequence[Run]) -> dict[int, RunSummary]:
     such runs together, whatever their size; one more when a stored one predates the count of
     tool verdicts (``_with_tools``)."""
     summaries = {
-        run.pk: stored
+        run.pk: _with_unrun_turns(run, stored)
         for run in runs
         if not run.is_live and (stored := RunSummary.stored(run.summary)) is not None
     }
     live = [run.pk for run in runs if run.pk not in summaries]
     return _with_tools(summaries) | (summaries_of_rows(live) if live else {})
+
+
+def run_summary_now(*, run: Run, summary: RunSummary) -> RunSummary:
+    """``summary`` (a live run's may be some seconds old: its metrics are costly to count)
+    with the cases and turns of a live run counted now (three small queries): what the run
+    page's tiles and progress box show, so that they add up and agree at every poll."""
+    if not run.is_live:
+        return summary
+    cases, turns = counts_of_rows(run.pk)
+    return summary.model_copy(update={"cases": cases, "turns": turns})
+
+
+def _with_unrun_turns(run: Run, summary: RunSummary) -> RunSummary:
+    """A summary stored before the turns not run were counted (its turns fewer than the
+    run's planned ones), with them: cancelled in a cancelled run, else skipped."""
+    missing = run.total_turns - summary.turns.total
+    if missing <= 0:
+        return summary
+    field = (Outcome.CANCELLED if run.status == Run.Status.CANCELLED else Outcome.SKIPPED).value
+    turns = summary.turns.model_copy(
+        update={"total": run.total_turns, field: getattr(summary.turns, field) + missing}
+    )
+    return summary.model_copy(update={"turns": turns})
 
 
 def _with_tools(summaries: dict[int, RunSummary]) -> dict[int, RunSummary]:
@@ -262,14 +279,14 @@ def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
     """Why ``run`` (with ``summary``, stored or live) has its status (``runs.verdicts.status``),
     naming the most common error of its not-graded and of its errored cases once it has ended
     (one bounded query each, only when it has such cases; none while it runs)."""
-    counts = StatusCounts.of_summary(summary.cases)
+    counts = summary.cases
     ended = not run.is_live
     return run_status_reason(
         status=run.status,
         counts=counts,
         run_error=run.error,
         not_graded_cause=_not_graded_cause(run) if ended and counts.not_graded else "",
-        error_cause=_error_cause(run) if ended and counts.errored else "",
+        error_cause=_error_cause(run) if ended and counts.error else "",
     )
 
 
@@ -324,7 +341,9 @@ RUN_PROGRESS_FIELDS = (
     "turns_done",
     "passed_cases",
     "failed_cases",
+    "errored_cases",
     "not_graded_cases",
+    "cancelled_cases",
     "pass_rate",
 )
 

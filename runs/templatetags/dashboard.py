@@ -26,7 +26,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd
+from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd, split_text
 from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
 from runs.templatetags import json_html
 from runs.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
@@ -44,7 +44,6 @@ from runs.verdicts.outcomes import (
     Outcome,
     RunState,
 )
-from runs.verdicts.status import StatusCounts
 from runs.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.wire import times
 from runs.wire.times import CaseTimes, TurnTimes
@@ -116,7 +115,8 @@ def pass_all(stats: Any, k: int) -> float | None:
 
 
 # Turns and cases for people, from 1 (runs.verdicts.numbers): ``{{ turn.index|turn_of:4 }}`` reads
-# "turn 1 of 4", ``{{ case.index|number }}`` "1"; anchors and URLs keep the 0-based index.
+# "turn 1 of 4", ``{{ case.index|number }}`` "1"; turn anchors count from 1 too (``#turn-1`` is
+# turn 1: ``turn-{{ turn.index|number }}``), query parameters (``?turn=``) keep the 0-based index.
 number = register.filter("number", ordinal)
 turn_of = register.filter("turn_of", turn_text)
 case_of = register.filter("case_of", case_text)
@@ -368,14 +368,17 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
 
 
 @register.simple_tag
-def unpassed_counts(counts: StatusCounts) -> SafeString:
-    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded" (the cases with no answer
-    to grade, and those neither passed nor failed), from a run's counters."""
+def unpassed_counts(counts: OutcomeCounts) -> SafeString:
+    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded · 2 cancelled" (the cases
+    with no answer to grade, those neither passed nor failed, those a cancel stopped), from a
+    run's counters (``Run.counts``)."""
     unpassed = (
-        (Outcome.ERROR, counts.errored, "err small",
+        (Outcome.ERROR, counts.error, "err small",
          "cases with no answer to grade: the agent failed, timed out, or its worker gave up"),
         (Outcome.NOT_GRADED, counts.not_graded, "warn small",
          "cases neither passed nor failed: only metrics that could not grade failed"),
+        (Outcome.CANCELLED, counts.cancelled, "muted small",
+         "cases a cancel stopped before they finished: counted in no pass rate"),
     )  # fmt: skip
     parts = [
         format_html(' <span class="{}" title="{}">· {} {}</span>', css, title, count, outcome.label)
@@ -507,15 +510,23 @@ def case_times(case: Any) -> CaseTimes:
     return times.case_times(case.execution_time_ms, [turn_times(t) for t in case.turns.all()])
 
 
-# The one cost formatter (runs.pricing.prices.format_usd): "$0.0123", "$0.00004", "$12.34".
+# The one money format (runs.pricing.prices.format_usd): "$0.0123", "$0.0000400", "$12.34", "$0".
 usd = register.filter("usd", format_usd)
 
 
 @register.filter
 def cost_text(cost: Cost | None) -> str:
-    """``$0.0123``, ``unknown price (model)`` or ``—`` (no tokens recorded); never ``$0`` for
-    an unknown price."""
+    """``$0.0123``, ``$0`` (a free model), ``unknown price (model)`` or ``—`` (no tokens
+    recorded); never ``$0`` for an unknown price."""
     return "—" if cost is None else format_cost(cost)
+
+
+@register.filter
+def split_cost(cost: SplitCost | None) -> str:
+    """``$0.0300 (agent $0.0100 · judge $0.0200)``, or ``unknown: no price for x (agent);
+    judge —``: a model without a price said once (``runs.pricing.prices.split_text``, as the
+    Markdown export says it)."""
+    return "—" if cost is None else split_text(cost)
 
 
 @register.filter

@@ -80,26 +80,43 @@ def stats_by_unit(rows: Iterable[tuple[int, str]]) -> dict[int, RepeatStats]:
 
 @dataclass(frozen=True)
 class RunRepeatStats:
-    """A repeated run's cases together: how many are flaky, and pass@k / pass^k at k = the
-    run's repeats, averaged over its graded cases (as τ-bench reports pass^k)."""
+    """A repeated run's cases together. pass@k and pass^k are at k = the run's repeats and
+    averaged over its ``complete`` cases only — those all of whose repetitions were graded —
+    so a case cancelled, pending or not graded in some repetition claims nothing (as τ-bench
+    reports pass^k over finished trials); ``flaky`` counts the cases with a pass and a failure,
+    of ``judged``, those with two graded repetitions or more. ``live``: the run goes on, and
+    the tile says "so far"."""
 
     repeats: int
     cases: int
+    complete: int
+    judged: int
     flaky: int
     pass_at_k: float | None
     pass_hat_k: float | None
+    live: bool = False
+
+    @property
+    def incomplete(self) -> int:
+        """Cases with a repetition not graded (yet): left out of pass@k and pass^k."""
+        return self.cases - self.complete
 
 
-def run_repeat_stats(by_case: Mapping[int, RepeatStats], repeats: int) -> RunRepeatStats:
-    graded = [stats for stats in by_case.values() if stats.graded]
-    at = [v for stats in graded if (v := stats.pass_at(min(repeats, stats.graded))) is not None]
-    all_ = [v for stats in graded if (v := stats.pass_all(min(repeats, stats.graded))) is not None]
+def run_repeat_stats(
+    by_case: Mapping[int, RepeatStats], repeats: int, *, live: bool = False
+) -> RunRepeatStats:
+    complete = [stats for stats in by_case.values() if stats.graded >= repeats]
+    at = [v for stats in complete if (v := stats.pass_at(repeats)) is not None]
+    all_ = [v for stats in complete if (v := stats.pass_all(repeats)) is not None]
     return RunRepeatStats(
         repeats=repeats,
         cases=len(by_case),
+        complete=len(complete),
+        judged=sum(1 for stats in by_case.values() if stats.graded >= 2),
         flaky=sum(1 for stats in by_case.values() if stats.flaky),
         pass_at_k=fmean(at) if at else None,
         pass_hat_k=fmean(all_) if all_ else None,
+        live=live,
     )
 
 

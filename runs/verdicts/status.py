@@ -29,65 +29,22 @@ ERROR_QUERY = f"outcome={Outcome.ERROR.value}"
 NOT_GRADED_QUERY = f"outcome={Outcome.NOT_GRADED.value}"
 
 
-@dataclass(frozen=True)
-class StatusCounts:
-    """A run's cases by verdict. ``failed`` leaves errored cases out (``errored``); where only
-    the sum is known (a list that does not read the stored summary), ``errored`` is None."""
-
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    errored: int | None = 0
-    not_graded: int = 0
-    cancelled: int = 0
-    pending: int = 0
-
-    @classmethod
-    def of_summary(cls, cases: OutcomeCounts) -> StatusCounts:
-        """From a summary's case counts (the run page's, stored or live)."""
-        same = cases.model_dump(exclude={"error", "skipped"}, exclude_computed_fields=True)
-        return cls(errored=cases.error, **same)
-
-    @classmethod
-    def of_counters(
-        cls,
-        *,
-        total: int,
-        done: int,
-        passed: int,
-        failed_or_errored: int,
-        not_graded: int,
-        errored: int | None = None,
-    ) -> StatusCounts:
-        """From a run's counter columns (``Run.passed_cases``, ``failed_cases`` — which counts
-        errored cases too —, ``not_graded_cases``, ``cases_done``; a cancelled case counts as
-        done only), and ``errored`` when known (the stored summary's)."""
-        settled = passed + failed_or_errored + not_graded
-        if errored is not None:
-            errored = min(max(errored, 0), failed_or_errored)
-        return cls(
-            total=total,
-            passed=passed,
-            failed=failed_or_errored - (errored or 0),
-            errored=errored,
-            not_graded=not_graded,
-            cancelled=max(0, done - settled),
-            pending=max(0, total - done),
-        )
-
-
-def counters_of(run: Any, *, errored: int | None = None) -> StatusCounts:
-    """``StatusCounts.of_counters`` of a row holding a run's counter columns (``total_cases``,
-    ``cases_done``, ``passed_cases``, ``failed_cases``, ``not_graded_cases``): a Run, or a
-    list's row of them."""
-    return StatusCounts.of_counters(
+def counters_of(run: Any) -> OutcomeCounts:
+    """A run's cases by verdict from its counter columns (``total_cases``, ``cases_done``,
+    ``passed_cases``, ``failed_cases``, ``errored_cases``, ``not_graded_cases``,
+    ``cancelled_cases``): a Run, or a list's row of them; no query. The cases not done are
+    pending; a done case none of the columns counts is skipped (there is none but by a bug)."""
+    counts = OutcomeCounts(
         total=run.total_cases,
-        done=run.cases_done,
         passed=run.passed_cases,
-        failed_or_errored=run.failed_cases,
+        failed=run.failed_cases,
+        error=run.errored_cases,
         not_graded=run.not_graded_cases,
-        errored=errored,
+        cancelled=run.cancelled_cases,
+        pending=max(0, run.total_cases - run.cases_done),
     )
+    counts.skipped = max(0, counts.total - counts.sum)
+    return counts
 
 
 @dataclass(frozen=True)
@@ -138,7 +95,7 @@ class StatusReason:
 def run_status_reason(
     *,
     status: str,
-    counts: StatusCounts,
+    counts: OutcomeCounts,
     run_error: str = "",
     not_graded_cause: str = "",
     error_cause: str = "",
@@ -159,18 +116,18 @@ def run_status_reason(
             f"{_cases(counts.total)} had run"
         )
         return StatusReason(status, (stopped, *parts), Outcome.CANCELLED.value)
-    if status == RunState.ERROR and not counts.errored and run_error:
+    if status == RunState.ERROR and not counts.error and run_error:
         return StatusReason(status, (StatusPart(_first_line(run_error)),), Outcome.ERROR.value)
     if status == RunState.ERROR:
         return StatusReason(status, tuple(parts), Outcome.ERROR.value)
     return _failed(status, counts, parts)
 
 
-def _failed(status: str, counts: StatusCounts, parts: list[StatusPart]) -> StatusReason:
+def _failed(status: str, counts: OutcomeCounts, parts: list[StatusPart]) -> StatusReason:
     """A failed run: the cases that did not pass, worst first. Failed or errored cases make it
     look failed; else it failed only because some cases could not be graded (or were
     cancelled): it looks not graded, and says that none failed."""
-    if counts.failed or counts.errored:
+    if counts.failed or counts.error:
         return StatusReason(status, tuple(parts), Outcome.FAILED.value)
     if not parts:
         what = "no case ran" if not counts.total else f"not every one of {_cases(counts.total)}"
@@ -181,17 +138,16 @@ def _failed(status: str, counts: StatusCounts, parts: list[StatusPart]) -> Statu
 
 
 def _count_parts(
-    counts: StatusCounts, not_graded_cause: str, error_cause: str, *, cancelled: bool
+    counts: OutcomeCounts, not_graded_cause: str, error_cause: str, *, cancelled: bool
 ) -> list[StatusPart]:
     parts = []
     if counts.failed:
-        # Where errored cases are not told apart, "failed" counts them too (as "only failures").
         parts.append(StatusPart(_were(counts.failed, Outcome.FAILED.label), query=FAILURES_QUERY,
                                 outcome=Outcome.FAILED.value))  # fmt: skip
-    if counts.errored:
+    if counts.error:
         parts.append(
             StatusPart(
-                _were(counts.errored, Outcome.ERROR.label),
+                _were(counts.error, Outcome.ERROR.label),
                 _cut(error_cause),
                 ERROR_QUERY,
                 Outcome.ERROR.value,
@@ -211,7 +167,7 @@ def _count_parts(
     return parts
 
 
-def _all_passed(counts: StatusCounts) -> StatusPart:
+def _all_passed(counts: OutcomeCounts) -> StatusPart:
     if counts.total == 1:
         return StatusPart("its one case passed")
     return StatusPart(f"all {_cases(counts.total)} passed")

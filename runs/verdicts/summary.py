@@ -12,6 +12,7 @@ compatibility: it counts cases and calls every case that did not pass "failed".
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -24,7 +25,13 @@ from runs.verdicts.outcomes import Outcome, RunState
 
 
 class OutcomeCounts(BaseModel):
-    """How many cases (or turns) ended with each outcome; ``pending`` have none yet."""
+    """How many cases (or turns) ended with each outcome; ``pending`` have none yet. The one
+    shape of a run's counts: every surface (the run page's tiles and its poll, the lists, the
+    API, the exports, compare, trends, the gate) shows these, each word with one meaning —
+    passed; failed (graded and wrong, never errored); error (shown "errored": no answer to
+    grade); not graded (a grader or judge could not grade); skipped (a turn not run after its
+    session broke, or of a case that errored before it); cancelled; pending (no verdict yet).
+    They add up: ``total`` is their sum (``sum``)."""
 
     model_config = ConfigDict(extra="ignore")  # computed fields come back on re-read
 
@@ -36,6 +43,21 @@ class OutcomeCounts(BaseModel):
     skipped: int = 0
     cancelled: int = 0
     pending: int = 0
+
+    @property
+    def sum(self) -> int:
+        """The sum of every outcome's count: ``total`` when the counts add up."""
+        return builtins.sum(getattr(self, outcome) for outcome in _COUNTED)
+
+    @property
+    def done(self) -> int:
+        """Those with a verdict (all but pending)."""
+        return self.total - self.pending
+
+    @property
+    def done_percent(self) -> int:
+        """How far along, in whole % (100 with nothing to do)."""
+        return min(100, self.done * 100 // self.total) if self.total else 100
 
     @computed_field  # type: ignore[prop-decorator]
     @property

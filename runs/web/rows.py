@@ -298,7 +298,7 @@ def _last_run_cells(run: LastRun, urls: _ProjectUrls) -> str:
     reason = run.status_reason
     commit = escape(shortsha(run.git_commit)) or "–"
     partial = partial_badge(run.partial_text)
-    unpassed = unpassed_counts(run.status_counts)
+    unpassed = unpassed_counts(run.counts)
     return (
         f'<td><a href="{urls.run(run.id)}">#{run.id}</a>{regrade}{partial}</td>\n'
         f'    <td><span class="chip {reason.chip}" title="{escape(reason.sentence)}">'

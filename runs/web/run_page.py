@@ -97,9 +97,11 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
     """What the header, the tiles and the progress box show of the run."""
     # A repeated run's stats per case ({}: each case ran once; no query then).
     repeated = selectors.case_repeat_stats(run=run)
-    # Stored when the run ended; while it runs, live from its rows (the poll's at most
-    # LIVE_SUMMARY_SECONDS old).
+    # Stored when the run ended; while it runs, live from its rows (the poll's metrics at most
+    # LIVE_SUMMARY_SECONDS old, its cases and turns counted now: the tiles and the progress
+    # box read the same counts, which add up).
     summary = _polled_summary(run) if polled else selectors.run_summary(run=run)
+    summary = selectors.run_summary_now(run=run, summary=summary) if polled else summary
     return {
         "run": run,
         "summary": summary,
@@ -116,7 +118,9 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         "elapsed_ms": _elapsed_ms(run),
         "version": run_version(run),
         # A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once).
-        "repeat_stats": run_repeat_stats(repeated, run.repeats) if repeated else None,
+        "repeat_stats": run_repeat_stats(repeated, run.repeats, live=run.is_live)
+        if repeated
+        else None,
         # What it re-ran, its re-runs, its failed cases to re-run (the button's form's key).
         "rerun": run_rerun_state(run=run),
         "rerun_key": uuid.uuid4().hex,
@@ -149,6 +153,8 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         context = case_list_context(request, run) | {
             "poll_since": timezone.now().isoformat(),
             "version": run_version(run),
+            # The progress box's counts (its metrics are not shown there).
+            "summary": selectors.run_summary_now(run=run, summary=RunSummary.empty()),
         }
         status = 400 if context["errors"] else 200
         return render(request, "runs/run_detail.html#case_list_response", context, status=status)

@@ -140,8 +140,13 @@ _VERDICT_KEYS = (
     "run_summary",
     "session_start_ms",
     "repetitions",
+    "cancelled_cases",
     "transcript",
 )
+
+# The key of ``TestReport.environment`` that carries our counts of cases and turns (JSON of
+# ``runs.verdicts.summary.OutcomeCounts``) in every file we write.
+COUNTS_KEY = "holodeck_web_counts"
 
 
 def _without_verdicts(dumped: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
@@ -481,15 +486,33 @@ class TestReport(_Wire):
     run_summary: RunSummary | None = None
     # A repeated run's cases over their repetitions; omitted for a run of each case once.
     repetitions: list[RepetitionSummary] | None = None
+    # The cases a cancel stopped (they have no result here, and count in ``run_summary``'s
+    # ``cases.cancelled``), by name, in order; omitted when none was.
+    cancelled_cases: list[str] | None = None
 
     @model_serializer(mode="wrap")
     def _holodeck_shape(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
-        for key in ("run_summary", "repetitions"):
+        for key in ("run_summary", "repetitions", "cancelled_cases"):
             if dumped.get(key) is None:
                 dumped.pop(key, None)
+        if self.run_summary is not None:
+            # HoloDeck's summary calls every case that did not pass "failed"; our counts go
+            # beside it in its free ``environment`` block, which HoloDeck readers ignore, so
+            # even a HoloDeck-shaped file says what was errored, not graded or cancelled.
+            counts = {"cases": self.run_summary.cases, "turns": self.run_summary.turns}
+            dumped["environment"] = {
+                **dumped.get("environment", {}),
+                COUNTS_KEY: json.dumps(
+                    {
+                        scope: c.model_dump(exclude_computed_fields=True)
+                        for scope, c in counts.items()
+                    },
+                    separators=(",", ":"),
+                ),
+            }
         return _without_verdicts(dumped, info)
 
     @model_validator(mode="after")

@@ -138,9 +138,32 @@ def _markdown_header(report: TestReport, summary: RunSummary) -> list[str]:
         f"- **Test cases**: {summary.cases.total} total: {counts_text(summary.cases)} "
         f"(pass rate {format_rate(summary.pass_rate)})",
         f"- **Turns**: {summary.turns.total} total: {counts_text(summary.turns)}",
+        f"- **HoloDeck's summary** (the JSON file's `summary`): {holodeck_summary_text(report)}",
         f"- **Duration**: {_seconds(report.summary.total_duration_ms)}",
+        *_cancelled_lines(report),
         "",
     ]
+
+
+def holodeck_summary_text(report: TestReport) -> str:
+    """How HoloDeck's own summary counts the run: "0 passed, 4 failed of 4 (it has no word for
+    errored, not graded or cancelled: every case that ran and did not pass is failed; a
+    cancelled case is left out)"."""
+    stated = report.summary
+    return (
+        f"{stated.passed} passed, {stated.failed} failed of {stated.total_tests} (HoloDeck has "
+        "no word for errored, not graded or cancelled: every case that ran and did not pass "
+        "is failed there, and a cancelled case is left out)"
+    )
+
+
+def _cancelled_lines(report: TestReport) -> list[str]:
+    names = report.cancelled_cases or []
+    if not names:
+        return []
+    shown = ", ".join(_inline(name) for name in names[:20])
+    more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+    return [f"- **Cancelled** ({len(names)}, never finished): {shown}{more}"]
 
 
 def _markdown_metric_table(summary: RunSummary) -> list[str]:
@@ -344,11 +367,12 @@ def to_junit_xml(report: TestReport, *, prices: ReportPrices | None = None) -> s
     ``metric.<name>.evaluated`` ...) and each case's a property per metric.
     """
     outcomes = [Outcome.of(result.outcome) for result in report.results]
+    cancelled = report.cancelled_cases or []
     failures = str(outcomes.count(Outcome.FAILED))
     errors = str(outcomes.count(Outcome.ERROR))
-    skipped = str(sum(1 for outcome in outcomes if outcome not in GRADED))
+    skipped = str(sum(1 for outcome in outcomes if outcome not in GRADED) + len(cancelled))
     seconds = _xml_seconds(report.summary.total_duration_ms)
-    tests = str(len(report.results))
+    tests = str(len(report.results) + len(cancelled))
     suites = ET.Element(
         "testsuites",
         {"name": "holodeck", "tests": tests, "failures": failures, "errors": errors},
@@ -374,6 +398,9 @@ def to_junit_xml(report: TestReport, *, prices: ReportPrices | None = None) -> s
     classname = _classname(report.agent_name)
     for number, result in enumerate(report.results, start=1):
         _junit_case(suite, result, number, classname, prices)
+    for name in cancelled:  # a cancel stopped them: counted, as skipped, never as run
+        case = ET.SubElement(suite, "testcase", _xml_attrs(name=name, classname=classname))
+        ET.SubElement(case, "skipped", _xml_attrs(message="cancelled: the run was cancelled"))
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

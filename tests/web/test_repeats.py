@@ -141,9 +141,12 @@ def test_a_repeated_run_lists_each_case_once_with_its_repetitions_together(
     assert 'class="case case-group case-failed"' in page  # the example's case 3: 0/3
     assert "3 cases" in page  # cases, not their 9 repetitions
     # The tile that counts the 9 rows says they are the cases' runs, not cases.
-    assert re.search(r'tile-label">Case runs</span><span class="tile-value">9/9', page)
+    assert re.search(
+        r'tile-label">Case runs</span><span class="tile-value" data-count="cases">9/9', page
+    )
     assert "3 cases × 3 repetitions" in page
-    assert '<span data-repeat="flaky">1</span> of 3 cases flaky' in page
+    assert '<span data-repeat="flaky">1</span> of <span data-repeat="judged">3</span> cases' in page
+    assert '<span data-repeat="complete">3</span> complete cases' in page
     assert "flaky only" in page
 
 
