@@ -162,6 +162,9 @@ class Matrix:
     by_kind: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
     # run id -> the run it is compared with (every run but the reference column has one)
     against: dict[int, int] = field(default_factory=dict)
+    # The runs older than the run they are compared with: their changes read forward in time,
+    # from them to it (a turn failing here and passing there was fixed, never "regressed").
+    backwards: frozenset[int] = frozenset()
 
     def totals(self, run_id: int) -> tuple[int, int]:
         """(regressions, fixes) of a run against its compared run under the current filter."""
@@ -259,13 +262,51 @@ def build_matrix(
     if against is None:
         against = compared_with(run_ids, baseline_id, BASELINE_ORDER)
     pairs = dict(against)
+    order = list(timeline or run_ids)
+    backwards = older_than_compared(pairs, order)
+    if significance is not None and backwards:
+        significance = _forward_in_time(significance, backwards)
     by_run = {run_id: _keyed(cases) for run_id, cases in runs.items()}
-    decided = _RowMemo(run_ids, by_run, chosen, pairs, list(timeline or run_ids), significance)
+    decided = _RowMemo(run_ids, by_run, chosen, pairs, order, significance)
     rows = [decided(key) for key in _keys(run_ids, by_run)]
-    matrix = Matrix(run_ids=run_ids, baseline_id=baseline_id, rows=rows, against=pairs)
+    matrix = Matrix(
+        run_ids=run_ids, baseline_id=baseline_id, rows=rows, against=pairs, backwards=backwards
+    )
     for kind in (kind for kind in KINDS if kind in chosen) if chosen else KINDS:
-        matrix.by_kind[kind] = _kind_changes(run_ids, by_run, pairs, kind, significance)
+        matrix.by_kind[kind] = _kind_changes(
+            run_ids, by_run, pairs, kind, significance, backwards=backwards
+        )
     return matrix
+
+
+def older_than_compared(against: Mapping[int, int], timeline: Sequence[int]) -> frozenset[int]:
+    """The runs that come before the run they are compared with in ``timeline`` (oldest
+    first): a column older than its baseline."""
+    position = {run_id: index for index, run_id in enumerate(timeline)}
+    return frozenset(
+        run_id
+        for run_id, other in against.items()
+        if position.get(run_id, 0) < position.get(other, 0)
+    )
+
+
+def in_time_order(run_id: int, other: int, backwards: frozenset[int]) -> tuple[int, int]:
+    """(before, after) of a run and the run it is compared with, read forward in time."""
+    return (run_id, other) if run_id in backwards else (other, run_id)
+
+
+_FLIPPED = {SIGNIFICANTLY_WORSE: SIGNIFICANTLY_BETTER, SIGNIFICANTLY_BETTER: SIGNIFICANTLY_WORSE}
+
+
+def _forward_in_time(significance: TurnSignificance, backwards: frozenset[int]) -> TurnSignificance:
+    """``significance`` (a run against the run it is compared with) read forward in time: for
+    a run older than its compared run, worse there is better going forward."""
+
+    def forward(run_id: int, key: str, index: int) -> str | None:
+        found = significance(run_id, key, index)
+        return _FLIPPED.get(found or "", found) if run_id in backwards else found
+
+    return forward
 
 
 def _keyed(cases: Sequence[CaseData]) -> dict[str, CaseData]:
@@ -378,9 +419,11 @@ def _row(
         turns=turns,
     )
     marks: dict[int, list[Change | None]] = {run_id: [] for run_id in against}
+    backwards = older_than_compared(against, timeline)
     for turn_index, line in enumerate(turns):
         for run_id, other in against.items():
-            change = change_of(line.get(other, Outcome.ABSENT), line[run_id])
+            before, after = in_time_order(run_id, other, backwards)
+            change = change_of(line.get(before, Outcome.ABSENT), line.get(after, Outcome.ABSENT))
             if significance is not None:
                 change = significant_change(change, significance(run_id, key, turn_index))
             marks[run_id].append(change)
@@ -436,6 +479,8 @@ def _kind_changes(
     against: dict[int, int],
     kind: str,
     significance: TurnSignificance | None = None,
+    *,
+    backwards: frozenset[int] = frozenset(),
 ) -> dict[int, tuple[int, int]]:
     only = frozenset({kind})
     counts: dict[int, tuple[int, int]] = {}
@@ -446,9 +491,8 @@ def _kind_changes(
         of_case = None
         if significance is not None:  # repeated runs: each turn's own significance
             of_case = _of_run(significance, run_id)
-        counts[run_id] = _changes_between(
-            by_run[against[run_id]], by_run[run_id], only, seen, of_case
-        )
+        before, after = in_time_order(run_id, against[run_id], backwards)
+        counts[run_id] = _changes_between(by_run[before], by_run[after], only, seen, of_case)
     return counts
 
 

@@ -16,6 +16,7 @@ from runs.comparison.matrix import (
     REGRESSION,
     Change,
     change_of,
+    older_than_compared,
     compared_with,
     verdict,
 )
@@ -243,6 +244,14 @@ class TurnAcross:
         return any(metric.changed for metric in self.metrics)
 
 
+def _in_time(
+    before: TurnResult | None, turn: TurnResult | None, backwards: bool, kinds: list[str]
+) -> tuple[Outcome, Outcome]:
+    """The two verdicts of a turn, the older run's first."""
+    pair = (_turn_verdict(before, kinds), _turn_verdict(turn, kinds))
+    return (pair[1], pair[0]) if backwards else pair
+
+
 def turn_across(
     index: int,
     runs: list[Run],
@@ -260,6 +269,8 @@ def turn_across(
         for run in runs
     }
     by_id = {run.pk: run for run in runs}
+    # A run older than the run it is compared with reads forward in time, from it to that run.
+    backwards = older_than_compared(against, [run.pk for run in runs])
     columns = []
     for run in runs:
         turn, other = of_run[run.pk], against.get(run.pk)
@@ -277,7 +288,7 @@ def turn_across(
                 verdict=_turn_verdict(turn, kinds),
                 change=None
                 if other is None or {run.pk, other} & repeated
-                else change_of(_turn_verdict(before, kinds), _turn_verdict(turn, kinds)),
+                else change_of(*_in_time(before, turn, run.pk in backwards, kinds)),
                 response_diff=diff,
                 calls=calls,
                 excerpts=_turn_excerpts(turn, q),

@@ -46,6 +46,9 @@ class Column:
 
     run: Run
     against: Run | None
+    # Older than the run it is compared with: its changes read forward in time, from it to
+    # that run ("fixed" where it failed and that run passes), never as regressions of its own.
+    older: bool = False
 
     @property
     def label(self) -> str:
@@ -53,7 +56,8 @@ class Column:
 
 
 def columns_of(comparison: Comparison) -> list[Column]:
-    return [Column(run, comparison.against(run)) for run in comparison.runs]
+    older = comparison.matrix.backwards
+    return [Column(run, comparison.against(run), run.pk in older) for run in comparison.runs]
 
 
 def against_positions(runs: Sequence[Run], comparison: Comparison) -> list[int | None]:

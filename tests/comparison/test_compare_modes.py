@@ -77,19 +77,21 @@ def test_in_commit_order_each_run_is_compared_with_the_one_before_it() -> None:
     assert compared_with([3, 1, 2], 3, BASELINE_ORDER) == {1: 3, 2: 3}
 
 
-def test_an_older_run_is_fixed_against_a_newer_baseline_only_in_the_baseline_layout() -> None:
+def test_an_older_run_against_a_newer_baseline_reads_forward_in_time_as_in_commit_order() -> None:
     # Case 0 fails in the oldest run and passes since: against the newest (the baseline) the
-    # oldest reads "regressed"; in commit order the middle run fixed it, forward in time.
+    # oldest reads forward in time, a fix (never "regressed"); in commit order the middle run
+    # fixed it.
     runs = runs_of([["failed"]], [["passed"]], [["passed"]])
 
     by_baseline = in_order(runs, BASELINE_ORDER, baseline=3)
     in_time = in_order(runs, COMMIT_ORDER, baseline=3)
 
-    assert by_baseline.rows[0].changes == {1: (1, 0)}
+    assert by_baseline.backwards == frozenset({1, 2})
+    assert by_baseline.rows[0].changes == {1: (0, 1)}
     assert in_time.rows[0].changes == {2: (0, 1)}
     assert in_time.totals(2) == (0, 1) and in_time.totals(3) == (0, 0)
     assert in_time.by_kind["code"] == {2: (0, 1), 3: (0, 0)}
-    assert by_baseline.by_kind["code"] == {1: (1, 0), 2: (0, 0)}
+    assert by_baseline.by_kind["code"] == {1: (0, 1), 2: (0, 0)}
 
 
 def test_the_regressions_by_kind_in_commit_order_are_counted_against_the_run_before() -> None:

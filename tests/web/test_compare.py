@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import escape, unescape
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 
 from runs.models import AgentProject, CaseResult, Run, TurnResult
 from runs.verdicts.outcomes import Outcome
@@ -59,12 +61,16 @@ def test_a_regressed_turn_is_counted_per_kind(viewer_client: Client, project: Ag
     assert row.key == "refund case 1"
 
 
-def test_the_same_pair_the_other_way_round_is_a_fix(
+def test_the_same_pair_against_the_newer_run_still_reads_forward_in_time(
     viewer_client: Client, project: AgentProject
 ) -> None:
+    # The older run is the column, the newer the baseline: its change still reads from old to
+    # new (it regressed), never the other way round (issue 38: compare's words follow time).
     base, run = regressed_pair(project)
-    context = compare(viewer_client, base, run, baseline=str(run.pk)).context
-    assert dict(context["kind_changes"])["code"] == [(0, 1)]
+    response = compare(viewer_client, base, run, baseline=str(run.pk))
+    assert dict(response.context["kind_changes"])["code"] == [(1, 0)]
+    assert f'data-older-than="{run.pk}"' in response.text
+    assert "read forward in time" in response.text
 
 
 def test_aligning_by_name_keeps_cases_of_one_run_only_as_absent(
@@ -373,7 +379,8 @@ def test_the_matrix_and_the_side_by_side_number_turns_from_one(
     ).text
     assert ">Turn 1 of 2</h2>" in side
     assert '>Turn 2 of 2 <span class="chip worse-chip">regression</span></h2>' in side
-    assert 'id="turn-1"' in side  # the anchor keeps the stored index (the gate links to it)
+    assert 'id="turn-2"' in side  # anchors count from 1, as the headings (the gate links to it)
+    assert 'id="turn-0"' not in side
 
 
 def test_compare_with_baseline_on_the_earliest_run_says_no_earlier_run(
@@ -469,6 +476,42 @@ def test_the_compare_api_filters_and_counts_rows_as_the_page_does(project: Agent
     assert (headline[second.pk]["changed"], headline[second.pk]["regressions"]) == (1, 0)
 
 
+def test_the_page_and_the_api_take_runs_comma_separated_or_repeated(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    base, run = regressed_pair(project)
+    joined, repeated = {"runs": f"{base.pk},{run.pk}"}, {"runs": [base.pk, run.pk]}
+    pages = [viewer_client.get(reverse("compare"), given).text for given in (joined, repeated)]
+    matrices = [page[page.index('<table class="grid matrix">') :] for page in pages]
+    assert "refund case 1" in matrices[0] and matrices[0] == matrices[1]
+    api = viewer_client.get("/api/v1/compare", {**joined, "kinds": "standard,tools"})
+    assert api.status_code == 200, api.content[:500]
+    again = viewer_client.get("/api/v1/compare", {**repeated, "kinds": ["standard", "tools"]})
+    assert api.json() == again.json() and api.json()["runs"] == [base.pk, run.pk]
+    csv_api = viewer_client.get("/api/v1/compare.csv", joined)
+    assert csv_api.status_code == 200
+    assert viewer_client.get("/api/v1/compare", {"runs": f"{base.pk},x"}).status_code == 422
+
+
+@pytest.mark.parametrize("name", ["\n=1+2", " refunds/EU?currency=€&page=2#top "])
+def test_the_matrixs_link_to_a_case_finds_it_whatever_its_name_holds(
+    viewer_client: Client, project: AgentProject, name: str
+) -> None:
+    base, run = regressed_pair(project)
+    CaseResult.objects.filter(run__in=(base, run), index=1).update(name=name)
+    html = compare(viewer_client, base, run).text
+    query = urlencode({"key": name})
+    links = {unescape(href) for href in re.findall(r'href="(/compare/case/\?[^"]+)"', html)}
+    found = [link for link in links if query in link]
+    assert found, query  # the regressed cell's link, and its turn's
+    for link in found:
+        side = viewer_client.get(link.split("#")[0])
+        assert side.status_code == 200, (link, side.content[:300])
+        assert escape(name.strip()) in side.text
+        if "#turn-" in link:  # the turn it points at, counted from 1
+            assert f'id="turn-{link.split("#turn-")[1]}"' in side.text
+
+
 # --- words and order -------------------------------------------------------------------------
 
 
@@ -507,9 +550,10 @@ def test_the_columns_are_oldest_first_even_against_a_newer_baseline(
     assert [c.against.pk if c.against else None for c in context["columns"]] == [newer.pk, None]
     heads = re.findall(r"<th>(baseline )?#(\d+)", response.text.split('class="grid matrix"')[1])
     assert heads[:2] == [("", str(older.pk)), ("baseline ", str(newer.pk))]
-    # Against the newer baseline the older run "fixed" case 1 (it passed there): both its
-    # column's counts and its side by side say so, the baseline named in the link.
-    assert dict(context["kind_changes"])["code"] == [(0, 1)]
+    # Against the newer baseline the older run's change reads forward in time: case 1 passed
+    # in it and fails in the newer one, so it regressed (never "fixed"); the baseline is
+    # named in the side by side's link.
+    assert dict(context["kind_changes"])["code"] == [(1, 0)]
     (view,) = [view for view in context["rows"] if view.row.key == "refund case 1"]
     assert f"baseline={newer.pk}" in view.cells[0].link
     side = viewer_client.get(view.cells[0].link.split("#")[0])

@@ -69,10 +69,10 @@ def test_in_commit_order_the_runs_are_oldest_first_each_against_the_one_before(
         data.oldest.pk,
         data.middle.pk,
     ]
-    # Case 1 failed at the oldest: against the middle (the baseline) the oldest "regressed";
-    # in commit order the middle run fixed it and the newest broke it again.
+    # Case 1 failed at the oldest: against the middle (the baseline) the oldest reads forward
+    # in time, so the middle fixed it, as in commit order (where the newest broke it again).
     assert cell(page(viewer_client, shuffled), "refund case 1", data.oldest).turns[1].change == (
-        "regression"
+        "fix"
     )
     marks = [cell(page(viewer_client, shuffled, order="commits"), "refund case 1", run) for run in
              (data.middle, data.newest)]  # fmt: skip
@@ -222,7 +222,7 @@ def test_a_matching_row_links_to_the_side_by_side_at_the_turn_that_matched(
     assert link is not None
     href = link.group(1).replace("&amp;", "&")
     assert href.startswith(f"/compare/case/?runs={data.ids}&order=commits")
-    assert "q=lost+in+transit" in href and href.endswith("key=refund+case+5#turn-0")
+    assert "q=lost+in+transit" in href and href.endswith("key=refund+case+5#turn-1")
     side = viewer_client.get(href.split("#")[0])
     assert side.status_code == 200
     assert "<mark>LOST in transit</mark>" in side.text
