@@ -3,7 +3,8 @@ suffix, or ``json``, one JSON object a line (python-json-logger) with ``time`` (
 ``level``, ``logger``, ``message``, the bound ids, the record's extra fields and ``exception``.
 
 Every handler of the project's LOGGING carries ``LogContextFilter``, which stamps each record
-with the ids bound in ``runs.logcontext`` (the request's, the run's, case's and turn's).
+with the ids bound in ``runs.logcontext`` (the request's, the run's, case's and turn's), and
+``ClientErrorFilter``, which logs a client error (a 4xx) as one line, without its traceback.
 """
 
 from __future__ import annotations
@@ -35,6 +36,22 @@ class LogContextFilter(logging.Filter):
         for name, value in ids.items():
             if getattr(record, name, None) is None:
                 setattr(record, name, value)
+        return True
+
+
+class ClientErrorFilter(logging.Filter):
+    """A client error's line without its traceback: Django logs each 4xx it answers from an
+    exception (a bad query parameter's ``BadRequest``, a ``PermissionDenied``, an ``Http404``,
+    a ``SuspiciousOperation`` on ``django.security.*``) with the exception's traceback, dozens
+    of lines for a request the client got wrong. Its message already says what was wrong; a
+    5xx keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
         return True
 
 

@@ -263,7 +263,10 @@ LOG_FORMAT = env_choice("LOG_FORMAT", "TEXT", ("TEXT", "JSON")).lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "holodeck_web.logs.LogContextFilter"}},
+    "filters": {
+        "context": {"()": "holodeck_web.logs.LogContextFilter"},
+        "client_errors": {"()": "holodeck_web.logs.ClientErrorFilter"},
+    },
     "formatters": {
         "text": {"()": "holodeck_web.logs.TextFormatter"},
         "json": {"()": "holodeck_web.logs.JsonFormatter"},
@@ -272,13 +275,16 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["context"],
+            "filters": ["context", "client_errors"],
         }
     },
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", LOG_LEVELS)},
     "loggers": {
         "httpx": {"level": "WARNING"},
         "deepeval": {"level": "WARNING"},
+        # A 4xx is one line, without the traceback Django logs with it (on the record itself,
+        # so every handler gets it so; the console handler's filter covers django.security.*).
+        "django.request": {"filters": ["client_errors"]},
         # Django's and Celery's loggers with handlers of their own (runserver's lines, DEBUG's
         # console copy, the task logger, the pool's) go through this one handler instead.
         **{

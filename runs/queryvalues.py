@@ -34,10 +34,16 @@ def parse_text(raw: str, *, max_length: int = MAX_TEXT) -> str:
     return raw
 
 
+def is_ascii_int(text: str) -> bool:
+    """Whether ``text`` is a whole number in ASCII digits, with an optional sign, and nothing
+    else (no whitespace, no other script's digits)."""
+    return ASCII_INT.fullmatch(text) is not None
+
+
 def parse_int(raw: str, *, minimum: int = 0, maximum: int = MAX_INT) -> int:
     """ASCII digits only (an optional sign), within ``minimum..maximum``."""
     text = raw.strip()
-    if not ASCII_INT.fullmatch(text):
+    if not is_ascii_int(text):
         raise QueryValueError(f"{text[:40]!r} is not a whole number (ASCII digits)")
     if len(text) > 40:  # int() of a huge digit string is slow; no bound is anywhere near
         raise QueryValueError(f"must be between {minimum} and {maximum}")

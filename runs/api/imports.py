@@ -9,6 +9,7 @@ from ninja.errors import HttpError
 from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import MAX_ID, ErrorOut
+from runs.queryvalues import QueryValueError, parse_int
 from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 if TYPE_CHECKING:
@@ -105,11 +106,14 @@ def imports_create(request: HttpRequest) -> object:
 
 
 def _project(value: str) -> "AgentProject | None":
+    """The project the form's ``project`` names (an id in ASCII digits), None when empty."""
     if not value.strip():
         return None
-    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_ID:
-        raise HttpError(422, f"project={value[:40]!r} is not a project id")
-    project = selectors.project_find(project_id=int(value))
+    try:
+        project_id = parse_int(value, minimum=1, maximum=MAX_ID)  # "٣" is no id, nor "²"
+    except QueryValueError:
+        raise HttpError(422, f"project={value[:40]!r} is not a project id") from None
+    project = selectors.project_find(project_id=project_id)
     if project is None:
-        raise HttpError(422, f"no project with id {int(value)}")
+        raise HttpError(422, f"no project with id {project_id}")
     return project

@@ -52,15 +52,13 @@ def run_rerun(
     failed case; 404 for a case it does not have. Staff only."""
     staff_only(request, "re-run runs")
     from runs.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError, run_by_idempotency_key
+    from runs.services.launch import LaunchError
     from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
     from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
     try:
-        if (first := run_by_idempotency_key(user=user, key=key)) is not None:
-            return 200, first
         cases: RerunCases = "failed" if payload.case is None else payload.case
         run = rerun(original=original, cases=cases, user=user, idempotency_key=key)
     except RerunCaseNotFound as exc:
@@ -73,6 +71,6 @@ def run_rerun(
             for p in exc.problems
         ]
         return 422, {"detail": problems}
-    except LaunchError as exc:  # a malformed idempotency key
+    except LaunchError as exc:  # a malformed idempotency key, or one sent with another request
         return 422, {"detail": [{"loc": ["header", "Idempotency-Key"], "msg": str(exc)}]}
-    return 201, run
+    return (200 if run.replayed else 201), run

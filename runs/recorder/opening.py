@@ -44,8 +44,8 @@ def run_open(
     """Create the Run and a pending row per selected case (and repetition), in one transaction.
     A dashboard run starts queued (a worker starts it), a CLI run running (this process's).
     ``warnings`` show on its page; ``agent_config_path``: the path shown for a snapshot's copy;
-    ``idempotency``: its idempotency key's columns (``launch.run_open_once``); ``git``, ``git_ref``, ``commit``,
-    ``regrade_of``, ``rerun_of``: its git identity (``_run_identity``). Warns when unpriced."""
+    ``idempotency``: its key's columns (``launch.run_open_once``); ``git``, ``git_ref``,
+    ``commit``, ``regrade_of``, ``rerun_of``: its git identity. Warns when unpriced."""
     queued = source in (Run.Source.DASHBOARD, Run.Source.REGRADE)  # workers start these
     agent_path = agent_config_path or str(agent.path)
     identity, read_at = _run_identity(

@@ -89,7 +89,8 @@ def gate_baseline(run: Run, spec: str | int) -> Baseline:
 def baseline_spec_parse(spec: str | int) -> tuple[str, str]:
     """("id", "12"), ("parent-commit", "") or ("latest", branch); else a ``GateError``."""
     text = str(spec).strip()
-    if text.isdigit() and int(text) > 0:
+    # ASCII digits within 64 bits: int() reads "٣" as 3 and cannot read "²", which isdigit().
+    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) > 0:
         return "id", text
     if text == PARENT_COMMIT:
         return PARENT_COMMIT, ""

@@ -10,6 +10,8 @@ or validation fails.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,17 +74,80 @@ def idempotency_key_problem(key: str) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class KeyedRequest:
+    """What a request sent with an idempotency key asks: its ``endpoint`` ("launch", "re-run",
+    "re-grade"), its ``target`` (("project", 3), ("run", 12)) and its ``options`` (the rest of
+    its body). A key answers only the request it was first sent with."""
+
+    endpoint: str
+    target: tuple[str, int]
+    options: dict[str, Any]
+
+    @property
+    def scope(self) -> str:
+        kind, pk = self.target
+        return f"{self.endpoint}:{kind}:{pk}"
+
+    @property
+    def fingerprint(self) -> str:
+        body = json.dumps(self.options, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(body.encode()).hexdigest()
+
+    def columns(self, key: str) -> dict[str, str]:
+        """The run's idempotency columns for ``key`` (none without a key)."""
+        if not key:
+            return {}
+        return {
+            "idempotency_key": key,
+            "idempotency_scope": self.scope,
+            "idempotency_fingerprint": self.fingerprint,
+        }
+
+
+class IdempotencyKeyReused(LaunchError):
+    """The key was first sent with another request (another endpoint, target or options)."""
+
+
 def run_by_idempotency_key(*, user: Any, key: str) -> Run | None:
-    """The run ``user`` already created with ``key`` (a launch or a re-grade), or None."""
+    """The run ``user`` already created with ``key`` (a launch, re-grade or re-run), or None."""
     if not key or not getattr(user, "is_authenticated", False):
         return None
     return Run.objects.filter(created_by=user, idempotency_key=key).first()
 
 
-def run_open_once(*, user: Any, key: str, open_run: Callable[[str], Run]) -> Run:
-    """``open_run(key)`` (which opens the run with ``key``, ``runs.recorder.run_open``) and
-    its enqueue; when ``user`` already created a run with ``key`` (a retry, a double submit),
-    that run instead.
+def _scope_text(scope: str) -> str:
+    """ "re-run:run:12" as said: "a re-run of run 12"."""
+    endpoint, _, target = scope.partition(":")
+    return f"a {endpoint} of {target.replace(':', ' ')}" if target else "another request"
+
+
+def _answer(run: Run, request: KeyedRequest) -> Run:
+    """``run``, the answer to a repeat of the request that created it; IdempotencyKeyReused
+    when the key comes back with another request (a run keyed before options were recorded
+    is compared by its scope alone)."""
+    scope = run.idempotency_scope or request.scope
+    if scope != request.scope:
+        said = _scope_text(scope)
+    elif run.idempotency_fingerprint not in ("", request.fingerprint):
+        said = f"{_scope_text(scope)} with other options"
+    else:
+        run.replayed = True
+        return run
+    raise IdempotencyKeyReused(
+        f"this idempotency key was first sent with {said} (run {run.pk}), so it cannot be "
+        f"used for {_scope_text(request.scope)}: send a new key with each new request",
+        field="idempotency_key",
+    )
+
+
+def run_open_once(
+    *, user: Any, key: str, request: KeyedRequest, open_run: Callable[[dict[str, str]], Run]
+) -> Run:
+    """``open_run(columns)`` (which opens the run with these idempotency columns,
+    ``runs.recorder.run_open``) and its enqueue; when ``user`` already sent ``key`` with this
+    ``request`` (a retry, a double submit), the run it created instead, marked ``replayed``.
+    A key ``user`` sent with another request is an IdempotencyKeyReused.
 
     Two submits racing past the first look-up both seal and open a run; the unique constraint
     (created_by, idempotency_key) refuses the second's key, its whole transaction (its run,
@@ -92,18 +157,18 @@ def run_open_once(*, user: Any, key: str, open_run: Callable[[str], Run]) -> Run
     if problem := idempotency_key_problem(key):
         raise LaunchError(problem, field="idempotency_key")
     if not key or not getattr(user, "is_authenticated", False):
-        return open_run("")
+        return open_run({})
     existing = run_by_idempotency_key(user=user, key=key)
     if existing is not None:
-        return existing
+        return _answer(existing, request)
     try:
         with transaction.atomic():
-            return open_run(key)  # enqueues on commit: a rolled-back run is never sent
+            return open_run(request.columns(key))  # enqueues on commit: never a rolled-back run
     except IntegrityError:
         winner = run_by_idempotency_key(user=user, key=key)
         if winner is None:
             raise
-        return winner
+        return _answer(winner, request)
 
 
 def run_create(
@@ -126,7 +191,7 @@ def run_create(
     """
     from runs.agentconfig.loader import collector_paused
 
-    def open_run(key: str) -> Run:
+    def open_run(idempotency: dict[str, str]) -> Run:
         with collector_paused():
             return _run_create(
                 project=project,
@@ -136,10 +201,13 @@ def run_create(
                 limit=limit,
                 case_filter=case_filter,
                 repeats=repeats,
-                idempotency_key=key,
+                idempotency=idempotency,
             )
 
-    return run_open_once(user=user, key=idempotency_key, open_run=open_run)
+    options = {"git_ref": git_ref.strip(), "parallel": parallel, "limit": limit}
+    options |= {"case_filter": case_filter.strip(), "repeats": repeats}
+    request = KeyedRequest("launch", ("project", project.pk), options)
+    return run_open_once(user=user, key=idempotency_key, request=request, open_run=open_run)
 
 
 def _run_create(
@@ -151,7 +219,7 @@ def _run_create(
     limit: int | None,
     case_filter: str,
     repeats: int | None,
-    idempotency_key: str,
+    idempotency: dict[str, str],
 ) -> Run:
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise LaunchError(
@@ -178,7 +246,7 @@ def _run_create(
         source=Run.Source.DASHBOARD,
         user=user,
         git_ref=git_ref,
-        idempotency_key=idempotency_key,
+        idempotency=idempotency,
     )
 
 

@@ -21,7 +21,13 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from runs.models import AgentProject, CaseResult, Run, TurnResult
 from runs.runoptions import CaseEntry, RunOptions
-from runs.services.launch import LaunchError, agent_seal, run_open_once, sealed_run_open
+from runs.services.launch import (
+    KeyedRequest,
+    LaunchError,
+    agent_seal,
+    run_open_once,
+    sealed_run_open,
+)
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
 REGRADE_PARALLEL = 4
@@ -38,19 +44,21 @@ def run_regrade_create(
 ) -> Run:
     """A queued re-grade of ``original`` with its project's agent.yaml (at ``git_ref``), or
     the agent.yaml at ``agent_path``. With an ``idempotency_key``, the run ``user`` already
-    created with it instead (a double submit). Raises ConfigError or LaunchError; nothing is
-    queued then.
+    created with it for this re-grade instead (a double submit; ``run_open_once``). Raises
+    ConfigError or LaunchError; nothing is queued then.
     """
+    options = {"git_ref": git_ref.strip(), "agent_path": str(agent_path or "")}
     return run_open_once(
         user=user,
         key=idempotency_key,
-        open_run=lambda key: _run_regrade_create(
+        request=KeyedRequest("re-grade", ("run", original.pk), options),
+        open_run=lambda idempotency: _run_regrade_create(
             original=original,
             user=user,
             git_ref=git_ref,
             agent_path=agent_path,
             enqueue=enqueue,
-            idempotency_key=key,
+            idempotency=idempotency,
         ),
     )
 
@@ -62,7 +70,7 @@ def _run_regrade_create(
     git_ref: str,
     agent_path: Path | None,
     enqueue: bool,
-    idempotency_key: str,
+    idempotency: dict[str, str],
 ) -> Run:
     project = _grading_project(original, agent_path)
     sealed = agent_seal(project=project, git_ref=git_ref)
@@ -104,7 +112,7 @@ def _run_regrade_create(
         user=user,
         prompt_version=original.prompt_version,
         regrade_of=original,
-        idempotency_key=idempotency_key,
+        idempotency=idempotency,
     )
 
 

@@ -23,7 +23,7 @@ from runs.recorder import run_open
 from runs.runoptions import RERUN_FAILED, RerunPick, RunOptions
 from runs.sealing import SnapshotError
 from runs.selectors.reruns import failed_case_indices
-from runs.services.launch import LaunchError, launch_warnings, run_open_once
+from runs.services.launch import KeyedRequest, LaunchError, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_unpacked
 
@@ -52,19 +52,21 @@ def run_rerun(
 ) -> Run:
     """A queued re-run of ``original``'s ``cases`` ("failed": every case any repetition of
     which failed or errored; an int: the case of that index) at its snapshot. With an
-    ``idempotency_key``, the run ``user`` already created with it instead (a double submit).
+    ``idempotency_key``, the run ``user`` already created with it for this re-run instead (a
+    double submit; ``run_open_once``).
     Raises RerunError (RerunCaseNotFound) or ConfigError; nothing is queued then."""
     return run_open_once(
         user=user,
         key=idempotency_key,
-        open_run=lambda key: _run_rerun(
-            original=original, cases=cases, user=user, enqueue=enqueue, idempotency_key=key
+        request=KeyedRequest("re-run", ("run", original.pk), {"cases": cases}),
+        open_run=lambda idempotency: _run_rerun(
+            original=original, cases=cases, user=user, enqueue=enqueue, idempotency=idempotency
         ),
     )
 
 
 def _run_rerun(
-    *, original: Run, cases: RerunCases, user: Any, enqueue: bool, idempotency_key: str
+    *, original: Run, cases: RerunCases, user: Any, enqueue: bool, idempotency: dict[str, str]
 ) -> Run:
     snapshot_id = _snapshot_to_rerun(original)
     indices, name = _indices_picked(original, cases)
@@ -95,7 +97,7 @@ def _run_rerun(
         prompt_version=original.prompt_version,
         rerun_of=original,
         snapshot=AgentSnapshot.objects.defer("archive").get(pk=snapshot_id),
-        idempotency_key=idempotency_key,
+        idempotency=idempotency,
     )
     if enqueue:
         task_enqueue(START_RUN, run.pk)

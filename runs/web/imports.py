@@ -18,11 +18,12 @@ from django.views.decorators.http import require_http_methods
 
 from runs import selectors
 from runs.services.history import SourceImport, Upload, uploads_import
+from runs.web.params import AsciiModelChoiceField
 from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 
 class ImportForm(forms.Form):
-    project = forms.ModelChoiceField(
+    project = AsciiModelChoiceField(
         queryset=selectors.project_choices(),
         required=False,
         empty_label="no project",

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 
 from runs import selectors
 from runs.agentconfig.test_cases import case_label
-from runs.web.params import int_param
+from runs.web.params import AsciiIntegerField, int_param
 from runs.web.views import form_page, staff_required
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class LaunchForm(forms.Form):
         help_text="Branch, tag or commit. Empty: the working tree as it is.",
         widget=forms.TextInput(attrs={"placeholder": "working tree"}),
     )
-    parallel = forms.IntegerField(
+    parallel = AsciiIntegerField(
         required=False,
         min_value=1,
         max_value=64,
@@ -44,10 +44,10 @@ class LaunchForm(forms.Form):
         label="Case filter",
         help_text="Only cases whose name contains this text.",
     )
-    limit = forms.IntegerField(
+    limit = AsciiIntegerField(
         required=False, min_value=1, label="Limit", help_text="Run only the first N cases."
     )
-    repeats = forms.IntegerField(
+    repeats = AsciiIntegerField(
         required=False,
         min_value=1,
         max_value=1000,
@@ -204,7 +204,7 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     except ConfigError as exc:
         return [str(problem) for problem in exc.problems] or [str(exc)]
     except LaunchError as exc:
-        if exc.field is None:
+        if exc.field in (None, "idempotency_key"):  # the key is a hidden field: said above
             return [str(exc)]
         form.add_error(exc.field, str(exc))
         return []

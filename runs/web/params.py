@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from django.core.exceptions import BadRequest
+from django import forms
+from django.core.exceptions import BadRequest, ValidationError
 from django.http import HttpRequest, QueryDict
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -18,6 +19,7 @@ from runs.queryvalues import (
     MAX_INT,
     MAX_TEXT,
     QueryValueError,
+    is_ascii_int,
     parse_aware_datetime,
     parse_int,
     parse_text,
@@ -195,3 +197,31 @@ def text_list_param(
         if value and value not in values:
             values.append(value)
     return values
+
+
+# --- form fields ------------------------------------------------------------------------------
+# Django's integer and model-choice fields read a value with ``int()``, which takes any
+# script's digits ("٣" is 3): these take ASCII digits only, as the query parameters do.
+
+
+class AsciiIntegerField(forms.IntegerField):
+    """A whole number in ASCII digits (an optional sign); anything else is "Enter a whole
+    number."."""
+
+    def to_python(self, value: object) -> int | None:
+        if isinstance(value, str) and value.strip() and not is_ascii_int(value.strip()):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class AsciiModelChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+    """A row chosen by its id in ASCII digits; anything else is not one of the choices."""
+
+    def to_python(self, value: object) -> object:
+        if isinstance(value, str) and value.strip() and not is_ascii_int(value.strip()):
+            raise ValidationError(
+                self.error_messages["invalid_choice"],
+                code="invalid_choice",
+                params={"value": value},
+            )
+        return super().to_python(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -12,8 +14,9 @@ from runs.web.views import new_run_response, run_page_redirect, staff_required
 
 
 class RerunForm(forms.Form):
-    # "failed", or a case's index (the case page's button).
-    cases = forms.RegexField(regex=r"^(failed|\d{1,9})$")
+    # "failed", or a case's index (the case page's button): ASCII digits, nothing after them
+    # (``$`` would let a final newline through, ``\d`` every script's digits).
+    cases = forms.RegexField(regex=re.compile(r"\A(?:failed|[0-9]{1,9})\Z", re.ASCII))
     # Rendered with the page: a double submit answers with the first re-run.
     idempotency_key = forms.CharField(required=False, max_length=100)
 
@@ -23,7 +26,7 @@ class RerunForm(forms.Form):
 def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-run of the run's failed cases (or of one case) at its snapshot and open it;
     problems are shown on the original run's page, nothing is queued then."""
-    from runs.services.rerun import RerunError
+    from runs.services.launch import LaunchError
     from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
@@ -43,6 +46,6 @@ def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
             idempotency_key=form.cleaned_data["idempotency_key"].strip(),
         ),
         action="re-run",
-        refused=RerunError,
+        refused=LaunchError,  # a RerunError, or its idempotency key's refusal
         done=lambda run: f"Re-running run {original.pk}'s {what} as run {run.pk}.",
     )
