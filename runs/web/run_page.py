@@ -122,9 +122,19 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         if repeated
         else None,
         # What it re-ran, its re-runs, its failed cases to re-run (the button's form's key).
+        # HoloDeck's own summary of the result file counts the cases that ran, passed or not.
+        **_holodeck_counts(summary),
         "rerun": run_rerun_state(run=run),
         "rerun_key": uuid.uuid4().hex,
     }
+
+
+def _holodeck_counts(summary: RunSummary) -> dict[str, int]:
+    """What HoloDeck's ``ReportSummary`` of the run's result file says: its results are the
+    cases that ran (not the cancelled ones); every one that did not pass is "failed"."""
+    cases = summary.cases
+    ran = cases.done - cases.cancelled
+    return {"holodeck_total": ran, "holodeck_failed": ran - cases.passed}
 
 
 def _elapsed_ms(run: Run) -> int | None:

@@ -367,11 +367,11 @@ def make_not_graded(
     MetricResult.objects.filter(turn=turn, metric_name="politeness").update(
         passed=False, outcome="not_graded", score=None, error=judge_error
     )
-    passed, failed = run.passed_cases - 1, run.failed_cases + 1
-    Run.objects.filter(pk=run.pk).update(
+    passed, graded = run.passed_cases - 1, run.passed_cases - 1 + run.failed_cases
+    Run.objects.filter(pk=run.pk).update(  # as the recorder counts a not-graded case
         passed_cases=passed,
-        failed_cases=failed,
-        pass_rate=round(passed * 100 / (passed + failed), 2),
+        not_graded_cases=F("not_graded_cases") + 1,
+        pass_rate=round(passed * 100 / graded, 2) if graded else None,
     )
     return case
 
@@ -383,7 +383,11 @@ def make_cancelled(spec: RunSpec | None = None, project: AgentProject | None = N
     CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
         status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
     )
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED, cases_done=spec.cases)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.CANCELLED,
+        cases_done=spec.cases,
+        cancelled_cases=spec.cases - (spec.cases if spec.done is None else spec.done),
+    )
     run.refresh_from_db()
     return run
 
@@ -615,7 +619,9 @@ def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
         turns_passed=written,
         finished_at=timezone.now(),
     )
-    Run.objects.filter(pk=run.pk).update(cases_done=F("cases_done") + 1)
+    Run.objects.filter(pk=run.pk).update(
+        cases_done=F("cases_done") + 1, cancelled_cases=F("cancelled_cases") + 1
+    )
     assert run_settle(Run.objects.get(pk=run.pk))
     run.refresh_from_db()
     case.refresh_from_db()
