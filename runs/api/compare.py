@@ -13,12 +13,13 @@ keeps the rows where a text occurs in a turn's input or response.
 "Download CSV"; ``runs.web.compare_export``).
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
+from pydantic import BeforeValidator
 
 from runs.api.schemas import Id, SafeText, responses
 from runs.comparison.matrix import Row
@@ -46,12 +47,36 @@ Sort = Literal["case", "regressions", "name", "delta"]
 Kind = Literal[MetricKind, "tools"]
 
 
+def comma_separated(value: Any) -> Any:
+    """``runs=7,8,9`` as ``runs=7&runs=8&runs=9``: the compare page takes both forms, and so
+    does the API (empty parts dropped)."""
+    items = value if isinstance(value, list) else [value]
+    split: list[Any] = []
+    for item in items:
+        if isinstance(item, str):
+            split += [part.strip() for part in item.split(",") if part.strip()]
+        else:
+            split.append(item)
+    return split
+
+
+# Run ids and kinds, repeated or comma-separated (a metric's name may hold a comma: never split).
+RunIds = Annotated[list[Id], BeforeValidator(comma_separated)]
+Kinds = Annotated[list[Kind], BeforeValidator(comma_separated)]
+
+
 class CompareQuery(Schema):
-    runs: list[Id] = Field(
-        ..., min_length=1, max_length=MAX_RUNS, description="run ids; one: with its baseline"
+    runs: RunIds = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_RUNS,
+        description="run ids, repeated (runs=7&runs=8) or comma-separated (runs=7,8); one: "
+        "with its baseline",
     )
     baseline: Id | None = None
-    kinds: list[Kind] = Field(default_factory=list)
+    kinds: Kinds = Field(
+        default_factory=list, description="repeated (kinds=a&kinds=b) or comma-separated"
+    )
     order: Order = Field(
         default="baseline",
         description="the runs are listed oldest first (commit order, else date) either way; "
@@ -344,14 +369,18 @@ def _row_out(comparison: Comparison, row: Row) -> dict[str, object]:
 
 
 class CompareCsvQuery(Schema):
-    runs: list[Id] = Field(
-        ..., min_length=1, max_length=MAX_RUNS, description="run ids; one: with its baseline"
+    runs: RunIds = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_RUNS,
+        description="run ids, repeated (runs=7&runs=8) or comma-separated (runs=7,8); one: "
+        "with its baseline",
     )
     baseline: Id | None = None
-    kinds: list[Kind] = Field(
+    kinds: Kinds = Field(
         default_factory=list,
         description="the kinds whose verdict columns are written (every kind by default), and "
-        "whose metrics are scored when no metric is given",
+        "whose metrics are scored when no metric is given; repeated or comma-separated",
     )
     metric: list[SafeText] = Field(
         default_factory=list,
@@ -368,9 +397,12 @@ class CompareCsvQuery(Schema):
 )
 def compare_csv(request: HttpRequest, query: Query[CompareCsvQuery]) -> HttpResponseBase:
     """Columns: case_index (0-based), case_name, run_id, commit, commit_subject, repetition,
-    outcome, verdict:<kind> per kind, turns, execution_time_ms, score:<metric> per metric (the
-    mean of the case's turns' scores). Every case of the compared runs, whatever show or q
-    would keep."""
+    outcome, verdict:<kind> per kind, turns, execution_time_ms, prompt_tokens,
+    completion_tokens, total_tokens, cost_usd, agent_cost_usd, judge_cost_usd (USD, empty
+    when unknown), cost_unpriced (the models without a price), score:<metric> per metric (the
+    mean of the case's turns' scores), delta:<metric> per metric (the score less the
+    baseline's, for the same case). Every case of the compared runs, whatever show or q would
+    keep."""
     settings = CsvSettings(
         query=ComparisonQuery(
             run_ids=list(dict.fromkeys(query.runs)),

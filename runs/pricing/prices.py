@@ -296,36 +296,56 @@ def report_prices(agent_config: Mapping[str, Any] | None) -> ReportPrices:
 
 
 def split_text(cost: SplitCost) -> str:
-    """``$0.0300 (agent $0.0100 · judge $0.0200)``."""
-    return (
-        f"{format_cost(cost.both)} (agent {format_cost(cost.agent)} · "
-        f"judge {format_cost(cost.judge)})"
-    )
+    """A cost, agent and judge apart, each model without a price said once:
+    ``$0.0300 (agent $0.0100 · judge $0.0200)``; ``unknown: no price for x (agent); judge —``;
+    ``at least $0.0100: no price for j (judge); agent $0.0100``."""
+    both = cost.both
+    if not both.unpriced:
+        return (
+            f"{format_cost(both)} (agent {format_cost(cost.agent)} · "
+            f"judge {format_cost(cost.judge)})"
+        )
+    parts = (("agent", cost.agent), ("judge", cost.judge))
+    missing = [_unpriced_text(name, part) for name, part in parts if part.unpriced]
+    priced = [f"{name} {format_cost(part)}" for name, part in parts if not part.unpriced]
+    head = "unknown" if not both.usd else f"at least {format_usd(both.usd)}"
+    return f"{head}: " + "; ".join([*missing, *priced])
 
 
-# Significant digits a cost below a dollar keeps (at least; four decimals are always shown).
+def _unpriced_text(name: str, part: Cost) -> str:
+    """``no price for x (agent)``; ``no price for x (judge, beyond its $0.0100)``."""
+    beyond = f", beyond its {format_usd(part.usd)}" if part.usd else ""
+    return f"no price for {', '.join(part.unpriced)} ({name}{beyond})"
+
+
+# Significant digits a cost below a cent keeps (from a cent to a dollar: four decimals).
 COST_DIGITS = 3
-# Beyond this many decimals a cost is too small to matter (a millionth of a cent).
+# A cost below a unit of this many decimals is too small to matter (a ten-billionth of a cent).
 COST_MAX_DECIMALS = 12
 
 
 def format_usd(usd: float) -> str:
-    """The one cost formatter (pages, exports, compare, the gate): ``$12.34`` from a dollar up;
-    below, four decimals (``$0.0123``, ``$0.5200``) or as many more as keep three significant
-    digits (``$0.000123``, ``$0.00004`` — zeros beyond the fourth decimal dropped), so a turn's
-    or a case's cost never reads ``$0.0000`` beside a run's ``$0.0001``: the parts visibly add
-    up to the whole. Zero is ``$0.0000``."""
-    if usd >= 1:
+    """The one money format (pages, the Markdown and JUnit exports, compare, the gate): zero,
+    a free model's cost, is ``$0``; from a dollar, two decimals (``$12.34``); from a cent, four
+    (``$0.0123``, ``$0.5200``); below a cent, three significant digits, zeros kept
+    (``$0.00123``, ``$0.0000182``, ``$0.0000180``): every amount below a cent reads with the
+    same precision, and a turn's or a case's cost never reads ``$0.0000`` beside a run's
+    ``$0.000100``. A cost below ``$0.000000000001`` reads ``<$0.000000000001``."""
+    if usd == 0:
+        return "$0"
+    if usd < 0:
+        return f"-{format_usd(-usd)}"
+    if round(usd, 4) >= 1:
         return f"${usd:,.2f}"
-    decimals = 4
-    if usd > 0:
-        leading_zeros = -math.floor(math.log10(usd)) - 1  # 0.000123 -> 3
-        decimals = min(max(decimals, leading_zeros + COST_DIGITS), COST_MAX_DECIMALS)
-    text = f"{usd:.{decimals}f}"
-    if text.startswith("1"):  # 0.99996 rounds up to a dollar
-        return "$1.00"
-    head, tail = text[: 2 + 4], text[2 + 4 :].rstrip("0")  # "0.0001", "23"
-    return f"${head}{tail}"
+    if round(usd, 4) >= 0.01:
+        return f"${usd:.4f}"
+    rounded = float(f"{usd:.{COST_DIGITS}g}")  # 0.0099996 -> 0.01: a cent, four decimals
+    if rounded >= 0.01:
+        return f"${rounded:.4f}"
+    if rounded < 10.0**-COST_MAX_DECIMALS:
+        return f"<${10.0**-COST_MAX_DECIMALS:.{COST_MAX_DECIMALS}f}"
+    decimals = COST_DIGITS - 1 - math.floor(math.log10(rounded))  # 0.0000182 -> 7
+    return f"${rounded:.{decimals}f}"
 
 
 def format_cost(cost: Cost) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
-from runs.runoptions.model import RunOptions
+from runs.runoptions.model import RERUN_FAILED, RerunPick, RunOptions
+from runs.verdicts.numbers import case_text
 
 
 class PartialColumns(Protocol):
@@ -73,10 +74,13 @@ def run_launch_options(options: RunOptions, *, git_ref: str, commit: str) -> lis
     was not launched (an import)."""
     if options.case_indices is None:
         return []
-    rows = [
-        ("limit", str(options.limit) if options.limit else "none"),
-        ("filter", repr(options.case_filter) if options.case_filter else "none"),
-    ]
+    if options.rerun is not None:  # its cases were picked by the re-run, not by a limit or filter
+        rows = [("re-run of", rerun_text(options.rerun))]
+    else:
+        rows = [
+            ("limit", str(options.limit) if options.limit else "none"),
+            ("filter", repr(options.case_filter) if options.case_filter else "none"),
+        ]
     if options.parallel:
         rows.append(("parallel", str(options.parallel)))
     if options.repeats > 1:
@@ -85,3 +89,15 @@ def run_launch_options(options: RunOptions, *, git_ref: str, commit: str) -> lis
     if commit:
         rows.append(("commit", commit))
     return rows
+
+
+def rerun_text(picked: RerunPick) -> str:
+    """What a re-run re-ran, for its launch options: "case 3 of run #1", "case 'refund' of
+    run #1", "the failed cases of run #1"."""
+    if picked.cases == RERUN_FAILED:
+        what = "the failed cases"
+    elif picked.case is None:
+        what = "cases"
+    else:
+        what = f"case {picked.name!r}" if picked.name else case_text(picked.case)
+    return f"{what} of run #{picked.of}"

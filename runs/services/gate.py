@@ -32,7 +32,7 @@ from runs.selectors.costs import run_cost
 from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
 from runs.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.verdicts.kinds import kind_order, kinds_parse
-from runs.verdicts.numbers import format_rate, format_score, format_score_change
+from runs.verdicts.numbers import format_rate, format_score, format_score_change, ordinal
 from runs.verdicts.outcomes import Outcome
 from runs.verdicts.summary import MetricSummary, RunSummary
 from runs.writers.gate_markdown import (
@@ -89,8 +89,9 @@ def gate_baseline(run: Run, spec: str | int) -> Baseline:
 def baseline_spec_parse(spec: str | int) -> tuple[str, str]:
     """("id", "12"), ("parent-commit", "") or ("latest", branch); else a ``GateError``."""
     text = str(spec).strip()
-    # ASCII digits within 64 bits: int() reads "٣" as 3 and cannot read "²", which isdigit().
-    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) > 0:
+    # ASCII digits: int() reads "٣" as 3 and cannot read "²", which isdigit() (nor a number
+    # of thousands of digits); beyond 64 bits it is no baseline run (_baseline_by_id).
+    if text.isascii() and text.isdigit() and len(text) <= 100 and int(text) > 0:
         return "id", text
     if text == PARENT_COMMIT:
         return PARENT_COMMIT, ""
@@ -329,7 +330,7 @@ class _CaseLink:
         query = {"runs": f"{self.base_id},{self.run_id}", "key": key}
         if self.kinds:
             query["kinds"] = ",".join(self.kinds)
-        return f"{self.base_url}/compare/case/?{urlencode(query)}#turn-{turn}"
+        return f"{self.base_url}/compare/case/?{urlencode(query)}#turn-{ordinal(turn)}"
 
 
 def _regressed_turns(row: Row, base_id: int, run_id: int) -> list[int]:

@@ -16,7 +16,7 @@ tx_ms = register.filter("tx_ms", ms_text)
 
 @register.filter
 def with_call_anchors(details: Any) -> list[tuple[Any, int | None]]:
-    """Each arg-match assertion with the tool call its anchor names (``turn-<i>-call-<n>``,
+    """Each arg-match assertion with the tool call its anchor names (``turn-<number>-call-<n>``,
     which the transcript's tool calls link to), None where an earlier one has that call."""
     assertions = details if isinstance(details, list) else []
     return list(zip(assertions, call_anchors(assertions), strict=True))

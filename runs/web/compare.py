@@ -29,6 +29,7 @@ from django.views.decorators.http import require_GET
 
 from runs.comparison.matrix import BASELINE_ORDER, COMMIT_ORDER, Row
 from runs.comparison.rows import SHOWS, SORTS
+from runs.queryvalues import QueryValueError, parse_text
 from runs.selectors.compare import (
     MAX_RUNS,
     NoBaseline,
@@ -59,12 +60,20 @@ from runs.web.compare_matrix import (
 )
 from runs.web.compare_params import compare_query, side_by_side_query
 from runs.web.diffs import config_rows, line_diff
-from runs.web.params import int_list_param, int_param, params_or_errors, shown_value, text_param
+from runs.web.params import (
+    BadParam,
+    int_list_param,
+    int_param,
+    params_or_errors,
+    shown_value,
+    text_param,
+)
 
 if TYPE_CHECKING:
     from runs.models import Run
 
 ROWS_PER_PAGE = 100
+MAX_KEY = 600  # characters of a case's key (its name)
 
 ORDER_LABELS = {
     BASELINE_ORDER: "against the baseline",
@@ -184,7 +193,7 @@ def compare_case(request: HttpRequest) -> HttpResponse:
     run before it (3 queries)."""
     query = side_by_side_query(request)
     runs = _compared_runs(query.run_ids)
-    key = text_param(request, "key", max_length=600)
+    key = case_key_param(request)
     if not key:
         raise BadRequest("?key= names the case to compare (its name, or #index)")
     chosen = int_param(request, "turn", maximum=10_000)
@@ -212,6 +221,15 @@ def compare_case(request: HttpRequest) -> HttpResponse:
         "back": "/compare/?" + _query(side.back_state()),
     }
     return render(request, "runs/compare_case.html", context)
+
+
+def case_key_param(request: HttpRequest) -> str:
+    """``?key=`` exactly as given, never stripped: a case's name may start with a newline or a
+    space, and the matrix's link to it must find it (``urlencode`` quotes every character)."""
+    try:
+        return parse_text(request.GET.get("key", ""), max_length=MAX_KEY)
+    except QueryValueError as error:
+        raise BadParam("key", f"?key= {error}") from None
 
 
 def _compared_runs(run_ids: list[int]) -> list[Run]:

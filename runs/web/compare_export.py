@@ -6,6 +6,8 @@ It holds the compare page's runs (the baseline added to a lone run) and every ca
 the page's row filters (show, q, min_drop, sort, page) choose what the page lists, not what the
 file holds. ``kinds`` chooses the per-kind verdict columns (every kind by default) and the
 metrics scored by default (those of the kinds); ``metric`` (repeated) chooses the metrics.
+Each row has its case's tokens and cost, and per metric its score and its delta against the
+baseline's (the compare page's baseline: ``baseline``, else the rule's).
 """
 
 from __future__ import annotations
@@ -62,15 +64,16 @@ def _csv_params(request: Query) -> CsvSettings:
 def compare_csv_response(settings: CsvSettings) -> StreamingHttpResponse:
     """The compare as a CSV attachment, streamed. Raises RunsMissing, UnknownMetric (before
     anything is streamed)."""
+    baseline: int | None
     try:
-        runs = export_runs(settings.query.run_ids, chosen=settings.query.chosen)
+        runs, baseline = export_runs(settings.query.run_ids, chosen=settings.query.chosen)
     except NoBaseline as exc:  # a lone run with nothing to compare it with: the run alone
-        runs = [exc.run]
+        runs, baseline = [exc.run], None
     ids = [run.pk for run in runs]
     metrics = _metrics(ids, settings)
     kinds = settings.query.kinds or list(KINDS)
     response = StreamingHttpResponse(
-        csv_chunks(export_cases(runs, metrics), kinds, metrics),
+        csv_chunks(export_cases(runs, metrics, baseline=baseline), kinds, metrics),
         content_type="text/csv; charset=utf-8",
     )
     filename = f"compare-runs-{'-'.join(map(str, ids))}.csv"

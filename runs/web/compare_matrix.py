@@ -21,7 +21,7 @@ from runs.stats.significance import (
     ScoreResult,
     UnitResult,
 )
-from runs.verdicts.numbers import format_score, format_score_delta, turn_text
+from runs.verdicts.numbers import format_score, format_score_delta, ordinal, turn_text
 from runs.verdicts.outcomes import Outcome
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class CellLinks:
         return cls(f"/compare/case/?runs={runs}" + (f"&{rest}" if rest else ""), settings.metric)
 
     def case(self, key_query: str, turn: int | None = None) -> str:
-        return f"{self.side}&{key_query}" + (f"#turn-{turn}" if turn is not None else "")
+        return f"{self.side}&{key_query}" + (f"#turn-{ordinal(turn)}" if turn is not None else "")
 
 
 def row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:

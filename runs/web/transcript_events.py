@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
+from runs.verdicts.numbers import ordinal
 from runs.wire.transcripts import Event
 
 # A text longer than this (characters or lines) is shown collapsed, behind "show all".
@@ -152,7 +153,7 @@ def _bar(event: Event, total: float) -> Bar | None:
 def call_anchors(details: Iterable[Any] | None) -> list[int | None]:
     """Per arg-match assertion, the tool call it is about (the call it matched, else the
     closest one), None where an earlier assertion is about the same call: each call has one
-    anchor, ``turn-<index>-call-<n>``."""
+    anchor, ``turn-<number>-call-<n>`` (the turn from 1)."""
     seen: set[int] = set()
     out: list[int | None] = []
     for assertion in details or []:
@@ -176,7 +177,9 @@ def _assertion_call(assertion: Any) -> int | None:
 
 
 def call_anchor(prefix: str, turn_index: int, call: int) -> str:
-    return f"{prefix}turn-{turn_index}-call-{call}"
+    """``turn-1-call-0``: the turn counted from 1 (as every turn anchor), the call from 0 (as
+    its "call #0")."""
+    return f"{prefix}turn-{ordinal(turn_index)}-call-{call}"
 
 
 def timeline(

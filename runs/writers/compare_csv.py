@@ -4,17 +4,27 @@ line by line as the rows come, so a compare of thousands of cases is never held 
 Columns: the case (its stored index, 0-based as in the API, and its name), the run (id, commit,
 its commit's subject), the repetition (0 without repeats), the case's verdict and its verdict per
 kind (``verdict:<kind>``, empty when the case had no metric of that kind), its turn count and
-execution time, then the case's score of each chosen metric (``score:<metric>``: the mean of its
-turns' stored scores, as the compare page's, to 6 decimals; empty when none scored). A free text a
-spreadsheet would read as a formula (``=...``) starts with a ``'``.
+execution time; its agent's tokens (``prompt_tokens``, ``completion_tokens``, ``total_tokens``:
+the case's recorded usage, empty when none was recorded) and its cost in USD as a plain number
+(``cost_usd``, ``agent_cost_usd``, ``judge_cost_usd``: empty when no tokens were recorded, or
+when a model has no price, which ``cost_unpriced`` names; ``0`` for a free model); then the
+case's score of each chosen metric (``score:<metric>``: the mean of its turns' stored scores, as
+the compare page's, to 6 decimals; empty when none scored) and its change against the baseline
+column (``delta:<metric>``: this row's score less the baseline run's score of the same case,
+empty on the baseline's own rows and where either has no score). A free text a spreadsheet would
+read as a formula (``=...``, even after spaces or control characters: ``"\\n=1+2"``) starts
+with a ``'``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+from runs.pricing.prices import Cost, SplitCost
 
 FIXED_COLUMNS = (
     "case_index",
@@ -26,10 +36,15 @@ FIXED_COLUMNS = (
     "outcome",
 )
 COUNT_COLUMNS = ("turns", "execution_time_ms")
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens")
+COST_COLUMNS = ("cost_usd", "agent_cost_usd", "judge_cost_usd", "cost_unpriced")
 LINES_PER_CHUNK = 500  # of the streamed response
 SCORE_DECIMALS = 6  # a mean's float noise (0.10000000000000002) left out
-# What a spreadsheet reads as the start of a formula (CSV injection).
-FORMULA_STARTS = frozenset("=+-@\t\r")
+COST_DECIMALS = 10  # USD: a ten-billionth of a dollar is below any token's price
+# What a spreadsheet reads as the start of a formula (CSV injection), after any leading spaces
+# and control characters; a tab or a carriage return first is guarded too.
+FORMULA_STARTS = frozenset("=+-@")
+GUARDED_FIRST = frozenset("\t\r")
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,15 @@ class CsvRun:
     id: int
     commit: str
     subject: str
+
+
+@dataclass(frozen=True)
+class CsvTokens:
+    """A case's agent tokens, as recorded."""
+
+    prompt: int
+    completion: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,10 @@ class CsvCase:
     turns: int
     execution_time_ms: int
     scores: dict[str, float] = field(default_factory=dict)
+    tokens: CsvTokens | None = None  # None: no usage recorded
+    cost: SplitCost | None = None  # None: no price table (the price file cannot be read)
+    # The baseline run's scores of the same case; None on the baseline's own rows.
+    baseline: dict[str, float] | None = None
 
 
 def csv_header(kinds: Sequence[str], metrics: Sequence[str]) -> list[str]:
@@ -59,7 +87,10 @@ def csv_header(kinds: Sequence[str], metrics: Sequence[str]) -> list[str]:
         *FIXED_COLUMNS,
         *(f"verdict:{kind}" for kind in kinds),
         *COUNT_COLUMNS,
+        *TOKEN_COLUMNS,
+        *COST_COLUMNS,
         *(f"score:{metric}" for metric in metrics),
+        *(f"delta:{metric}" for metric in metrics),
     ]
 
 
@@ -76,11 +107,42 @@ def csv_row(case: CsvCase, kinds: Sequence[str], metrics: Sequence[str]) -> list
         *(case.kinds.get(kind, "") for kind in kinds),
         case.turns,
         case.execution_time_ms,
-        *(
-            repr(round(scores[metric], SCORE_DECIMALS)) if metric in scores else ""
-            for metric in metrics
-        ),
+        *_token_cells(case.tokens),
+        *_cost_cells(case.cost),
+        *(_score(scores[metric]) if metric in scores else "" for metric in metrics),
+        *(_delta(case, metric) for metric in metrics),
     ]
+
+
+def _token_cells(tokens: CsvTokens | None) -> list[str | int]:
+    if tokens is None:
+        return ["", "", ""]
+    return [tokens.prompt, tokens.completion, tokens.total]
+
+
+def _cost_cells(cost: SplitCost | None) -> list[str]:
+    if cost is None:
+        return ["", "", "", ""]
+    parts = (cost.both, cost.agent, cost.judge)
+    return [*(_usd(part) for part in parts), safe_text(", ".join(cost.both.unpriced))]
+
+
+def _usd(cost: Cost) -> str:
+    """A known cost as a plain number of dollars ("0.0000182", "0" for a free model); empty
+    when nothing was counted or a model has no price."""
+    if not cost.known:
+        return ""
+    return f"{cost.usd:.{COST_DECIMALS}f}".rstrip("0").rstrip(".")
+
+
+def _score(score: float) -> str:
+    return repr(round(score, SCORE_DECIMALS) + 0.0)  # + 0.0: never "-0.0"
+
+
+def _delta(case: CsvCase, metric: str) -> str:
+    base = case.baseline.get(metric) if case.baseline is not None else None
+    score = case.scores.get(metric)
+    return "" if base is None or score is None else _score(score - base)
 
 
 def csv_chunks(
@@ -106,5 +168,15 @@ def _taken(buffer: io.StringIO) -> str:
 
 def safe_text(text: str) -> str:
     """A free text (a case name, a commit subject, a metric name) that a spreadsheet will not
-    read as a formula: one starting with = + - @ or a control character gets a ' before it."""
-    return f"'{text}" if text[:1] in FORMULA_STARTS else text
+    read as a formula gets a ' before it: one whose first character that is neither a space
+    nor a control (or other invisible) character is = + - or @ (``"=1+2"``, ``"\\n=1+2"``,
+    ``" \\t@x"``), and one that starts with a tab or a carriage return."""
+    if text[:1] in GUARDED_FIRST:
+        return f"'{text}"
+    first = next((char for char in text if not _invisible(char)), "")
+    return f"'{text}" if first in FORMULA_STARTS else text
+
+
+def _invisible(char: str) -> bool:
+    """Whitespace, or a control, format or unassigned character (Unicode category C*)."""
+    return char.isspace() or unicodedata.category(char).startswith("C")

@@ -20,6 +20,7 @@ from runs.pricing.prices import (
     format_cost,
     format_usd,
     price_table,
+    split_text,
     turn_cost,
     unpriced_models,
     usage_cost,
@@ -113,31 +114,60 @@ def test_a_model_without_a_price_is_an_unknown_price_never_zero() -> None:
 @pytest.mark.parametrize(
     ("usd", "shown"),
     [
-        (0.00004, "$0.00004"),
+        (0.00004, "$0.0000400"),
         (0.0000412, "$0.0000412"),
         (0.000123, "$0.000123"),
-        (0.0001, "$0.0001"),
+        (0.0001, "$0.000100"),
+        (0.00999996, "$0.0100"),
         (0.0123, "$0.0123"),
         (0.52, "$0.5200"),
-        (0.0, "$0.0000"),
+        (0.0, "$0"),
         (0.99996, "$1.00"),
         (12.345, "$12.35"),
         (1234.5, "$1,234.50"),
+        (1e-15, "<$0.000000000001"),
     ],
 )
-def test_a_cost_keeps_three_significant_digits_below_four_decimals(usd: float, shown: str) -> None:
+def test_a_cost_below_a_cent_keeps_three_significant_digits_and_from_a_cent_four_decimals(
+    usd: float, shown: str
+) -> None:
     assert format_usd(usd) == shown
 
 
+def test_a_free_models_cost_reads_0_dollars_never_a_fake_precision_zero() -> None:
+    free = PriceTable({"free-model": Price(0, 0, 0, 0)}, "test")
+    cost = usage_cost(TokenUsage.counted(1000, 100), "free-model", free)
+    assert cost.known and cost.usd == 0
+    assert format_cost(cost) == "$0"
+
+
+def test_costs_of_one_magnitude_read_with_the_same_precision() -> None:
+    """$0.000018 beside $0.0000182 read as two formats: both keep three digits."""
+    assert [format_usd(0.000018), format_usd(0.0000182)] == ["$0.0000180", "$0.0000182"]
+
+
+def test_an_unknown_price_is_said_once_in_a_cost_split() -> None:
+    unknown = turn_cost(turn(0, TokenUsage.counted(10, 10), []), "mystery-agent", TABLE)
+    assert split_text(unknown) == "unknown: no price for mystery-agent (agent); judge —"
+    partly = turn_cost(
+        turn(0, TokenUsage.counted(1_000_000, 0), [judged("mystery-judge", 10, 10)]),
+        "agent-model",
+        TABLE,
+    )
+    assert split_text(partly) == "at least $2.00: no price for mystery-judge (judge); agent $2.00"
+    known = turn_cost(turn(0, TokenUsage.counted(1_000_000, 0), []), "agent-model", TABLE)
+    assert split_text(known) == "$2.00 (agent $2.00 · judge —)"
+
+
 def test_the_parts_of_a_small_cost_visibly_add_up_to_the_whole() -> None:
-    """A run of $0.0001 whose turns cost $0.00004 and $0.00006 no longer reads as turns of
-    $0.0000 each."""
+    """A run of $0.000100 whose turns cost $0.0000400 and $0.0000600 no longer reads as turns
+    of $0.0000 each."""
     turns = [0.00004, 0.00006]
     shown = [format_usd(usd) for usd in turns]
-    assert shown == ["$0.00004", "$0.00006"]
+    assert shown == ["$0.0000400", "$0.0000600"]
     assert "$0.0000" not in shown
     assert sum(float(text.removeprefix("$")) for text in shown) == pytest.approx(0.0001)
-    assert format_usd(sum(turns)) == "$0.0001"
+    assert format_usd(sum(turns)) == "$0.000100"
     cases = [0.000123, 0.0000412]  # 3 significant digits each: the shown sum is the whole's
     whole = format_usd(sum(cases))
     assert whole == "$0.000164"

@@ -274,8 +274,8 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
 
     def transcripts(page: Any) -> None:  # from the case page: all its turns' opened, searched
         page.get_by_label("Search the transcripts of every turn").fill("model call")
-        for index in (0, 1):  # the case's search opened, loaded and searched each sent turn's
-            page.locator(f"#turn-{index}-transcript mark.tx-hit").first.wait_for()
+        for number in (1, 2):  # the case's search opened, loaded and searched each sent turn's
+            page.locator(f"#turn-{number}-transcript mark.tx-hit").first.wait_for()
         page.locator("[data-tx-case-status]", has_text="in 2 turns match “model call”").wait_for()
 
     def api_docs(page: Any) -> None:

@@ -157,8 +157,8 @@ def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_sea
 
     # The side by side of the three runs at the turn that matched.
     hit.locator("a.hit-link").click()
-    page.wait_for_url(re.compile(r".*/compare/case/.*#turn-0$"))
-    section = page.locator("section#turn-0")
+    page.wait_for_url(re.compile(r".*/compare/case/.*#turn-1$"))
+    section = page.locator("section#turn-1")
     assert section.locator(".run-column").count() == 3
     assert section.locator("mark").first.inner_text() == "LOST in transit"
     assert LOST in section.locator(f'.run-column[data-run="{data.middle.pk}"]').inner_text()
@@ -166,7 +166,7 @@ def test_a_reviewer_reads_three_runs_in_commit_order_by_a_metrics_drop_and_a_sea
     page.click("nav.turn-pick >> text=turn 2")
     page.wait_for_url(re.compile(r".*turn=1.*"))
     assert page.locator("section.turn-across").count() == 1
-    metrics = page.locator("section#turn-1 table.metric-across")
+    metrics = page.locator("section#turn-2 table.metric-across")
     assert metrics.locator("thead th").count() == 2 + 3  # metric, kind, one per run
     screenshot(page, "compare-three-runs-side-by-side")
 
@@ -264,7 +264,7 @@ def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or
     convfinqa_like([data.oldest, data.middle, data.newest])
     login(page, live_server, make_user("reviewer"))
     page.goto(f"{live_server.url}/compare/case/?runs={data.ids}&key=refund+case+0&turn=0")
-    section = page.locator("section#turn-0")
+    section = page.locator("section#turn-1")
     assert section.locator(".run-column").count() == 3
     assert page.viewport_size["width"] == 1400
     misfits = page.evaluate(SIDE_MISFITS)
@@ -282,7 +282,7 @@ def test_three_runs_side_by_side_at_1400px_fit_their_tables_and_break_no_word_or
     # Two runs stay side by side, and their tables fit their half of the page just as well.
     pair = f"{data.oldest.pk},{data.newest.pk}"
     page.goto(f"{live_server.url}/compare/case/?runs={pair}&key=refund+case+0&turn=0")
-    tops = page.locator("section#turn-0 .run-column").evaluate_all(
+    tops = page.locator("section#turn-1 .run-column").evaluate_all(
         "columns => columns.map(c => Math.round(c.getBoundingClientRect().top))"
     )
     assert len(tops) == 2 and tops[0] == tops[1]

@@ -72,7 +72,7 @@ def test_a_reviewer_reads_a_failed_turns_transcript_and_sets_it_beside_the_last_
     page.goto(f"{live_server.url}{reverse('case_detail', args=[after.pk, case.pk])}")
 
     # Opened, the turn's transcript loads: what the agent was sent, its calls, its answer.
-    section = page.locator("#turn-0-transcript")
+    section = page.locator("#turn-1-transcript")
     section.locator("summary").click()
     timeline = section.locator(".transcript")
     timeline.locator(".tx-ev").first.wait_for()
@@ -96,8 +96,8 @@ def test_a_reviewer_reads_a_failed_turns_transcript_and_sets_it_beside_the_last_
 
     # The tool call leads to its arg diff in the same turn.
     call.locator("a.tx-diff-link").click()
-    page.wait_for_url("**#turn-0-call-0")
-    diff = page.locator("#turn-0-call-0")
+    page.wait_for_url("**#turn-1-call-0")
+    diff = page.locator("#turn-1-call-0")
     assert page.locator(".assertion:target").count() == 1
     assert "A-1002" in diff.inner_text() and "A1002" in diff.inner_text()
 

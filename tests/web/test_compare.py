@@ -480,7 +480,8 @@ def test_the_page_and_the_api_take_runs_comma_separated_or_repeated(
     viewer_client: Client, project: AgentProject
 ) -> None:
     base, run = regressed_pair(project)
-    joined, repeated = {"runs": f"{base.pk},{run.pk}"}, {"runs": [base.pk, run.pk]}
+    joined: dict[str, Any] = {"runs": f"{base.pk},{run.pk}"}
+    repeated: dict[str, Any] = {"runs": [base.pk, run.pk]}
     pages = [viewer_client.get(reverse("compare"), given).text for given in (joined, repeated)]
     matrices = [page[page.index('<table class="grid matrix">') :] for page in pages]
     assert "refund case 1" in matrices[0] and matrices[0] == matrices[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseResult, MetricResult, Run
 from runs.selectors import compare_export
 from tests.web.compare_data import LOW_ROUGE, ThreeRuns, three_runs
 from tests.web.factories import repeated_run
@@ -69,9 +70,19 @@ def test_the_csv_has_a_row_per_case_and_run_with_its_verdicts_and_every_metrics_
         "verdict:tools",
         "turns",
         "execution_time_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "cost_usd",
+        "agent_cost_usd",
+        "judge_cost_usd",
+        "cost_unpriced",
         "score:politeness",
         "score:refund_grader",
         "score:rouge",
+        "delta:politeness",
+        "delta:refund_grader",
+        "delta:rouge",
     ]
     runs = [str(run.pk) for run in (data.oldest, data.middle, data.newest)]
     # Every case (show= chooses the page's rows, not the file's), by case, then run.
@@ -111,15 +122,15 @@ def test_kinds_and_metrics_choose_the_columns_and_an_unknown_metric_is_refused(
     url = reverse("compare_csv")
     header = header_of(viewer_client.get(url, {"runs": data.ids, "kinds": "tools,code"}))
     # The kinds' verdicts, and the metrics of the kinds.
-    assert header[7:] == [
-        "verdict:code",
-        "verdict:tools",
-        "turns",
-        "execution_time_ms",
-        "score:refund_grader",
-    ]
+    assert header[7:11] == ["verdict:code", "verdict:tools", "turns", "execution_time_ms"]
+    assert header[-2:] == ["score:refund_grader", "delta:refund_grader"]
     chosen = {"runs": data.ids, "metric": ["rouge", "politeness"]}
-    assert header_of(viewer_client.get(url, chosen))[-2:] == ["score:rouge", "score:politeness"]
+    assert header_of(viewer_client.get(url, chosen))[-4:] == [
+        "score:rouge",
+        "score:politeness",
+        "delta:rouge",
+        "delta:politeness",
+    ]
     refused = viewer_client.get(url, {"runs": data.ids, "metric": "nope"})
     assert refused.status_code == 400 and "no metric “nope”" in refused.text
     assert viewer_client.get(url, {"runs": "999999"}).status_code == 404
@@ -153,9 +164,66 @@ def test_a_big_compare_is_read_a_slice_of_cases_at_a_time_in_a_few_queries_each(
     with CaptureQueriesContext(connection) as read:
         sliced = b"".join(response.streaming_content)
     assert sliced == whole
-    # The runs' repeats and their cases' first and last index, then 3 slices of 2 queries
-    # (cases, scores).
-    assert len(read.captured_queries) == 2 + 3 * 2
+    # The runs' repeats and models, their cases' first and last index, the baseline's scores,
+    # then 3 slices of 3 queries (cases, scores, judges' costs).
+    assert len(read.captured_queries) == 3 + 3 * 3
+
+
+def test_each_row_has_its_tokens_its_cost_and_its_score_deltas_against_the_baseline(
+    viewer_client: Client, data: ThreeRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  agent-model: {input: 1000, output: 1000}\n")
+    monkeypatch.setenv("HOLODECK_PRICES", str(prices))
+    priced = {"model": {"provider": "openai", "name": "agent-model"}}
+    Run.objects.filter(pk__in=[data.oldest.pk, data.newest.pk]).update(config_snapshot=priced)
+    unpriced = {"model": {"provider": "openai", "name": "mystery-model"}}
+    Run.objects.filter(pk=data.middle.pk).update(config_snapshot=unpriced)
+    judged = MetricResult.objects.filter(run=data.newest, turn__case__index=0)
+    judged.filter(metric_name="politeness").update(judge_cost_usd=0.001)  # one per turn
+    asked: dict[str, Any] = {"runs": data.ids, "baseline": data.oldest.pk, "metric": "rouge"}
+    rows = csv_of(viewer_client.get(reverse("compare_csv"), asked))
+    by = {(int(row["case_index"]), int(row["run_id"])): row for row in rows}
+
+    newest = by[(0, data.newest.pk)]  # 100 + 20 tokens at $1,000 a million, 3 judges at $0.001
+    assert [newest[name] for name in ("prompt_tokens", "completion_tokens", "total_tokens")] == [
+        "100",
+        "20",
+        "120",
+    ]
+    assert [newest[name] for name in ("cost_usd", "agent_cost_usd", "judge_cost_usd")] == [
+        "0.123",
+        "0.12",
+        "0.003",
+    ]
+    assert newest["cost_unpriced"] == ""
+    middle = by[(0, data.middle.pk)]  # no price: no cost, never 0
+    assert (middle["cost_usd"], middle["agent_cost_usd"]) == ("", "")
+    assert middle["cost_unpriced"] == "mystery-model"
+    # Against the baseline's score of the same case; none on the baseline's own rows.
+    base = float(by[(4, data.oldest.pk)]["score:rouge"])
+    assert by[(4, data.newest.pk)]["delta:rouge"] == repr(round(LOW_ROUGE - base, 6))
+    assert float(by[(4, data.newest.pk)]["delta:rouge"]) < 0
+    assert by[(4, data.middle.pk)]["delta:rouge"] == "0.0"
+    assert by[(4, data.oldest.pk)]["delta:rouge"] == ""
+
+
+def test_a_name_that_turns_into_a_formula_after_control_characters_is_written_as_text(
+    viewer_client: Client, data: ThreeRuns
+) -> None:
+    names = {0: "\n=1+2", 2: "\t=1", 3: "\r@x", 4: " \x1b\u200b-2+3"}
+    for index, name in names.items():
+        CaseResult.objects.filter(run=data.newest, index=index).update(name=name)
+    rows = csv_of(viewer_client.get(reverse("compare_csv"), {"runs": data.ids}))
+    shown = {
+        int(row["case_index"]): row["case_name"]
+        for row in rows
+        if row["run_id"] == str(data.newest.pk)
+    }
+    assert {index: shown[index] for index in names} == {
+        index: f"'{name}" for index, name in names.items()
+    }
+    assert shown[1] == "refund case 1"
 
 
 def test_the_api_gives_the_same_csv_and_refuses_what_the_page_refuses(

@@ -119,8 +119,58 @@ def test_small_costs_of_a_run_its_cases_and_turns_visibly_add_up(
     case = CaseResult.objects.get(run=run, index=0)
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "cost $0.000144 (agent $0.000144 · judge —)" in page
-    assert "cost $0.000072</span>" in page
+    assert "cost $0.0000720</span>" in page
     assert "$0.0000<" not in page
+
+
+def test_a_free_models_cost_reads_0_dollars_on_the_pages_and_in_the_export(
+    viewer_client: Client, project: AgentProject, price_file: Path
+) -> None:
+    price_file.write_text(
+        "models:\n  agent-model: {input: 0, output: 0}\n  judge-model: {input: 0, output: 0}\n"
+    )
+    run = priced_run(project)
+    html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert '<span class="tile-value" data-cost="total">$0</span>' in html
+    assert "$0.0000" not in html
+    markdown = viewer_client.get(reverse("run_export", args=[run.pk]), {"format": "markdown"})
+    assert "- **Cost**: $0 (agent $0 · judge $0)" in markdown.content.decode()
+
+
+def test_the_case_page_and_the_markdown_export_write_a_small_cost_alike(
+    viewer_client: Client, project: AgentProject, price_file: Path
+) -> None:
+    """A case of 240 agent tokens at $0.075 per million: $0.0000180 in both, never $0.000018
+    in one beside $0.0000182 in the other."""
+    price_file.write_text(PRICES.replace("1000, output: 1000", "0.075, output: 0.075"))
+    run = priced_run(project)
+    MetricResult.objects.filter(run=run).update(judge_usage=None)
+    case = CaseResult.objects.get(run=run, index=0)
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    assert "cost $0.0000180 (agent $0.0000180 · judge —)" in page
+    assert "cost $0.00000900</span>" in page  # each of its turns
+    url = reverse("run_export", args=[run.pk])
+    markdown = viewer_client.get(url, {"format": "markdown"}).content.decode()
+    assert "**Cost**: $0.0000180 (agent $0.0000180 · judge —)" in markdown
+
+
+def test_a_model_without_a_price_is_said_once_in_a_cases_cost(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = priced_run(project)
+    Run.objects.filter(pk=run.pk).update(
+        config_snapshot={"model": {"provider": "openai", "name": "mystery-agent"}}
+    )
+    MetricResult.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
+    case = CaseResult.objects.get(run=run, index=0)
+    said = "unknown: no price for mystery-agent (agent); judge —"
+    page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
+    line = re.search(r'<span class="case-cost">(.*?)</span>', page)
+    assert line is not None and line.group(1) == f"cost {said}"
+    url = reverse("run_export", args=[run.pk])
+    markdown = viewer_client.get(url, {"format": "markdown"}).content.decode()
+    assert f"**Cost**: {said}\n" in markdown
+    assert "unknown price (mystery-agent) (agent" not in markdown
 
 
 def test_the_case_page_shows_each_turns_cost_and_the_cases_time_breakdown(
@@ -171,7 +221,7 @@ def test_compare_and_the_gate_show_cost_and_its_change(
     with pytest.raises(SystemExit):
         call_command("gate", "--run", run.pk, "--baseline", base.pk, stdout=out)
     said = out.getvalue()
-    assert "| agent cost | $0.4800 | $0.4800 | +$0.0000 |" in said
+    assert "| agent cost | $0.4800 | $0.4800 | +$0 |" in said
     assert "| judge cost | unknown price (mystery-judge) | $0.0400 |  |" in said
 
 

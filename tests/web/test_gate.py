@@ -83,11 +83,10 @@ def test_a_regressed_run_exits_1_and_names_the_regressed_cases_and_turns(
     assert said.code == 1, said.err
     assert said.out.startswith("## ❌ HoloDeck gate failed")
     assert "1 regressed turn (at most 0 allowed)" in said.out
-    # Turns numbered from 1 for people ("2": the second turn); the link's anchor keeps the
-    # stored 0-based index.
+    # Turns numbered from 1 for people ("2": the second turn), and so is the link's anchor.
     assert "| refund case 1 | 1 | turn 2 |" in said.out
     link = f"https://holodeck.example/compare/case/?runs={base.pk}%2C{run.pk}&key=refund+case+1"
-    assert f"[compare]({link}#turn-1)" in said.out
+    assert f"[compare]({link}#turn-2)" in said.out
     assert "| pass rate | 75% | 100% | -25 pts |" in said.out
     assert "| cases passed | 3 | 4 | -1 |" in said.out
     assert "| cases failed | 1 | 0 | +1 |" in said.out

@@ -110,7 +110,7 @@ def test_an_errored_turn_reads_errored_not_failed(viewer_client: Client, mixed_r
     case = CaseResult.objects.get(run=mixed_run, name="agent_breaks")
     html = viewer_client.get(reverse("case_detail", args=[mixed_run.pk, case.pk])).text
 
-    assert '<section class="turn turn-error" id="turn-1">' in html
+    assert '<section class="turn turn-error" id="turn-2">' in html
     assert '<span class="v v-err" title="errored" aria-hidden="true">!</span>' in html
     assert html_numbers(html).turns == {"passed": 1, "error": 1}
 

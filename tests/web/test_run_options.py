@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
 from pydantic import ValidationError
 
 from runs.models import Run
-from runs.runoptions import RerunPick, RunOptions, run_partial_text
+from runs.runoptions import RerunPick, RunOptions, run_launch_options, run_partial_text
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from tests.web.factories import RunSpec, build_run, make_project
 
@@ -163,3 +164,32 @@ def test_migration_0017_reads_json_paths_as_postgresql_gives_them_as_text() -> N
         "config_cases": 8,
     }
     assert MIGRATION_0017.option_columns(None, None, None, None) == RunOptions().columns()
+
+
+@pytest.mark.django_db
+def test_a_reruns_launch_options_say_what_it_reran_not_filter_none(viewer_client: Client) -> None:
+    project = make_project()
+    original = build_run(project, RunSpec(cases=4, turns=1))
+    one = {"case_indices": [2], "cases": [[2, "", False, 1]], "config_cases": 4}
+    rerun = build_run(
+        project,
+        RunSpec(cases=1, turns=1),
+        rerun_of=original,
+        options={**one, "rerun": {"of": original.pk, "case": 2}},
+    )
+    said = f"case 3 of run #{original.pk}"
+    assert rerun.launch_options[0] == ("re-run of", said)
+    assert not {"filter", "limit"} & {label for label, _ in rerun.launch_options}
+    page = viewer_client.get(rerun.get_absolute_url()).text
+    assert f'<span data-option="re-run-of">re-run of <span>{said}</span></span>' in page
+    assert "filter <span>none</span>" not in page
+    named = RunOptions(case_indices=[1], rerun=RerunPick(of=7, case=1, name="refund"))
+    failed = RunOptions(case_indices=[0, 3], rerun=RerunPick(of=7, cases="failed"))
+    assert run_launch_options(named, git_ref="", commit="")[0] == (
+        "re-run of",
+        "case 'refund' of run #7",
+    )
+    assert run_launch_options(failed, git_ref="", commit="")[0] == (
+        "re-run of",
+        "the failed cases of run #7",
+    )

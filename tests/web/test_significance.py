@@ -112,7 +112,7 @@ def test_the_gate_with_significant_only_lists_the_significant_turns_and_the_nois
     found = result.significance
     assert found is not None and found.worse == 1
     assert [(case.key, case.turns) for case in found.regressed] == [("case 0", [0])]
-    assert found.regressed[0].url.endswith("&key=case+0#turn-0")
+    assert found.regressed[0].url.endswith("&key=case+0#turn-1")  # turn 1, from 1
     assert "### Significant regressions (1 case, 1 turn)" in result.markdown
     assert "| case 0 | 1 | turn 1 |" in result.markdown
 

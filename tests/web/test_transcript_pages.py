@@ -50,10 +50,10 @@ def test_a_tool_call_links_to_its_arg_match_diff_in_the_turn(
 ) -> None:
     case = failing_case(run)
     html = viewer_client.get(transcript_url(run, case, 1, "case-9-")).content.decode()
-    assert 'href="#case-9-turn-1-call-0"' in html and "arg diff ✗" in html
+    assert 'href="#case-9-turn-2-call-0"' in html and "arg diff ✗" in html  # turn 2, from 1
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).content.decode()
-    assert 'id="turn-1-call-0"' in page  # the failed assertion, about call 0
-    assert 'id="turn-0-call-0"' in page
+    assert 'id="turn-2-call-0"' in page  # the failed assertion, about call 0
+    assert 'id="turn-1-call-0"' in page
 
 
 def test_a_cut_text_says_it_was_truncated_and_its_full_size(
@@ -190,7 +190,7 @@ def test_two_runs_transcripts_of_a_turn_are_aligned_with_what_changed_marked(
     assert html.count("tx-field-args tx-changed") == 2
     assert re.search(r"truncated, [\d,]+ bytes", html)
     case_page = reverse("case_detail", args=[after.pk, b.pk])
-    assert f'href="{case_page}#turn-1-call-0"' in html  # its arg diff, on the case page
+    assert f'href="{case_page}#turn-2-call-0"' in html  # its arg diff, on the case page
 
 
 def test_the_side_by_side_refuses_missing_cases_and_turns(

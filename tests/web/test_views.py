@@ -483,12 +483,13 @@ def test_the_case_page_and_the_run_page_number_turns_and_cases_from_one(
     case = failing_case(run)
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert '<span class="small muted case-number">case 2 of 4</span>' in page
-    assert '#turn-0">turn 1 of 3</a>' in page
-    assert '#turn-2">turn 3 of 3</a>' in page
+    assert '#turn-1">turn 1 of 3</a>' in page  # the anchors count from 1 too
+    assert '#turn-3">turn 3 of 3</a>' in page
+    assert "#turn-0" not in page
     assert ">turn 0<" not in page
     turns = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
     link = reverse("case_detail", args=[run.pk, case.pk])
-    assert f'href="{link}#turn-1">turn 2 of 3</a>' in turns
+    assert f'href="{link}#turn-2">turn 2 of 3</a>' in turns
     rows = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert '<span class="idx">#1</span>' in rows and '<span class="idx">#4</span>' in rows
     assert '<span class="idx">#0</span>' not in rows
@@ -839,9 +840,9 @@ def test_a_turn_failed_by_its_tools_is_failed_even_when_a_judge_errored(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project)
-    case = failing_case(run)  # turn 1: tool assertion failed, and the judge errored
+    case = failing_case(run)  # its second turn: tool assertion failed, and the judge errored
     html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
-    assert f'<section class="turn turn-failed" id="case-{case.pk}-turn-1"' in html
+    assert f'<section class="turn turn-failed" id="case-{case.pk}-turn-2"' in html
     assert "turn-not_graded" not in html
 
 
@@ -995,9 +996,9 @@ def test_the_case_page_has_turn_chips_next_failed_link_and_collapsed_passing_det
     html = viewer_client.get(reverse("case_detail", args=[run.pk, first.pk])).text
     strip = html[html.index('<nav class="turn-strip"') :]
     strip = strip[: strip.index("</nav>")]
-    # Numbered from 1 for people; the anchors keep the stored 0-based index.
-    assert 'href="#turn-0" title="turn 1 of 3">1<span class="v v-ok"' in strip
-    assert 'href="#turn-1" title="turn 2 of 3">2<span class="v v-bad"' in strip
+    # Numbered from 1 for people, and so are the anchors.
+    assert 'href="#turn-1" title="turn 1 of 3">1<span class="v v-ok"' in strip
+    assert 'href="#turn-2" title="turn 2 of 3">2<span class="v v-bad"' in strip
     assert "chip-skipped" in strip
     assert f'href="{reverse("case_detail", args=[run.pk, second.pk])}"' in html
     assert "next failed case" in html

@@ -45,7 +45,7 @@ def result(**changes: object) -> GateResult:
         "baseline_rule": "chosen by you",
         "regressions": 1,
         "fixes": 0,
-        "regressed": [RegressedCase("rev | 2009", [1], f"{URL}/compare/case/?key=x#turn-1")],
+        "regressed": [RegressedCase("rev | 2009", [1], f"{URL}/compare/case/?key=x#turn-2")],
         "metric_changes": [
             MetricChange(
                 "rouge",
@@ -83,7 +83,7 @@ def test_a_failed_gate_says_why_which_cases_regressed_and_which_metrics_dropped(
     assert "- 1 regressed turn (at most 0 allowed)" in text
     # a case name cannot break the table; turns numbered from 1
     assert "| rev \\| 2009 | 1 | turn 2 |" in text
-    assert "(https://holodeck.example/compare/case/?key=x#turn-1)" in text  # the anchor: index
+    assert "(https://holodeck.example/compare/case/?key=x#turn-2)" in text
     assert "### Metric drops (1, counted per turn)" in text
     assert "| rouge ❌ | standard | 8 | 6 | 1 | 1 | 0.70 | 0.80 | -0.100 | 0.05 |" in text
     assert text.endswith(f"[Full comparison]({URL}/compare/?runs=1,2)\n")
