@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from typing import TextIO
 
 from runs.engine.events import CaseEvent
 from runs.verdicts.numbers import case_text, repetition_text, turn_text
-from runs.verdicts.outcomes import BAD, Outcome
+from runs.verdicts.outcomes import Outcome
+from runs.verdicts.summary import OutcomeCounts
 
 
 class TerminalProgress:
@@ -27,7 +29,9 @@ class TerminalProgress:
         self.repeats = repeats  # each case's repetitions (counted in the totals)
         self.turns_done = 0
         self.cases_done = 0
-        self.failed_cases = 0
+        # The finished cases by verdict (read as the one count shape: failed never counts
+        # errored ones).
+        self.outcomes: Counter[str] = Counter()
         self.started = time.perf_counter()
 
     def __call__(self, event: CaseEvent) -> None:
@@ -48,7 +52,7 @@ class TerminalProgress:
         elif event.kind == "case_finished" and event.result is not None:
             self.cases_done += 1
             outcome = Outcome.of(event.result.outcome)
-            self.failed_cases += outcome in BAD
+            self.outcomes[outcome.value] += 1
             if self.tty:
                 self._show("")
             else:
@@ -66,11 +70,18 @@ class TerminalProgress:
         elapsed = time.perf_counter() - self.started
         status = (
             f"\r[{bar}] {self.turns_done}/{self.total_turns} turns · "
-            f"{self.cases_done}/{self.total_cases} cases · {self.failed_cases} failed · "
-            f"{elapsed:.1f}s"
+            f"{self.cases_done}/{self.total_cases} cases · {self._bad_text()}{elapsed:.1f}s"
         )
         self.stream.write(status.ljust(100))
         self.stream.flush()
+
+    def _bad_text(self) -> str:
+        """ "2 failed · 1 errored · " (failed always, errored and not graded when some)."""
+        cases = OutcomeCounts.tallied(self.outcomes.items())
+        parts = [f"{cases.failed} {Outcome.FAILED.label}"]
+        parts += [f"{n} {o.label}" for o, n in ((Outcome.ERROR, cases.error),
+                  (Outcome.NOT_GRADED, cases.not_graded)) if n]  # fmt: skip
+        return " · ".join(parts) + " · "
 
     def close(self) -> None:
         if self.tty:

@@ -62,3 +62,15 @@ def test_it_numbers_turns_and_unnamed_cases_from_one() -> None:
         "[1/2] case 3 of 3 turn 1 of 2 PASSED (5 ms)",
         "case 3 of 3: passed",
     ]
+
+
+def test_on_a_terminal_an_errored_case_is_counted_as_errored_never_as_failed() -> None:
+    stream = FakeTty()
+    progress = TerminalProgress(total_turns=2, total_cases=2, stream=stream)
+    turn = TurnResult(turn_index=0, input="q", passed=True, execution_time_ms=5)
+    errored = TestResult(
+        test_input="q", passed=False, execution_time_ms=5, timestamp="t", outcome="error"
+    )
+    progress(CaseEvent("case_finished", 0, "a", 1, result=errored))
+    progress(CaseEvent("turn_finished", 1, "b", 1, turn=turn))
+    assert "1/2 cases · 0 failed · 1 errored · " in stream.getvalue().split("\r")[-1]
