@@ -28,7 +28,8 @@ def run_rerun_state(*, run: Run) -> RerunState:
     be re-run."""
     if run.is_live:  # nothing to re-run yet, and no re-run of it yet
         return RerunState(text=rerun_text(run), reruns=[], failed=0)
-    failed = len(failed_case_indices(run=run)) if run.failed_cases and run_rerunnable(run) else 0
+    bad = run.failed_cases + run.errored_cases  # the cases a re-run of its failures takes
+    failed = len(failed_case_indices(run=run)) if bad and run_rerunnable(run) else 0
     return RerunState(
         text=rerun_text(run),
         reruns=list(run.reruns.order_by("pk").values_list("pk", flat=True)),

@@ -308,3 +308,18 @@ def test_a_holodeck_shaped_result_file_carries_our_counts_where_holodeck_readers
         "HoloDeck's own <code>summary</code> says 0 passed and "
         '<span data-holodeck="failed">4</span> failed of 4' in page
     )
+
+
+def test_a_run_whose_only_bad_cases_errored_still_offers_a_rerun_of_them(
+    project: AgentProject,
+) -> None:
+    from runs.selectors.reruns import run_rerun_state
+    from tests.web.factories import make_given_up
+    from tests.web.test_reruns import snapshotted
+
+    run = build_run(project, RunSpec(cases=3, turns=1, failing=(), status=Run.Status.RUNNING))
+    make_given_up(run, 2, "WorkerLostError: the worker died")
+    run_finish(run.pk)
+    run = snapshotted(Run.objects.get(pk=run.pk))
+    assert (run.failed_cases, run.errored_cases) == (0, 1)
+    assert run_rerun_state(run=run).failed == 1
