@@ -17,6 +17,7 @@ from runs.web.params import (
     Query,
     choice_param,
     flag_param,
+    page_param,
     params_or_errors,
     shown_value,
     text_param,
@@ -34,7 +35,7 @@ def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page
     """One page of the case list: of case rows, or of case indices for a repeated run (one row
     per case, its repetitions under it: ``selectors.case_groups``)."""
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
-    return Paginator(listed(run, cases), CASES_PER_PAGE).get_page(request.GET.get("page"))
+    return Paginator(listed(run, cases), CASES_PER_PAGE).get_page(page_param(request, "page"))
 
 
 def listed(run: Run, cases: QuerySet[CaseResult]) -> QuerySet[Any, Any]:

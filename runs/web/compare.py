@@ -64,6 +64,7 @@ from runs.web.params import (
     BadParam,
     int_list_param,
     int_param,
+    page_param,
     params_or_errors,
     shown_value,
     text_param,
@@ -106,7 +107,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         return render(request, "runs/compare.html", context)
     for name, message in found.errors.items():  # the settings the runs refuse
         errors.setdefault(name, message)
-    page = Paginator(found.rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(found.rows, ROWS_PER_PAGE).get_page(page_param(request, "page"))
     context = {
         **_setup_context(found),
         **_results_context(found, page),

@@ -92,6 +92,14 @@ def int_param(request: Query, name: str, *, minimum: int = 0, maximum: int = MAX
         raise BadParam(name, f"?{name}= {error}") from None
 
 
+def page_param(request: Query, name: str) -> str | None:
+    """A list's page number for ``Paginator.get_page``, which reads any page it cannot as the
+    first: the value given when it is ASCII digits, else None (``get_page`` would read "٣" as
+    page 3, as ``int()`` does)."""
+    raw = _get(request).get(name, "").strip()
+    return raw if raw.isascii() and raw.isdigit() else None
+
+
 def float_param(request: Query, name: str, *, minimum: float, maximum: float) -> float | None:
     raw = text_param(request, name)
     if raw == "":

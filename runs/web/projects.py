@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from runs import selectors
 from runs.selectors import projects as project_reads
 from runs.web.launch import agent_loaded
-from runs.web.params import choice_param
+from runs.web.params import choice_param, page_param
 from runs.web.views import RUNS_PER_PAGE, form_page, staff_required
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     runs = selectors.run_list(
         filters=selectors.RunListFilters(project_id=project.pk, status=status)
     )
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(page_param(request, "page"))
     latest = selectors.run_list(filters=selectors.RunListFilters(project_id=project.pk)).first()
     series = project_reads.project_pass_rates(project=project, last=SERIES_RUNS)
     config, problems = _config_of(project)

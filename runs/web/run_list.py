@@ -19,6 +19,7 @@ from runs.web.params import (
     datetime_param,
     float_param,
     int_param,
+    page_param,
     params_or_errors,
     shown_value,
     text_param,
@@ -35,7 +36,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     page = None
     if not errors:
         runs = selectors.run_list(filters=filters)
-        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(runs, RUNS_PER_PAGE).get_page(page_param(request, "page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {

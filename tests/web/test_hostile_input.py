@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from holodeck_web.logs import JsonFormatter, TextFormatter
 from runs.models import Run
 from runs.services.tokens import token_create
-from tests.web.factories import build_run, make_project
+from runs.web.params import page_param
+from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +106,7 @@ def test_the_import_api_refuses_a_project_id_that_is_not_ascii_digits(
     assert "is not a project id" in response.json()["detail"]
 
 
-@pytest.mark.parametrize("baseline", ["²", "٣", "99999999999999999999999"])
+@pytest.mark.parametrize("baseline", ["²", "٣", "1" * 150])
 def test_the_gate_refuses_a_baseline_id_that_is_not_a_plain_run_id(
     client: Client, viewer: User, baseline: str
 ) -> None:
@@ -120,6 +121,27 @@ def test_the_gate_refuses_a_baseline_id_that_is_not_a_plain_run_id(
 
     assert response.status_code == 422
     assert "use a run id" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("page", ["٢", "２", "²", "2\n2"])
+def test_a_page_number_in_foreign_digits_is_the_first_page_as_any_unreadable_one(
+    viewer_client: Client, page: str
+) -> None:
+    for _ in range(51):  # two pages of 50
+        build_run(spec=RunSpec(cases=1, turns=1))
+
+    second = viewer_client.get("/runs/", {"page": "2"})
+    foreign = viewer_client.get("/runs/", {"page": page})
+
+    assert "page 2 of 2" in second.text
+    assert "page 1 of 2" in foreign.text
+
+
+def test_page_param_keeps_ascii_digits_only() -> None:
+    factory = RequestFactory()
+    pages = ["3", " 12 ", "٣", "³", "-1", "", "abc"]
+    read = [page_param(factory.get("/", {"page": page}), "page") for page in pages]
+    assert read == ["3", "12", None, None, None, None, None]
 
 
 # --- a client error logs one line ------------------------------------------------------------
