@@ -246,7 +246,7 @@ def _with_unrun_turns(run: Run, summary: RunSummary) -> RunSummary:
     """A summary stored before the turns not run were counted (its turns fewer than the
     run's planned ones), with them: cancelled in a cancelled run, else skipped."""
     missing = run.total_turns - summary.turns.total
-    if missing <= 0:
+    if missing <= 0 or summary.cases.total != run.total_cases:  # not this run's whole summary
         return summary
     field = (Outcome.CANCELLED if run.status == Run.Status.CANCELLED else Outcome.SKIPPED).value
     turns = summary.turns.model_copy(

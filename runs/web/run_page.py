@@ -72,22 +72,26 @@ class _LiveCache[T]:
         self.values: dict[uuid.UUID, tuple[float, T]] = {}
 
     def get(self, run: Run) -> T:
+        return self.got(run)[0]
+
+    def got(self, run: Run) -> tuple[T, bool]:
+        """The value, and whether it was counted just now (not an earlier poll's)."""
         if not run.is_live:
-            return self.count(run)
+            return self.count(run), True
         now = time.monotonic()
         with _live_lock:
             cached = self.values.get(run.uid)
         if cached is not None and now - cached[0] < LIVE_SUMMARY_SECONDS:
-            return cached[1]
+            return cached[1], False
         value = self.count(run)
         with _live_lock:
             if len(self.values) > 100:  # runs that ended while nobody polled them
                 self.values.clear()
             self.values[run.uid] = (now, value)
-        return value
+        return value, True
 
 
-_polled_summary = _LiveCache[RunSummary](lambda run: selectors.run_summary(run=run)).get
+_polled_summary = _LiveCache[RunSummary](lambda run: selectors.run_summary(run=run)).got
 # The run's cost for the poll: recounted (over all its cases and judge metrics) as often as
 # the live summary is.
 _polled_cost = _LiveCache[Priced](lambda run: run_cost(run=run)).get
@@ -100,8 +104,8 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
     # Stored when the run ended; while it runs, live from its rows (the poll's metrics at most
     # LIVE_SUMMARY_SECONDS old, its cases and turns counted now: the tiles and the progress
     # box read the same counts, which add up).
-    summary = _polled_summary(run) if polled else selectors.run_summary(run=run)
-    summary = selectors.run_summary_now(run=run, summary=summary) if polled else summary
+    summary, fresh = _polled_summary(run) if polled else (selectors.run_summary(run=run), True)
+    summary = summary if fresh else selectors.run_summary_now(run=run, summary=summary)
     return {
         "run": run,
         "summary": summary,

@@ -72,7 +72,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     "/compare/transcript/?a={case}&b={case}&turn=0": ["a", "b", "turn"],
 }  # fmt: skip
 
-READS = re.compile(r"""_param\(\s*request,\s*"(\w+)"|GET\.(?:get|getlist)\("(\w+)"\)""")
+READS = re.compile(r"""_param\(\s*request,\s*"(\w+)"|GET\.(?:get|getlist)\("(\w+)"[,)]""")
 
 
 @pytest.fixture
