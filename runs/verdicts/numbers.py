@@ -4,9 +4,9 @@ A pass rate is a percentage 0–100 or None when nothing was graded (never "0 %"
 score is 0..1 shown with two decimals. ``None`` reads as an en dash everywhere.
 
 Turns and cases are numbered from 1 for people ("turn 1 of 4", "case 3 of 8") by the helpers
-below, on every page, in the command's progress, the exports and the gate; what machines read
-(stored indexes, ``turn_index`` in HoloDeck files and the API, ``#turn-0`` anchors and query
-parameters) stays 0-based.
+below, on every page, in the command's progress, the exports and the gate, and so are the
+turn anchors people see in a link (``#turn-1`` is turn 1); what only machines read (stored
+indexes, ``turn_index`` in HoloDeck files and the API, query parameters) stays 0-based.
 """
 
 from __future__ import annotations
