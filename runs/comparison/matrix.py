@@ -295,7 +295,10 @@ def in_time_order(run_id: int, other: int, backwards: frozenset[int]) -> tuple[i
     return (run_id, other) if run_id in backwards else (other, run_id)
 
 
-_FLIPPED = {SIGNIFICANTLY_WORSE: SIGNIFICANTLY_BETTER, SIGNIFICANTLY_BETTER: SIGNIFICANTLY_WORSE}
+_FLIPPED: dict[str, str] = {
+    SIGNIFICANTLY_WORSE: SIGNIFICANTLY_BETTER,
+    SIGNIFICANTLY_BETTER: SIGNIFICANTLY_WORSE,
+}
 
 
 def _forward_in_time(significance: TurnSignificance, backwards: frozenset[int]) -> TurnSignificance:
@@ -304,7 +307,9 @@ def _forward_in_time(significance: TurnSignificance, backwards: frozenset[int]) 
 
     def forward(run_id: int, key: str, index: int) -> str | None:
         found = significance(run_id, key, index)
-        return _FLIPPED.get(found or "", found) if run_id in backwards else found
+        if found is None or run_id not in backwards:
+            return found
+        return _FLIPPED.get(found, found)
 
     return forward
 

@@ -280,3 +280,20 @@ def test_runs_follow_the_history_and_runs_off_it_are_merged_by_date() -> None:
     assert [run.id for run in commit_ordered([on_c, on_a, off, on_b], history)] == [2, 3, 4, 1]
     assert on_history("aaaaaaa", history) and not on_history("d" * 40, history)
     assert not on_history("", history) and not on_history("aaa", history)
+
+
+def test_an_older_runs_significance_against_a_newer_baseline_reads_forward_in_time_too() -> None:
+    from runs.stats.significance import SIGNIFICANTLY_WORSE
+
+    # Run 1 (older) failed where run 2 (the newer baseline) passes, and its repetitions say it
+    # is significantly worse than run 2: going forward in time, that is a significant fix.
+    runs = runs_of([["failed"]], [["passed"]])
+
+    def worse(run_id: int, key: str, index: int) -> str | None:
+        return SIGNIFICANTLY_WORSE
+
+    matrix = build_matrix(runs, 2, against={1: 2}, timeline=[1, 2], significance=worse)
+
+    assert matrix.backwards == frozenset({1})
+    assert matrix.rows[0].changes == {1: (0, 1)} and matrix.rows[0].noise == 0
+    assert matrix.by_kind["code"] == {1: (0, 1)}
