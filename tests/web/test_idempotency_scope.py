@@ -205,3 +205,33 @@ def test_a_key_stored_before_scopes_gets_its_scope_and_still_answers_its_own_req
     assert again.pk == run.pk and again.replayed
     with pytest.raises(launch.IdempotencyKeyReused):
         launch.run_create(project=make_project(), user=staff, idempotency_key=KEY)
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="threads racing need PostgreSQL (DATABASE_URL)"
+)
+def test_six_launches_racing_in_threads_on_postgresql_answer_201_once_and_200_five_times(
+    token: dict[str, str], agent_project: AgentProject
+) -> None:
+    import threading
+
+    from django.db import connections
+
+    start = threading.Barrier(6)
+    answers: list[tuple[int, int]] = []
+
+    def launch_once() -> None:
+        try:
+            start.wait(timeout=30)
+            response = post(Client(), "", {"project": agent_project.pk, "limit": 1}, token)
+            answers.append((response.status_code, response.json()["id"]))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=launch_once) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(status for status, _ in answers) == [200, 200, 200, 200, 200, 201]
+    assert len({run_id for _, run_id in answers}) == 1 and Run.objects.count() == 1
