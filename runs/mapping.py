@@ -20,6 +20,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from pydantic import BaseModel
 
 from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
+from runs.reviewing.identity import definition_digest, failure_digest, turn_key
 from runs.verdicts.kinds import TOOLS_KIND
 from runs.verdicts.outcomes import Outcome
 from runs.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
@@ -151,7 +152,33 @@ def _transcript_row(run_id: int, events: list[dict[str, Any]] | None) -> TurnTra
 
 
 def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResult:
-    return TurnResult(run_id=run_id, case=case, **_to_row(turn, TURN_FIELDS))
+    return TurnResult(
+        run_id=run_id, case=case, **_to_row(turn, TURN_FIELDS), **turn_identity(case, turn)
+    )
+
+
+def turn_identity(case: CaseResult, turn: wire.TurnResult) -> dict[str, str]:
+    """The turn's identity columns (``runs.reviewing.identity``): its place, what defines it,
+    how it failed."""
+    bad = {Outcome.FAILED.value, Outcome.ERROR.value, Outcome.NOT_GRADED.value}
+    return {
+        "turn_key": turn_key(case.name, case.index, turn.turn_index),
+        "definition": definition_digest(
+            input=turn.input,
+            ground_truth=turn.ground_truth,
+            expected_tools=turn.expected_tools,
+            metrics=[(m.metric_name, m.kind, m.threshold) for m in turn.metric_results],
+        ),
+        "failure": failure_digest(
+            outcome=turn.outcome or "",
+            failed_metrics=[m.metric_name for m in turn.metric_results if m.outcome in bad],
+            failed_tools=[
+                str(detail.get("tool")) for detail in turn.arg_match_details or []
+                if not detail.get("passed")
+            ],
+            errored=bool(turn.errors),
+        ),
+    }  # fmt: skip
 
 
 def _metric_rows(run_id: int, turn: wire.TurnResult) -> list[MetricResult]:

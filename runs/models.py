@@ -416,6 +416,11 @@ class TurnResult(models.Model):
     token_usage = models.JSONField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)
     grader_details = models.JSONField(null=True, blank=True)
+    # Its identity across runs (runs.reviewing.identity), for the reviews that follow it: its
+    # place, a digest of what defines it, a digest of how it failed ("" when it passed).
+    turn_key = models.CharField(max_length=32, blank=True)
+    definition = models.CharField(max_length=32, blank=True)
+    failure = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["case", "index"]
@@ -541,3 +546,32 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.name}"
+
+
+# The rows of reviews, roles and the audit log live in their own module (they name these rows
+# by string); importing it here registers them with the app.
+from runs.review_models import (  # noqa: E402
+    AuditEntry,
+    ProjectRole,
+    Review,
+    ReviewChange,
+    TriageCategory,
+)
+
+__all__ = [
+    "CASE_COUNTERS",
+    "AgentProject",
+    "AgentSnapshot",
+    "ApiToken",
+    "AuditEntry",
+    "CaseResult",
+    "MetricResult",
+    "ProjectRole",
+    "Review",
+    "ReviewChange",
+    "Run",
+    "TriageCategory",
+    "TurnResult",
+    "TurnTranscript",
+    "WorkerHeartbeat",
+]

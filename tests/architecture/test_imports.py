@@ -78,6 +78,7 @@ DJANGO_FREE = (
     "runs.pricing",
     "runs.sealing",
     "runs.runoptions",
+    "runs.reviewing",
     "runs.attributes",
     "runs.bytesize",
     "runs.gitutil",

@@ -228,7 +228,24 @@ def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[Tur
         turns.append(turn)
     if failing:
         _make_failing(turns, spec)
+    for turn in turns:
+        identify(turn, case)
     return turns
+
+
+def identify(turn: TurnResult, case: CaseResult, *, failed_metrics: Iterable[str] = ()) -> None:
+    """The turn's identity columns, as the recorder writes them (runs.reviewing.identity)."""
+    from runs.reviewing.identity import definition_digest, failure_digest, turn_key
+
+    turn.turn_key = turn_key(case.name, case.index, turn.index)
+    turn.definition = definition_digest(
+        input=turn.input, ground_truth=turn.ground_truth, expected_tools=turn.expected_tools,
+        metrics=[],
+    )  # fmt: skip
+    turn.failure = failure_digest(
+        outcome=turn.outcome, failed_metrics=failed_metrics, failed_tools=[],
+        errored=bool(turn.errors),
+    )  # fmt: skip
 
 
 def _assertion(*, passed: bool, actual: Any, expected: Any = None) -> dict[str, Any]:

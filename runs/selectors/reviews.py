@@ -1,0 +1,180 @@
+"""Reads of reviews: a run's own reviews, the reviews its failing turns carry from earlier runs
+(known, the same turn failing another way, or stale), its review state in counts, and a
+project's triage categories. A fixed number of queries each, whatever the run's size."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from django.db.models import Q
+
+from runs.models import TurnResult
+from runs.review_models import Review, TriageCategory
+from runs.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict
+from runs.verdicts.outcomes import Outcome
+
+if TYPE_CHECKING:
+    from runs.models import Run
+
+# The turns a reviewer triages: those that did not pass and were not skipped.
+FAILURE_OUTCOMES = (Outcome.FAILED.value, Outcome.ERROR.value, Outcome.NOT_GRADED.value)
+
+KNOWN = "known"  # the same turn, defined the same, failing the same way
+OTHER_FAILURE = "other_failure"  # the same turn, defined the same, failing another way
+STALE = "stale"  # the turn's definition changed since: shown, never as current
+
+
+@dataclass(frozen=True)
+class Carried:
+    """An earlier run's review of the same turn, and how it holds here."""
+
+    review: Review
+    state: str
+
+    @property
+    def is_known(self) -> bool:
+        return self.state == KNOWN
+
+    @property
+    def is_stale(self) -> bool:
+        return self.state == STALE
+
+
+@dataclass(frozen=True)
+class CategoryChoice:
+    """A triage category as the pages offer it (not stored yet: a project's defaults)."""
+
+    name: str
+    key: str
+    id: int | None = None
+    archived: bool = False
+
+
+@dataclass
+class ReviewTally:
+    """A run's failures and what people said of them (every count here uses people's
+    verdicts, and says so on the page)."""
+
+    failures: int = 0
+    triaged: int = 0
+    known: int = 0  # untriaged, with a known review carried from an earlier run
+    disagrees: int = 0  # triaged, the person disagreeing with the machine
+    by_category: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def untriaged(self) -> int:
+        return self.failures - self.triaged
+
+
+def project_categories(*, project_id: int | None) -> list[CategoryChoice]:
+    """The project's categories, or its defaults while none is stored (none without one)."""
+    if project_id is None:
+        return []
+    stored = [
+        CategoryChoice(category.name, category.key, category.pk, category.archived)
+        for category in TriageCategory.objects.filter(project_id=project_id)
+    ]
+    return stored or [CategoryChoice(name, key) for name, key in DEFAULT_CATEGORIES]
+
+
+def run_reviews(*, run: Run) -> dict[int, Review]:
+    """The run's own reviews of its turns, by turn id (one query)."""
+    reviews = Review.objects.filter(run=run, turn__isnull=False).select_related(
+        "category", "created_by", "updated_by", "carried_from__run"
+    )
+    return {review.turn_id: review for review in reviews if review.turn_id is not None}
+
+
+def carried_reviews(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, Carried]:
+    """For each of ``turns`` (of ``run``), the newest review of the same turn (by place) from
+    another run of the project, and whether it is known here, about another failure, or
+    stale (one query)."""
+    if run.project_id is None or not turns:
+        return {}
+    keys = {turn.turn_key for turn in turns if turn.turn_key}
+    newest: dict[str, Review] = {}
+    for review in (
+        Review.objects.filter(project_id=run.project_id, turn_key__in=keys, reopened=False)
+        .exclude(run=run)
+        .exclude(verdict="")
+        .select_related("category", "updated_by", "run")
+        .order_by("turn_key", "-updated_at", "-id")
+    ):
+        newest.setdefault(review.turn_key, review)
+    return {
+        turn.pk: Carried(newest[turn.turn_key], _state(newest[turn.turn_key], turn))
+        for turn in turns
+        if turn.turn_key in newest
+    }
+
+
+def _state(review: Review, turn: TurnResult) -> str:
+    if review.definition != turn.definition:
+        return STALE
+    return KNOWN if review.failure == turn.failure else OTHER_FAILURE
+
+
+def run_review_tally(*, run: Run) -> ReviewTally:
+    """The run's failing turns, how many people triaged (and into which category), how many
+    they disagree with, and how many carry a known review (three queries)."""
+    failing = list(
+        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES).only(
+            "id", "turn_key", "definition", "failure", "outcome"
+        )
+    )
+    own = run_reviews(run=run)
+    tally = ReviewTally(failures=len(failing))
+    untriaged = []
+    for turn in failing:
+        review = own.get(turn.pk)
+        if review is None or not is_triaged(review):
+            untriaged.append(turn)
+            continue
+        tally.triaged += 1
+        tally.disagrees += disagrees(review)
+        if review.category is not None:
+            tally.by_category[review.category.name] = (
+                tally.by_category.get(review.category.name, 0) + 1
+            )
+    carried = carried_reviews(run=run, turns=[t for t in untriaged if t.pk not in own])
+    tally.known = sum(1 for found in carried.values() if found.is_known)
+    tally.by_category = dict(Counter(tally.by_category).most_common())
+    return tally
+
+
+def is_triaged(review: Review) -> bool:
+    """A review with a verdict or a category, not reopened."""
+    return not review.reopened and bool(review.verdict or review.category_id)
+
+
+def disagrees(review: Review) -> bool:
+    """The person's verdict differs from the machine's."""
+    return review.verdict in (HumanVerdict.SHOULD_PASS.value, HumanVerdict.SHOULD_FAIL.value)
+
+
+def reviews_of_turns(turn_ids: Iterable[int]) -> dict[int, Review]:
+    """The reviews of the given turns, by turn id (one query)."""
+    reviews = Review.objects.filter(turn_id__in=list(turn_ids)).select_related(
+        "category", "updated_by"
+    )
+    return {review.turn_id: review for review in reviews if review.turn_id is not None}
+
+
+def review_history(*, review: Review) -> list[dict[str, object]]:
+    """Every change of the review, newest first, with who made it."""
+    return [
+        {"by": change.by.get_username() if change.by else "", "at": change.at,
+         "before": change.before, "after": change.after}
+        for change in review.changes.select_related("by")
+    ]  # fmt: skip
+
+
+def untriaged_filter() -> Q:
+    """Turns with no triaging review of their own (for the run page's filter)."""
+    triaged = Q(reviews__reopened=False) & (
+        ~Q(reviews__verdict="") | Q(reviews__category__isnull=False)
+    )
+    return ~Q(pk__in=TurnResult.objects.filter(triaged).values("pk"))
