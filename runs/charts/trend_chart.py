@@ -33,6 +33,8 @@ MINUS = "\u2212"
 
 # --- geometry --------------------------------------------------------------------------
 
+# The chart's width in CSS px at its smallest: templates/runs/trends.html never draws it narrower
+# (a narrower screen scrolls it sideways), so its 10 px labels are never smaller than 10 px.
 WIDTH = 960
 LEFT = 44
 RIGHT = 20

@@ -88,3 +88,78 @@
     banner("");
   });
 })();
+
+// The run page on the keyboard: a second skip link, "Skip to the cases" (after base.html's
+// "Skip to content"), which focuses the first case's row; and the keys j and k, which move the
+// focus to the next and the previous failed or errored case row (its summary: Enter opens it)
+// and scroll it into view. Not while typing (a text field, a select), nor with a modifier key.
+// A hint above the case list says the keys.
+(function () {
+  "use strict";
+  var FAILED = "details.case.case-failed > summary, details.case.case-error > summary";
+
+  function focusRow(row) {
+    row.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "center" });
+  }
+
+  function addSkipLink() {
+    var first = document.querySelector(".skip-link");
+    var list = document.getElementById("case-list");
+    if (!first || !list) return;
+    var link = document.createElement("a");
+    link.className = "skip-link";
+    link.href = "#case-list";
+    link.textContent = "Skip to the cases";
+    link.addEventListener("click", function (evt) {
+      var row = document.querySelector("#case-rows summary");
+      if (!row) return; // no case row yet: the link's own jump to the list
+      evt.preventDefault();
+      focusRow(row);
+    });
+    first.after(link);
+  }
+
+  function addHint() {
+    var list = document.getElementById("case-list");
+    if (!list) return;
+    var hint = document.createElement("p");
+    hint.className = "key-hint small muted";
+    hint.innerHTML = "Keys: <kbd>j</kbd> next failed case · <kbd>k</kbd> previous failed case";
+    list.before(hint);
+  }
+
+  function typing(target) {
+    return Boolean(target && (target.isContentEditable ||
+      (target.closest && target.closest("input, textarea, select"))));
+  }
+
+  // The failed row after (or before) the focused element, in the page's order.
+  function neighbour(rows, here, forward) {
+    var inPage = here && here !== document.body && document.contains(here);
+    if (!inPage) return forward ? rows[0] : rows[rows.length - 1];
+    var found = null;
+    rows.forEach(function (row) {
+      if (row === here) return;
+      var position = here.compareDocumentPosition(row);
+      if (forward && !found && position & Node.DOCUMENT_POSITION_FOLLOWING) found = row;
+      if (!forward && position & Node.DOCUMENT_POSITION_PRECEDING) found = row;
+    });
+    return found;
+  }
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "j" && evt.key !== "k") return;
+    if (evt.defaultPrevented || evt.altKey || evt.ctrlKey || evt.metaKey || typing(evt.target)) {
+      return;
+    }
+    var rows = Array.prototype.slice.call(document.querySelectorAll(FAILED));
+    var row = rows.length && neighbour(rows, document.activeElement, evt.key === "j");
+    if (!row) return;
+    evt.preventDefault();
+    focusRow(row);
+  });
+
+  addSkipLink();
+  addHint();
+})();

@@ -1,7 +1,9 @@
 """Every page in a real browser, checked by axe-core 4 (npm, tests/web/axe): no violation of
 impact serious or critical (nor the named moderate and minor rules), at a desktop width and at a
-390 px phone width; at both the page itself never scrolls sideways (wide tables scroll inside
-regions of their own).
+390 px phone width, in the light and in the dark colour scheme (each page is checked in one, then
+the other: ``prefers-color-scheme`` emulated, no second visit); in the dark one the page's
+background is dark; at both widths the page itself never scrolls sideways (wide tables scroll
+inside regions of their own).
 
 axe-core comes from ``tests/web/axe/node_modules`` (``python3 dev.py setup`` runs ``npm ci``
 there); without it the test skips, which fails in CI (HOLODECK_REQUIRE_SERVICES). The pages'
@@ -45,6 +47,7 @@ from tests.web.factories import (
 )
 from tests.web.services_helpers import example_project
 from tests.web.test_browser import expand_case, login
+from tests.web.test_browser_phone_and_keyboard import BACKGROUND_LIGHTNESS
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
@@ -217,6 +220,21 @@ def axe_problems(page: Any) -> list[str]:
     ]
 
 
+def dark_problems(page: Any) -> list[str]:
+    """The page's failing violations in the dark colour scheme, and a background that is not
+    dark (on the pages app.css styles: the API docs are Swagger UI's own, light in both)."""
+    page.emulate_media(color_scheme="dark")
+    try:
+        found = axe_problems(page)
+        ours = page.locator("link[href$='css/app.css']").count()
+        lightness = page.evaluate(BACKGROUND_LIGHTNESS)
+        if ours and lightness > 0.2:
+            found.append(f"the background is not dark: lightness {lightness:.2f}")
+    finally:
+        page.emulate_media(color_scheme="light")
+    return [f"dark: {line}" for line in found]
+
+
 def sideways_scroll(page: Any) -> str | None:
     """What widens the page past the window (``scrollWidth`` > the window's width), if any."""
     widths = page.evaluate(PAGE_WIDTHS)
@@ -353,7 +371,7 @@ def check_every_page(
 
     def check(name: str) -> None:
         page.wait_for_load_state()  # "load"; the visits wait for what they open or fetch
-        found = axe_problems(page)
+        found = axe_problems(page) + dark_problems(page)
         scroll = sideways_scroll(page)
         if scroll:
             found.append(scroll)
@@ -387,7 +405,7 @@ def test_every_page_has_no_serious_axe_violation_and_no_sideways_scroll(
 ) -> None:
     if not AXE.exists():
         pytest.skip(f"{AXE} is absent (python3 dev.py setup installs it with npm ci)")
-    context = chromium.new_context(viewport=viewport, bypass_csp=True)
+    context = chromium.new_context(viewport=viewport, bypass_csp=True, color_scheme="light")
     context.set_default_timeout(10_000)
     screenshots = viewport == DESKTOP and os.environ.get("HOLODECK_SCREENSHOTS") == "1"
     try:
