@@ -9,9 +9,12 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.review_models import Review, ReviewChange
+from runs.reviewing.vocabulary import HumanVerdict
 from runs.selectors.runs import run_summary
 from runs.verdicts.numbers import repetition_name
 from runs.wire import models as wire
+from runs.wire.reviews import IMPORTED_BY, ReviewWire
 
 
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
@@ -36,17 +39,19 @@ def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
 def run_eval_run(*, run: Run) -> wire.EvalRun:
     """The run as a HoloDeck-compatible EvalRun (``{report, metadata}``), rebuilt from its rows.
 
-    Four queries whatever the run's size (cases, turns, metrics), plus the summary's while the
-    run is active. Each result carries its stored verdicts and ``report.run_summary`` is the
-    run's summary (``run_summary``). HoloDeck's own ``report.summary`` is computed as HoloDeck
-    does, per case from the results (an imported file's own summary too: the results are the
-    truth), and the environment names the run (``runs.wire.round_trip``), so importing the
-    export where the run already is is recognised.
+    Six queries whatever the run's size (cases, turns, metrics, transcripts, reviews and their
+    imported authors), plus the summary's while the run is active. Each result carries its
+    stored verdicts, ``report.run_summary`` is the run's summary (``run_summary``) and
+    ``report.reviews`` what people concluded about its turns (``run_review_wires``).
+    HoloDeck's own ``report.summary`` is computed as HoloDeck does, per case from the results
+    (an imported file's own summary too: the results are the truth), and the environment names
+    the run (``runs.wire.round_trip``), so importing the export where the run already is is
+    recognised.
     """
     from runs.wire.build import summarize
     from runs.wire.round_trip import with_identity
 
-    results, repetitions = _run_results(run)
+    cases, results, repetitions = _run_results(run)
     report = wire.TestReport(
         agent_name=run.agent_name,
         agent_config_path=run.agent_config_path,
@@ -58,6 +63,7 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
         run_summary=run_summary(run=run),
         repetitions=repetitions,
         cancelled_cases=_cancelled_names(run) or None,
+        reviews=run_review_wires(run=run, cases=cases) or None,
     )
     metadata = wire.EvalRunMetadata(
         agent_config=run.config_snapshot,
@@ -83,10 +89,12 @@ def _cancelled_names(run: Run) -> list[str]:
     ]  # fmt: skip
 
 
-def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionSummary] | None]:
-    """Every settled case of the run (done, or errored) as a wire TestResult, in order; with
-    repeats, each repetition, named as such (``repetition_name``), and the cases' summaries
-    over their repetitions."""
+def _run_results(
+    run: Run,
+) -> tuple[list[CaseResult], list[wire.TestResult], list[wire.RepetitionSummary] | None]:
+    """Every settled case of the run (done, or errored), and each as a wire TestResult, in
+    order; with repeats, each repetition, named as such (``repetition_name``), and the cases'
+    summaries over their repetitions."""
     cases = list(
         CaseResult.objects.filter(
             run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
@@ -105,7 +113,7 @@ def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionS
     ]
     repeats = run.repeats
     if repeats == 1:
-        return results, None
+        return cases, results, None
     from runs.verdicts.repeats import repetition_summaries
 
     summaries = repetition_summaries(
@@ -116,16 +124,81 @@ def _run_results(run: Run) -> tuple[list[wire.TestResult], list[wire.RepetitionS
         repeats,
     )
     # One TestResult per repetition, its repetition in its name: HoloDeck readers load them.
+    return (
+        cases,
+        [
+            result.model_copy(
+                update={
+                    "test_name": repetition_name(
+                        result.test_name,
+                        index=case.index,
+                        repetition=case.repetition,
+                        repeats=repeats,
+                    )
+                }
+            )
+            for result, case in zip(results, cases, strict=True)
+        ],
+        summaries,
+    )
+
+
+def run_review_wires(*, run: Run, cases: list[CaseResult]) -> list[ReviewWire]:
+    """The reviews of the run's settled ``cases`` (in the export's order), each naming its
+    result by position, case by case and turn by turn (two queries). ``by`` is who last changed
+    it; for a review imported from a file and not changed since, the name the file gave."""
+    position = {case.pk: index for index, case in enumerate(cases)}
+    reviews = sorted(
+        (
+            review
+            for review in Review.objects.filter(run=run).select_related(
+                "category", "updated_by", "turn"
+            )
+            if review.case_id in position
+        ),
+        key=lambda r: (position[r.case_id], r.turn.index if r.turn else -1, r.pk),
+    )
+    imported = _imported_authors([review.pk for review in reviews if review.updated_by is None])
+    by_case = {case.pk: case for case in cases}
     return [
-        result.model_copy(
-            update={
-                "test_name": repetition_name(
-                    result.test_name,
-                    index=case.index,
-                    repetition=case.repetition,
-                    repeats=repeats,
-                )
-            }
-        )
-        for result, case in zip(results, cases, strict=True)
-    ], summaries
+        _review_wire(review, by_case[review.case_id], position[review.case_id], imported)
+        for review in reviews
+    ]
+
+
+def _review_wire(
+    review: Review, case: CaseResult, position: int, imported: dict[int, str]
+) -> ReviewWire:
+    by = review.updated_by.get_username() if review.updated_by else imported.get(review.pk, "")
+    return ReviewWire(
+        result_index=position,
+        test_name=case.name or None,
+        case_index=case.index,
+        repetition=case.repetition,
+        turn_index=review.turn.index if review.turn is not None else None,
+        turn_key=review.turn_key,
+        definition=review.definition,
+        failure=review.failure,
+        machine_outcome=review.machine_outcome,
+        verdict=HumanVerdict(review.verdict) if review.verdict else None,
+        category=review.category.name if review.category else None,
+        note=review.note,
+        link=review.link,
+        reopened=review.reopened,
+        by=by,
+        at=review.updated_at,
+    )
+
+
+def _imported_authors(review_ids: list[int]) -> dict[int, str]:
+    """Who made each of these reviews, as the file they were imported from said (its
+    ``ReviewChange`` row, ``runs.services.review_import``)."""
+    if not review_ids:
+        return {}
+    changes = ReviewChange.objects.filter(
+        review_id__in=review_ids, after__has_key=IMPORTED_BY
+    ).order_by("review_id", "-at", "-id")
+    authors: dict[int, str] = {}
+    for review_id, after in changes.values_list("review_id", "after"):
+        authors.setdefault(review_id, str(after.get(IMPORTED_BY) or ""))
+    return authors

@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, transaction
 
 from runs.models import AgentProject, Run
 from runs.recorder import run_record
+from runs.services.review_import import reviews_import
 from runs.wire import models as wire
 from runs.wire.models import holodeck_dump
 from runs.wire.round_trip import run_identity, summary_contradiction
@@ -35,29 +37,36 @@ class ImportOutcome:
     already_imported: list[Run] = field(default_factory=list)
 
 
-def runs_import(paths: Iterable[Path], *, project: AgentProject | None = None) -> ImportOutcome:
+def runs_import(
+    paths: Iterable[Path], *, project: AgentProject | None = None, user: Any = None
+) -> ImportOutcome:
     """Import HoloDeck result files (a file, a list of EvalRuns, or a results/ directory).
 
     A result already here (the run it names, or the same content) is not imported again.
+    ``user``: who imports (the audit entry of the reviews a file carries; None from the CLI).
     """
     from runs.wire.holodeck_io import load_eval_runs
 
     outcome = ImportOutcome()
     for path in paths:
         for eval_run in load_eval_runs(path):
-            _eval_run_import(eval_run, project=project, outcome=outcome)
+            _eval_run_import(eval_run, project=project, outcome=outcome, user=user)
     return outcome
 
 
 def _eval_run_import(
-    eval_run: wire.EvalRun, *, project: AgentProject | None, outcome: ImportOutcome
+    eval_run: wire.EvalRun,
+    *,
+    project: AgentProject | None,
+    outcome: ImportOutcome,
+    user: Any = None,
 ) -> None:
     digest = eval_run_hash(eval_run)
     uid = run_identity(eval_run)
     existing = _imported(digest, uid)
     if existing is None:
         try:
-            run = run_import(eval_run=eval_run, project=project, source_hash=digest)
+            run = run_import(eval_run=eval_run, project=project, source_hash=digest, user=user)
         except IntegrityError:  # a concurrent import of the same file won the race
             existing = _imported(digest, uid)
             if existing is None:
@@ -101,7 +110,11 @@ class UploadRefused(ValueError):
 
 
 def uploads_import(
-    uploads: Iterable[Upload], *, project: AgentProject | None = None, max_unpacked_bytes: int
+    uploads: Iterable[Upload],
+    *,
+    project: AgentProject | None = None,
+    max_unpacked_bytes: int,
+    user: Any = None,
 ) -> list[SourceImport]:
     """Import uploaded result files: each an EvalRun, a JSON list of them, a bare TestReport,
     or a ``.zip`` of a results/ directory (every ``*.json`` inside, at any depth).
@@ -114,7 +127,7 @@ def uploads_import(
     for upload in uploads:
         try:
             documents = upload_documents(upload, max_unpacked_bytes=max_unpacked_bytes)
-            reports.extend(_document_import(name, read, project) for name, read in documents)
+            reports.extend(_document_import(name, read, project, user) for name, read in documents)
         except UploadRefused as exc:
             reports.append(SourceImport(upload.name, errors=[str(exc)]))
     return reports
@@ -193,7 +206,7 @@ def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 
 
 def _document_import(
-    name: str, read: Callable[[], bytes], project: AgentProject | None
+    name: str, read: Callable[[], bytes], project: AgentProject | None, user: Any = None
 ) -> SourceImport:
     """Import one result document, streamed: its EvalRuns are parsed one at a time (twice:
     first all validated, so a file with a defect imports nothing, then each imported and let
@@ -210,7 +223,7 @@ def _document_import(
     outcome = ImportOutcome()
     for index, eval_run in enumerate(iter_eval_runs(text, name)):
         try:
-            _eval_run_import(eval_run, project=project, outcome=outcome)
+            _eval_run_import(eval_run, project=project, outcome=outcome, user=user)
         except DataError as exc:  # e.g. a NUL character, which PostgreSQL cannot store
             logger.info("import of %s [%d] refused by the database: %s", name, index, exc)
             where = f"[{index}]" if count > 1 else "document"
@@ -245,19 +258,37 @@ def eval_run_hash(eval_run: wire.EvalRun) -> str:
 
 
 def run_import(
-    *, eval_run: wire.EvalRun, project: AgentProject | None = None, source_hash: str = ""
+    *,
+    eval_run: wire.EvalRun,
+    project: AgentProject | None = None,
+    source_hash: str = "",
+    user: Any = None,
 ) -> Run:
     """Store a finished HoloDeck report as a Run with its case, turn and metric rows, through
-    the recorder.
+    the recorder, and the reviews our exports carry (``runs.services.review_import``), in one
+    transaction.
 
     Its results are the truth: a summary that contradicts them is replaced by theirs, with a
-    warning shown on the run page. A file naming a run (an export) keeps that identity.
+    warning shown on the run page. A file naming a run (an export) keeps that identity. Reviews
+    need a project (their categories are a project's): imported without one, they are not
+    kept, and a warning on the run page says so.
     """
     contradiction = summary_contradiction(eval_run.report)
-    return run_record(
-        eval_run=eval_run,
-        project=project,
-        source_hash=source_hash,
-        uid=run_identity(eval_run),
-        warnings=[contradiction] if contradiction else [],
-    )
+    reviews = eval_run.report.reviews or []
+    warnings = [contradiction] if contradiction else []
+    if reviews and project is None:
+        said = "1 review was" if len(reviews) == 1 else f"{len(reviews)} reviews were"
+        warnings.append(
+            f"the file's {said} not kept: reviews belong to a project, import the file into one "
+            "to keep them"
+        )
+    with transaction.atomic():
+        run = run_record(
+            eval_run=eval_run,
+            project=project,
+            source_hash=source_hash,
+            uid=run_identity(eval_run),
+            warnings=warnings,
+        )
+        reviews_import(run=run, reviews=reviews, user=user)
+    return run

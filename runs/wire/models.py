@@ -19,13 +19,14 @@ Our extensions are omitted where HoloDeck's exact shape is wanted:
 - ``outcome`` (metric, turn, case) and ``kind_outcomes`` (turn, case) are the stored verdicts of
   ``runs.verdicts.outcomes``, decided here, once, when a result is built (a validator fills them
   when absent, so a HoloDeck file gets them on import and a stored verdict is never re-decided);
-- ``TestReport.run_summary`` is our summary (``runs.verdicts.summary``);
+- ``TestReport.run_summary`` is our summary (``runs.verdicts.summary``), ``TestReport.reviews``
+  what people concluded about its turns (``runs.wire.reviews``);
 - ``TestResult.session_start_ms`` is how long the case's agent session took to start (omitted
   from dumps when unset).
 
 ``holodeck_dump(model)`` dumps without the verdict extensions (``outcome``, ``kind_outcomes``,
-``run_summary``) and ``session_start_ms``: the shape of a HoloDeck result file, and what a
-result file's identity hash is computed over.
+``run_summary``, ``reviews``) and ``session_start_ms``: the shape of a HoloDeck result file,
+and what a result file's identity hash is computed over.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from runs.verdicts.outcomes import (
     turn_outcome,
 )
 from runs.verdicts.summary import RunSummary
+from runs.wire.reviews import ReviewWire, review_place_problems
 from runs.wire.transcripts import valid_events
 
 # A turn's transcript as read from anywhere (a worker, a row, a file): events of known types,
@@ -142,6 +144,7 @@ _VERDICT_KEYS = (
     "repetitions",
     "cancelled_cases",
     "transcript",
+    "reviews",
 )
 
 # The key of ``TestReport.environment`` that carries our counts of cases and turns (JSON of
@@ -489,13 +492,15 @@ class TestReport(_Wire):
     # The cases a cancel stopped (they have no result here, and count in ``run_summary``'s
     # ``cases.cancelled``), by name, in order; omitted when none was.
     cancelled_cases: list[str] | None = None
+    # What people concluded about its turns (``runs.wire.reviews``); omitted when none.
+    reviews: list[ReviewWire] | None = None
 
     @model_serializer(mode="wrap")
     def _holodeck_shape(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
-        for key in ("run_summary", "repetitions", "cancelled_cases"):
+        for key in ("run_summary", "repetitions", "cancelled_cases", "reviews"):
             if dumped.get(key) is None:
                 dumped.pop(key, None)
         if self.run_summary is not None:
@@ -522,6 +527,11 @@ class TestReport(_Wire):
                 f"summary.total_tests ({self.summary.total_tests}) must equal the number "
                 f"of results ({len(self.results)})"
             )
+        problems = review_place_problems(
+            self.reviews or [], [len(result.turns or [None]) for result in self.results]
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 

@@ -1,0 +1,142 @@
+"""Reviews everywhere a run is read (issue 39, part 5): the JSON export carries them where
+HoloDeck readers never look and an import keeps them; the compare CSV has their columns; compare
+marks a triaged regression; trends count a run's triaged failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from runs import selectors
+from runs.models import AgentProject, Run, TurnResult
+from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory
+from runs.services import history
+from runs.services.reviews import ReviewInput, category_save, review_save
+from runs.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
+from tests.web.factories import RunSpec, build_run, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+def failing_turn(run: Run) -> TurnResult:
+    turn = TurnResult.objects.filter(run=run, outcome="failed").order_by("case__index").first()
+    assert turn is not None
+    return turn
+
+
+def reviewed_run(project: AgentProject, user: User) -> tuple[Run, TurnResult]:
+    """A run whose failing turn is triaged "ground truth wrong" (with a note and a link) and
+    whose failing case has a review of its own, in a category of the project's making."""
+    run = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
+    turn = failing_turn(run)
+    review_save(
+        user=user, case=turn.case, turn=turn,
+        data=ReviewInput(verdict="should_pass", category="ground truth wrong",
+                         note="the order is **A-123**", link="https://issues.example/7"),
+    )  # fmt: skip
+    category_save(user=user, project_id=project.pk, name="needs a product call")
+    review_save(
+        user=user, case=turn.case, turn=None,
+        data=ReviewInput(verdict="agrees", category="needs a product call"),
+    )  # fmt: skip
+    return run, turn
+
+
+# --- the JSON export and the import -------------------------------------------------------------
+
+
+def test_the_export_carries_the_reviews_and_a_holodeck_shaped_file_does_not(
+    project: AgentProject, staff: User
+) -> None:
+    run, turn = reviewed_run(project, staff)
+    report = json.loads(dump_eval_run(selectors.run_eval_run(run=run)))["report"]
+    case_review, turn_review = report["reviews"]
+    assert turn_review["result_index"] == 1 and turn_review["turn_index"] == 1
+    assert turn_review["test_name"] == turn.case.name and turn_review["repetition"] == 0
+    assert turn_review["turn_key"] == turn.turn_key and turn_review["failure"] == turn.failure
+    assert turn_review["definition"] == turn.definition
+    assert turn_review["verdict"] == "should_pass"
+    assert turn_review["category"] == "ground truth wrong"
+    assert turn_review["note"] == "the order is **A-123**"
+    assert turn_review["link"] == "https://issues.example/7"
+    assert turn_review["by"] == staff.username and turn_review["at"]
+    assert case_review["turn_index"] is None and case_review["category"] == "needs a product call"
+    holodeck = json.loads(dump_eval_run(selectors.run_eval_run(run=run), holodeck=True))
+    assert "reviews" not in holodeck["report"]
+
+
+def test_an_exported_run_imported_into_another_project_keeps_its_reviews(
+    project: AgentProject, staff: User, viewer: User
+) -> None:
+    run, turn = reviewed_run(project, staff)
+    text = dump_eval_run(selectors.run_eval_run(run=run))
+    run.delete()  # the file names its run: imported where it still is, it is recognised
+    elsewhere = make_project("weather-agent copy", "/srv/agents/copy")
+    (eval_run,) = load_eval_runs(json.loads(text))
+    imported = history.run_import(eval_run=eval_run, project=elsewhere, user=viewer)
+
+    reviews = {r.turn.index if r.turn else None: r for r in Review.objects.filter(run=imported)}
+    assert set(reviews) == {1, None}
+    again = reviews[1]
+    assert again.turn is not None and again.turn.case.name == turn.case.name
+    assert (again.turn_key, again.definition, again.failure) == (
+        turn.turn_key, turn.definition, turn.failure,
+    )  # fmt: skip
+    assert again.verdict == "should_pass" and again.note == "the order is **A-123**"
+    assert again.category is not None and again.category.project_id == elsewhere.pk
+    assert again.category.name == "ground truth wrong"
+    assert again.link == "https://issues.example/7" and again.project_id == elsewhere.pk
+    # Who made it is the file's word, kept on its first change; never a user of this name.
+    assert again.created_by is None and again.updated_by is None
+    (change,) = ReviewChange.objects.filter(review=again)
+    assert change.after["imported_by"] == staff.username and change.by == viewer
+    # The category the project lacked is added to it; one audit entry for the import.
+    assert TriageCategory.objects.filter(project=elsewhere, name="needs a product call").exists()
+    entry = AuditEntry.objects.get(action="review.import")
+    assert (entry.username, entry.object_id, entry.project_id) == (
+        viewer.username, imported.pk, elsewhere.pk,
+    )  # fmt: skip
+    assert entry.after == {"reviews": 2, "categories_added": ["needs a product call"]}
+    # And it exports again as it came, its author included.
+    exported = json.loads(dump_eval_run(selectors.run_eval_run(run=imported)))["report"]
+    assert [r["by"] for r in exported["reviews"]] == [staff.username, staff.username]
+    assert [r["category"] for r in exported["reviews"]] == [
+        "needs a product call", "ground truth wrong",
+    ]  # fmt: skip
+
+
+def test_an_import_without_a_project_keeps_no_reviews_and_says_so(
+    project: AgentProject, staff: User
+) -> None:
+    run, _ = reviewed_run(project, staff)
+    text = dump_eval_run(selectors.run_eval_run(run=run))
+    run.delete()
+    (eval_run,) = load_eval_runs(json.loads(text))
+    imported = history.run_import(eval_run=eval_run)
+    assert not Review.objects.filter(run=imported).exists()
+    assert not AuditEntry.objects.filter(action="review.import").exists()
+    (warning,) = imported.run_options.warnings
+    assert "2 reviews were not kept" in warning
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"result_index": 9}, "result_index 9 is no result's"),
+        ({"turn_index": 5}, "has no turn_index 5"),
+        ({"link": "javascript:alert(1)"}, "starts with http:// or https://"),
+        ({"verdict": "maybe"}, "verdict"),
+    ],
+)
+def test_a_file_with_a_review_of_nothing_it_holds_is_refused_whole(
+    project: AgentProject, staff: User, tmp_path: Path, change: dict[str, object], problem: str
+) -> None:
+    run, _ = reviewed_run(project, staff)
+    document = json.loads(dump_eval_run(selectors.run_eval_run(run=run)))
+    document["report"]["reviews"][1].update(change)
+    with pytest.raises(ReportFormatError) as refused:
+        load_eval_runs(document)
+    assert problem in str(refused.value)
