@@ -1,5 +1,7 @@
 """Who may call the API: a personal token (``Authorization: Bearer hdw_...``) or the browser's
-session (with its CSRF token on writes). Launch, cancel, register and import need staff."""
+session (with its CSRF token on writes). What a caller may write depends on their role in the
+project (``role_only``: launch, cancel, keep and re-run a run need the runner role in its
+project); registering projects, importing and the audit log need staff (``staff_only``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from django.http import HttpRequest
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
+from runs.reviewing.vocabulary import Role
 from runs.services.tokens import token_user
+from runs.web.access import refusal
 
 
 class BearerToken(HttpBearer):
@@ -42,3 +46,11 @@ def staff_only(request: HttpRequest, action: str) -> None:
     """403 unless the caller (token or session) is staff."""
     if not getattr(request.auth, "is_staff", False):  # type: ignore[attr-defined]
         raise HttpError(403, f"Only staff can {action}.")
+
+
+def role_only(request: HttpRequest, *, project_id: int | None, needed: Role, action: str) -> None:
+    """403 unless the caller holds ``needed`` (or a higher role) in the project, or is staff;
+    its ``detail`` says which role in which project ``action`` needs."""
+    why = refusal(user=request.auth, project_id=project_id, needed=needed, action=action)  # type: ignore[attr-defined]
+    if why is not None:
+        raise HttpError(403, why)

@@ -7,10 +7,11 @@ from ninja import Field, Router, Schema
 from pydantic import model_validator
 
 from runs import selectors
-from runs.api.auth import staff_only
+from runs.api.auth import role_only
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
 from runs.queryvalues import MAX_INT
+from runs.reviewing.vocabulary import Role
 
 router = Router(tags=["runs"])
 
@@ -49,14 +50,15 @@ def run_rerun(
     """A new run (``rerun_of`` this one) of the chosen cases, with the files this run ran (its
     snapshot), its git identity and launch options (parallel, repeats). 409 while the run is
     live, or when it has no snapshot (an imported or older run), is a re-grade, or has no
-    failed case; 404 for a case it does not have. Staff only."""
-    staff_only(request, "re-run runs")
+    failed case; 404 for a case it does not have. The runner role in its project (or
+    staff)."""
     from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError
     from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
     from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
+    role_only(request, project_id=original.project_id, needed=Role.RUNNER, action="re-run runs")
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
     try:
         cases: RerunCases = "failed" if payload.case is None else payload.case

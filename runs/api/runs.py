@@ -10,8 +10,9 @@ from ninja.pagination import paginate
 
 from runs import selectors
 from runs.agentconfig.limits import MAX_REPEATS
-from runs.api.auth import staff_only
+from runs.api.auth import role_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
+from runs.reviewing.vocabulary import Role
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
@@ -206,11 +207,11 @@ IDEMPOTENCY_KEY = Header(
 def run_launch(
     request: HttpRequest, payload: RunLaunchIn, idempotency_key: str = IDEMPOTENCY_KEY
 ) -> object:
-    staff_only(request, "launch runs")
     from runs.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_create
 
     project = selectors.project_get(project_id=payload.project)
+    role_only(request, project_id=project.pk, needed=Role.RUNNER, action="launch runs")
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
     try:
         # The payload's launch options, as the launch form gives them.
@@ -243,10 +244,10 @@ def run_progress(request: HttpRequest, run_id: Id) -> object:
 
 @router.post("/runs/{run_id}/cancel", response=responses({200: RunOut}, 403, 404, 409))
 def run_cancel(request: HttpRequest, run_id: Id) -> object:
-    staff_only(request, "cancel runs")
     from runs.services.launch import run_cancel as cancel
 
     run = selectors.run_row(run_id=run_id)
+    role_only(request, project_id=run.project_id, needed=Role.RUNNER, action="cancel runs")
     if not cancel(run=run):
         raise HttpError(409, f"run {run.pk} has already ended ({run.status})")
     run.refresh_from_db()
@@ -263,11 +264,12 @@ class RunKeepIn(Schema):
 @router.post("/runs/{run_id}/keep", response=responses({200: RunOut}, 403, 404, 422))
 def run_keep(request: HttpRequest, run_id: Id, payload: RunKeepIn) -> object:
     """Keep a run from retention (`manage.py prune_runs`, HOLODECK_RETENTION_DAYS), or stop
-    keeping it. Staff only."""
-    staff_only(request, "keep runs")
+    keeping it. The runner role in its project (or staff)."""
     from runs.services.retention import run_keep_set
 
-    return run_keep_set(run=selectors.run_row(run_id=run_id), keep=payload.keep)
+    run = selectors.run_row(run_id=run_id)
+    role_only(request, project_id=run.project_id, needed=Role.RUNNER, action="keep runs")
+    return run_keep_set(run=run, keep=payload.keep)
 
 
 # --- cases and turns ----------------------------------------------------------------------------

@@ -1,13 +1,17 @@
-"""Register, edit and remove agent projects (directories holding an agent.yaml)."""
+"""Register, edit and remove agent projects (directories holding an agent.yaml); each accepted
+write is in the audit log with the project's fields before and after (``user``: who; none from
+the command line)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentProject, Run
+from runs.services.audit import audit_write
 
 NAME_MAX = AgentProject._meta.get_field("name").max_length or 200
 
@@ -29,7 +33,7 @@ def agent_file_of(path: Path) -> Path:
 
 
 def project_register(
-    *, agent_path: Path, name: str | None = None, validate: bool = False
+    *, agent_path: Path, name: str | None = None, validate: bool = False, user: Any = None
 ) -> AgentProject:
     """Register (or update) the project whose agent.yaml is ``agent_path`` (or a directory
     holding one). Its name is ``name``, else the agent's; its description is the agent's.
@@ -71,18 +75,42 @@ def project_register(
                 f"another project is called {name!r} ({taken.agent_path}): give another name",
                 field="name",
             )
-    project, _ = AgentProject.objects.update_or_create(
-        name=name,
-        defaults={
-            "directory": str(agent_path.parent),
-            "agent_file": agent_path.name,
-            "description": description,
-        },
-    )
+    fields = {
+        "directory": str(agent_path.parent),
+        "agent_file": agent_path.name,
+        "description": description,
+    }
+    with transaction.atomic():
+        found = AgentProject.objects.select_for_update().filter(name=name).first()
+        before = project_fields(found) if found is not None else None
+        project, _ = AgentProject.objects.update_or_create(name=name, defaults=fields)
+        _audited(project, user, "project.register", before)
     return project
 
 
-def project_update(*, project: AgentProject, name: str, description: str) -> AgentProject:
+def project_fields(project: AgentProject) -> dict[str, Any]:
+    """What the audit log keeps of a project."""
+    return {
+        "name": project.name,
+        "directory": project.directory,
+        "agent_file": project.agent_file,
+        "description": project.description,
+    }
+
+
+def _audited(
+    project: AgentProject, user: Any, action: str, before: dict[str, Any] | None
+) -> None:
+    """The write in the audit log, unless it changed nothing (registering a project again)."""
+    after = project_fields(project)
+    if before != after:
+        audit_write(user=user, action=action, object_type="project", object_id=project.pk,
+                    project_id=project.pk, before=before, after=after)  # fmt: skip
+
+
+def project_update(
+    *, project: AgentProject, name: str, description: str, user: Any = None
+) -> AgentProject:
     """Rename the project and/or change its description. Raises ProjectError for an empty
     name, or one another project has."""
     name = name.strip()
@@ -92,12 +120,15 @@ def project_update(*, project: AgentProject, name: str, description: str) -> Age
         raise ProjectError(f"a name is at most {NAME_MAX} characters", field="name")
     if AgentProject.objects.filter(name=name).exclude(pk=project.pk).exists():
         raise ProjectError(f"another project is called {name!r}", field="name")
+    before = project_fields(project)
     project.name, project.description = name, description.strip()
-    project.save(update_fields=["name", "description"])
+    with transaction.atomic():
+        project.save(update_fields=["name", "description"])
+        _audited(project, user, "project.edit", before)
     return project
 
 
-def project_remove(*, project: AgentProject, delete_runs: bool) -> int:
+def project_remove(*, project: AgentProject, delete_runs: bool, user: Any = None) -> int:
     """Remove the project. Its runs are kept (they stay listed, under their agent's name,
     with no project) or, with ``delete_runs``, deleted with their cases, turns and metrics
     (and the snapshots no other run uses). Returns the number of runs deleted.
@@ -115,10 +146,17 @@ def project_remove(*, project: AgentProject, delete_runs: bool) -> int:
             f"{'it' if active == 1 else 'them'} first"
         )
     deleted = runs_delete(runs=runs).runs if delete_runs else 0
+    runs_said = {"runs": "deleted", "runs_deleted": deleted} if delete_runs else {"runs": "kept"}
+    before = {**project_fields(project), **runs_said}
+    project_id = project.pk
     try:
         with transaction.atomic():
             # Runs kept: SET_NULL on their project; the agent name they carry still lists them.
             project.delete()
+            # Its own entries lose their project (SET_NULL): this one names it by id.
+            audit_write(user=user, action="project.remove", object_type="project",
+                        object_id=project_id, project_id=None, before=before,
+                        after=None)  # fmt: skip
     except IntegrityError as exc:
         # A result file is imported once among the runs with no project: one of these runs
         # and a run already without a project were imported from the same file.

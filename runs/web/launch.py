@@ -15,8 +15,9 @@ from django.views.decorators.http import require_http_methods
 
 from runs import selectors
 from runs.agentconfig.test_cases import case_label
+from runs.reviewing.vocabulary import Role
 from runs.web.params import AsciiIntegerField, int_param
-from runs.web.views import form_page, staff_required
+from runs.web.views import form_page, project_of_page, role_required
 
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
@@ -78,7 +79,7 @@ DATALIST_NAMES = 500
 SUGGESTED_NAMES = 12
 
 
-@staff_required
+@role_required(Role.RUNNER, action="launch runs", project_of=project_of_page)
 @require_http_methods(["GET", "POST"])
 def project_launch(request: HttpRequest, project_id: int) -> HttpResponse:
     project = selectors.project_get(project_id=project_id)

@@ -18,10 +18,17 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs import selectors
+from runs.reviewing.vocabulary import Role
 from runs.selectors import projects as project_reads
 from runs.web.launch import agent_loaded
 from runs.web.params import choice_param, page_param
-from runs.web.views import RUNS_PER_PAGE, form_page, staff_required
+from runs.web.views import (
+    RUNS_PER_PAGE,
+    form_page,
+    project_of_page,
+    role_required,
+    staff_required,
+)
 
 if TYPE_CHECKING:
     from runs.models import AgentProject
@@ -81,7 +88,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
                     f"{raw} is not an absolute path: give the path on the server", field="path"
                 )
             project = project_register(
-                agent_path=path, name=form.cleaned_data["name"], validate=True
+                agent_path=path, name=form.cleaned_data["name"], validate=True, user=request.user
             )
         except FileNotFoundError as exc:
             form.add_error("path", str(exc))
@@ -150,7 +157,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(request, "runs/project_detail.html", context)
 
 
-@staff_required
+@role_required(Role.ADMIN, action="edit this project", project_of=project_of_page)
 @require_http_methods(["GET", "POST"])
 def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
     from runs.services.projects import ProjectError, project_update
@@ -164,6 +171,7 @@ def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
                 project=project,
                 name=form.cleaned_data["name"],
                 description=form.cleaned_data["description"],
+                user=request.user,
             )
         except ProjectError as exc:
             form.add_error(exc.field, str(exc))
@@ -174,7 +182,7 @@ def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
     return form_page(request, "runs/project_edit.html", context)
 
 
-@staff_required
+@role_required(Role.ADMIN, action="remove this project", project_of=project_of_page)
 @require_http_methods(["GET", "POST"])
 def project_remove(request: HttpRequest, project_id: int) -> HttpResponse:
     """The confirm step (GET) and the removal (POST, saying what becomes of its runs)."""
@@ -188,7 +196,7 @@ def project_remove(request: HttpRequest, project_id: int) -> HttpResponse:
         delete_runs = form.cleaned_data["runs"] == "delete"
         name = project.name
         try:
-            deleted = remove(project=project, delete_runs=delete_runs)
+            deleted = remove(project=project, delete_runs=delete_runs, user=request.user)
         except ProjectError as exc:
             problems = [str(exc)]
         else:

@@ -8,7 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from runs import selectors
-from runs.web.views import new_run_response, run_page_redirect, staff_required
+from runs.reviewing.vocabulary import Role
+from runs.web.views import new_run_response, project_of_run, role_required, run_page_redirect
 
 
 class RegradeForm(forms.Form):
@@ -17,7 +18,7 @@ class RegradeForm(forms.Form):
     idempotency_key = forms.CharField(required=False, max_length=100)
 
 
-@staff_required
+@role_required(Role.RUNNER, action="re-grade runs", project_of=project_of_run)
 @require_POST
 def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-grade of the run with its project's agent.yaml (now, or at a git ref) and

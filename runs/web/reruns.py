@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from runs import selectors
-from runs.web.views import new_run_response, run_page_redirect, staff_required
+from runs.reviewing.vocabulary import Role
+from runs.web.views import new_run_response, project_of_run, role_required, run_page_redirect
 
 
 class RerunForm(forms.Form):
@@ -21,7 +22,7 @@ class RerunForm(forms.Form):
     idempotency_key = forms.CharField(required=False, max_length=100)
 
 
-@staff_required
+@role_required(Role.RUNNER, action="re-run runs", project_of=project_of_run)
 @require_POST
 def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-run of the run's failed cases (or of one case) at its snapshot and open it;

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import selectors
+from runs.reviewing.vocabulary import Role
 from runs.selectors.costs import Priced, run_cost
 from runs.selectors.reruns import run_rerun_state
 from runs.verdicts.repeats import run_repeat_stats
@@ -33,8 +34,9 @@ from runs.web.views import (
     CASES_PER_PAGE,
     HTMX_STOP_POLLING,
     HtmxHttpRequest,
+    project_of_run,
+    role_required,
     run_page_redirect,
-    staff_required,
 )
 
 if TYPE_CHECKING:
@@ -260,7 +262,7 @@ def _changed_rows_html(run: Run, rows: QuerySet[CaseResult], since: datetime) ->
     return case_rows_html(changed, run_id=run.pk, oob=True, stopping=stopping)
 
 
-@staff_required
+@role_required(Role.RUNNER, action="cancel runs", project_of=project_of_run)
 @require_POST
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     from runs.services.launch import run_cancel as cancel_run
@@ -293,7 +295,7 @@ def _page_query(request: HtmxHttpRequest) -> _ImmutableQueryDict:
     return query
 
 
-@staff_required
+@role_required(Role.RUNNER, action="keep runs", project_of=project_of_run)
 @require_POST
 def run_keep(request: HttpRequest, run_id: int) -> HttpResponse:
     """Keep the run from retention (``keep=1``) or let it go again (``keep=0``)."""

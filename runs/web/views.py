@@ -5,7 +5,8 @@ the full page uses, so the fragment and the page can never drift apart.
 
 The pages live by screen (``home``, ``launch``, ``run_list``, ``run_page`` with its
 ``case_list``, ``cases``, ``projects``, ...); this module holds what they share: who may see
-them, their page sizes and the 400 page.
+them and act on them (staff, or a role in the project: ``role_required``), their page sizes
+and the 400 page.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django_htmx.middleware import HtmxDetails
+
+from runs import selectors
+from runs.reviewing.vocabulary import Role
+from runs.web.access import refusal
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -42,16 +47,51 @@ class HtmxHttpRequest(HttpRequest):
 
 
 def staff_required(view: View) -> View:
-    """Logged-in users only (redirect to login); staff only beyond that (403)."""
+    """Logged-in users only (redirect to login); staff only beyond that (403): registering a
+    project, importing results."""
 
     @login_required
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
-            raise PermissionDenied("Only staff can launch or cancel runs.")
+            raise PermissionDenied("Only staff can register projects or import results.")
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+# Which project a view's URL acts in, from its keyword arguments (404 when there is no such
+# run or project; None: a run of no project, for staff only).
+ProjectOf = Callable[[dict[str, Any]], "int | None"]
+
+
+def project_of_run(kwargs: dict[str, Any]) -> int | None:
+    """The project of the run ``run_id`` names."""
+    return selectors.run_row(run_id=kwargs["run_id"], only=("id", "project_id")).project_id
+
+
+def project_of_page(kwargs: dict[str, Any]) -> int:
+    """The project ``project_id`` names."""
+    return int(selectors.project_get(project_id=kwargs["project_id"]).pk)
+
+
+def role_required(needed: Role, *, action: str, project_of: ProjectOf) -> Callable[[View], View]:
+    """Logged-in users only (redirect to login); beyond that, ``needed`` (or a higher role) in
+    the project ``project_of`` finds, or staff: else 403 saying who may ``action``."""
+
+    def decorate(view: View) -> View:
+        @login_required
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            project_id = project_of(kwargs)
+            why = refusal(user=request.user, project_id=project_id, needed=needed, action=action)
+            if why is not None:
+                raise PermissionDenied(why)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
 
 
 def form_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:

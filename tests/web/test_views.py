@@ -1056,7 +1056,10 @@ def test_a_missing_page_renders_the_404_template_with_links(viewer_client: Clien
 def test_the_403_page_says_why(viewer_client: Client, project: AgentProject) -> None:
     response = viewer_client.get(reverse("project_launch", args=[project.pk]))
     assert response.status_code == 403
-    assert "Only staff can launch or cancel runs." in response.text
+    assert (
+        f"You need the runner role in project {project.name} to launch runs; ask a project admin."
+        in response.text
+    )
 
 
 def test_the_500_page_renders_without_a_request_context(rf: object) -> None:
