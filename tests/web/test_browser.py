@@ -136,13 +136,15 @@ def test_a_running_run_fills_in_live_and_stops_polling_when_it_finishes(
 
     # The case finishes: its row is swapped in out-of-band by the next poll.
     run.cases.filter(pk=pending.pk).update(
-        status="done", passed=True, turns_passed=2, finished_at=timezone.now()
+        status="done", outcome="passed", passed=True, turns_passed=2, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=3, turns_done=6, passed_cases=2)
     page.locator(f"details#case-{pending.pk}").wait_for()
     page.get_by_text("3/4 cases").wait_for()
 
-    run.cases.filter(index=2).update(status="done", passed=True, finished_at=timezone.now())
+    run.cases.filter(index=2).update(
+        status="done", outcome="passed", passed=True, finished_at=timezone.now()
+    )
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.FAILED, cases_done=4, turns_done=8, passed_cases=3
     )

@@ -55,7 +55,12 @@ def test_a_repeated_run_groups_each_cases_repetitions_and_switches_between_them(
     login(page, live_server, make_user("reviewer"))
     open_run(page, live_server, run)
     assert page.locator("#case-rows .case").count() == 3  # one row per case, not 9
-    assert page.locator("#run-tiles .repeat-tile").inner_text().count("1 of 3 cases flaky") == 1
+    assert (
+        page.locator("#run-tiles .repeat-tile")
+        .inner_text()
+        .count("1 of 3 cases with 2+ graded repetitions flaky")
+        == 1
+    )
 
     page.click("a.filter-flaky")
     page.wait_for_url("**?flaky=1")
