@@ -24,7 +24,7 @@ from runs.verdicts.summary import OutcomeCounts
 CAUSE_CHARS = 100
 
 # The case filters of the run page (``?outcome=``, ``?failures=1``) a reason links to.
-FAILURES_QUERY = "failures=1"
+FAILURES_QUERY = f"outcome={Outcome.FAILED.value}"  # failed only: errored ones apart
 ERROR_QUERY = f"outcome={Outcome.ERROR.value}"
 NOT_GRADED_QUERY = f"outcome={Outcome.NOT_GRADED.value}"
 

@@ -56,7 +56,7 @@ def test_a_run_with_failed_and_errored_cases_names_each_with_its_cause_and_filte
 ) -> None:
     run = settled_run(project, cases=5, failing=(2,), errored=(3,))
     said = header(viewer_client.get(reverse("run_detail", args=[run.pk])).text)
-    assert 'data-filter="failures=1">1 case failed</a>' in said
+    assert 'data-filter="outcome=failed">1 case failed</a>' in said
     assert 'data-filter="outcome=error">1 case errored</a>' in said
     assert "(WorkerLostError: the worker died)" in said
     assert "chip chip-failed" in said
