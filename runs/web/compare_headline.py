@@ -128,6 +128,7 @@ class Line:
     summary: str = ""  # the summary number its cells show (data-summary), if any
     metric: str = ""  # the metric it is about (data-metric), if any
     kind_rate: bool = False  # the pass rate over the selected kinds only
+    agreement: str = ""  # on a metric's line: how it agrees with people ("people agree 8/10")
 
 
 Number = float | int | None
@@ -195,7 +196,7 @@ def headline_lines(
     tools = [h.tool_pass_rate for h in headlines]
     if any(rate is not None for rate in tools):
         lines.append(line("tool assertions (turns)", tools, format_rate, "higher", points=True))
-    lines += _metric_lines(headlines, pairs)
+    lines += _metric_lines(headlines, pairs, _agreements(headlines))
     lines += [
         line("tokens", [h.tokens for h in headlines], thousands, "lower"),
         line("agent time", [h.agent_ms for h in headlines], duration, "lower"),
@@ -306,9 +307,24 @@ def _line(
     return Line(label, cells, kind, summary, "", kind_rate)
 
 
-def _metric_lines(headlines: Sequence[Headline], against: Against) -> list[Line]:
+def _agreements(headlines: Sequence[Headline]) -> dict[str, str]:
+    """Per metric of the runs, how it agrees with the people who reviewed its turns in the
+    runs' projects (runs.selectors.calibration; one query), for metrics with reviewed turns."""
+    from runs.selectors.calibration import metric_agreements
+
+    found = metric_agreements(
+        project_ids=[h.run.project_id for h in headlines if h.run.project_id is not None],
+        metric_names={metric.name for h in headlines for metric in h.metrics},
+    )
+    return {name: agreement.summary for name, agreement in found.items() if agreement.n}
+
+
+def _metric_lines(
+    headlines: Sequence[Headline], against: Against, agreements: dict[str, str]
+) -> list[Line]:
     """Per metric (of the selected kinds), its average score and, under it, the turns it
-    graded, passed, failed and could not grade: the run's summary, per turn."""
+    graded, passed, failed and could not grade: the run's summary, per turn; beside its name,
+    how it agrees with people (``agreements``)."""
     ids = [h.run.pk for h in headlines]
     found: dict[tuple[str, str], list[MetricSummary | None]] = {}
     for position, headline in enumerate(headlines):
@@ -320,7 +336,9 @@ def _metric_lines(headlines: Sequence[Headline], against: Against) -> list[Line]
         line = _line(
             name, ids, averages, format_score, "higher", against=against, kind=kind, metrics=metrics
         )
-        lines.append(Line(line.label, line.cells, kind, metric=name))
+        lines.append(
+            Line(line.label, line.cells, kind, metric=name, agreement=agreements.get(name, ""))
+        )
     return lines
 
 
