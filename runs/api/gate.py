@@ -8,7 +8,14 @@ from ninja.errors import HttpError
 
 from runs.api.compare import Kind
 from runs.api.schemas import ErrorOut, Id, SafeText
-from runs.services.gate import GateError, gate_baseline, gate_evaluate, gate_run, public_url
+from runs.services.gate import (
+    GateError,
+    gate_baseline,
+    gate_evaluate,
+    gate_run,
+    ignore_triaged_parse,
+    public_url,
+)
 from runs.verdicts.summary import MetricSummary, RunSummary
 from runs.writers.gate_markdown import GateOptions
 
@@ -37,6 +44,14 @@ class GateIn(Schema):
         "other finished runs of both commits (docs/significance.md)",
     )
     alpha: float = Field(default=0.05, gt=0, lt=1, description="the false discovery rate")
+    ignore_triaged: list[SafeText] = Field(
+        default_factory=list,
+        max_length=100,
+        description="triage categories of the run's project whose failures leave the verdict: "
+        "regressed turns people triaged into them (their own review, or a known one carried "
+        "from an earlier run) are not counted, nor the cases whose every failure was in the "
+        "pass rate; they are listed under `triaged`",
+    )
 
 
 class RegressedCaseOut(Schema):
@@ -74,6 +89,18 @@ class SignificanceOut(Schema):
     )
 
 
+class TriagedTurnOut(Schema):
+    key: str
+    turn: int = Field(description="the turn's stored index (from 0)")
+    category: str
+    by: str = Field(description="who triaged it")
+    note: str
+    carried_from_run: int | None = Field(
+        description="the earlier run its review was made on (a known review carried here)"
+    )
+    url: str
+
+
 class MetricChangeOut(Schema):
     name: str
     kind: str
@@ -103,6 +130,17 @@ class GateOut(Schema):
     significance: SignificanceOut | None = Field(
         default=None, description="with significant_only: what the samples say"
     )
+    triaged: list[TriagedTurnOut] = Field(
+        default_factory=list,
+        description="with ignore_triaged: the regressed turns left out of the verdict (counted "
+        "in `regressions`, not in `regressed`)",
+    )
+    triaged_cases: int = Field(
+        default=0, description="failing cases left out of the pass rate checked"
+    )
+    triaged_pass_rate: float | None = Field(
+        default=None, description="the pass rate without them (null when none was left out)"
+    )
 
 
 # 400: a body that is not JSON; 401: no or a bad token.
@@ -124,6 +162,7 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
                 max_metric_drop=dict(payload.max_metric_drop),
                 significant_only=payload.significant_only,
                 alpha=payload.alpha,
+                ignore_triaged=ignore_triaged_parse(payload.ignore_triaged, commas=False),
                 # HOLODECK_PUBLIC_URL, else the address the caller reached us at
                 base_url=public_url(request.build_absolute_uri("/")),
             ),
@@ -149,4 +188,7 @@ def gate(request: HttpRequest, payload: GateIn) -> object:
         "compare_url": result.compare_url,
         "markdown": result.markdown,
         "significance": vars(result.significance) if result.significance else None,
+        "triaged": result.triaged,
+        "triaged_cases": result.triaged_cases,
+        "triaged_pass_rate": result.triaged_pass_rate if result.triaged_cases else None,
     }

@@ -12,7 +12,8 @@ selected kinds only, and only the metrics of those kinds are listed (every kind 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -29,11 +30,19 @@ from runs.selectors.compare import (
     runs_for_compare,
 )
 from runs.selectors.costs import run_cost
+from runs.selectors.review_marks import Failure, run_failures
+from runs.selectors.reviews import project_categories
 from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
 from runs.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.verdicts.kinds import kind_order, kinds_parse
-from runs.verdicts.numbers import format_rate, format_score, format_score_change, ordinal
-from runs.verdicts.outcomes import Outcome
+from runs.verdicts.numbers import (
+    format_rate,
+    format_score,
+    format_score_change,
+    ordinal,
+    pass_rate_of,
+)
+from runs.verdicts.outcomes import BAD, Outcome
 from runs.verdicts.summary import MetricSummary, RunSummary
 from runs.writers.gate_markdown import (
     GateOptions,
@@ -43,6 +52,7 @@ from runs.writers.gate_markdown import (
     MetricChange,
     NoisyTurn,
     RegressedCase,
+    TriagedTurn,
     gate_markdown,
     plural,
 )
@@ -176,6 +186,14 @@ def public_url(fallback: str = "") -> str:
     return (settings.HOLODECK_PUBLIC_URL or fallback).rstrip("/")
 
 
+def ignore_triaged_parse(texts: Sequence[str], *, commas: bool = True) -> tuple[str, ...]:
+    """``["ground truth wrong,grader wrong"]`` -> the category names, spaces tidied, in order
+    (``commas=False``: each text one name, as the API's list gives them)."""
+    names = [part for text in texts for part in (text.split(",") if commas else [text])]
+    tidied = (" ".join(name.split()) for name in names)
+    return tuple(dict.fromkeys(name for name in tidied if name))
+
+
 # --- the verdict ------------------------------------------------------------------------------
 
 
@@ -205,6 +223,8 @@ def gate_evaluate(run: Run, baseline: Baseline, options: GateOptions) -> GateRes
             _significance(comparison, run, options) if options.significant_only else None
         ),
     )
+    if options.ignore_triaged:
+        _triage_apply(result, run, _CaseLink(base_url, before.pk, run.pk, options.kinds), options)
     result.reasons = _reasons(result, options)
     result.passed = not result.reasons
     result.markdown = gate_markdown(result, options)
@@ -275,20 +295,24 @@ def _reasons(result: GateResult, options: GateOptions) -> list[str]:
                 f"(at most {options.max_regressions} allowed; {found.noise} "
                 f"change{'' if found.noise == 1 else 's'} within noise)"
             )
-    elif result.regressions > options.max_regressions:
+    elif (counted := result.regressions - len(result.triaged)) > options.max_regressions:
+        triaged = f"; {len(result.triaged)} more triaged, ignored" if result.triaged else ""
         reasons.append(
-            f"{plural(result.regressions, 'regressed turn')} "
-            f"(at most {options.max_regressions} allowed)"
+            f"{plural(counted, 'regressed turn')} "
+            f"(at most {options.max_regressions} allowed{triaged})"
         )
     if options.min_pass_rate is not None:
         minimum = format_rate(options.min_pass_rate)
-        if result.pass_rate is None:
+        if result.gated_pass_rate is None:
             reasons.append(
                 f"run #{result.run.id} has no pass rate (no case was graded: none passed, "
                 f"failed or errored), so it cannot reach the minimum pass rate {minimum}"
             )
-        elif result.pass_rate < options.min_pass_rate:
-            reasons.append(f"pass rate {format_rate(result.pass_rate)} is below {minimum}")
+        elif result.gated_pass_rate < options.min_pass_rate:
+            without = " (without the triaged cases)" if result.triaged_cases else ""
+            reasons.append(
+                f"pass rate {format_rate(result.gated_pass_rate)}{without} is below {minimum}"
+            )
     for change in result.metric_changes:
         if change.over_limit:
             reasons.append(_drop_reason(change))
@@ -315,6 +339,9 @@ def _regressed_cases(
         if turns:
             regressed.append(RegressedCase(row.key, turns, link.url(row.key, turns[0])))
     return regressed
+
+
+_Triaged = Callable[[str, int], TriagedTurn | None]
 
 
 @dataclass(frozen=True)
@@ -370,3 +397,86 @@ def _compare_url(base_url: str, baseline: Run, run: Run, kinds: tuple[str, ...])
     if kinds:
         query["kinds"] = ",".join(kinds)
     return f"{base_url}/compare/?{urlencode(query, safe=',')}"
+
+
+# --- --ignore-triaged ---------------------------------------------------------------------------
+
+
+def _triage_apply(result: GateResult, run: Run, link: _CaseLink, options: GateOptions) -> None:
+    """Leave out of the verdict the regressed turns people triaged into ``ignore_triaged``
+    (their own review, or a known one carried here: ``runs.selectors.review_marks``), and from
+    the pass rate the failing cases whose every failure was triaged so (two to four queries)."""
+    ignored = _categories_known(run, options.ignore_triaged)
+    failures = [f for f in run_failures(run=run) if Outcome.of(f.outcome) in BAD]
+    at: dict[tuple[str, int], list[Failure]] = {}
+    for failure in failures:
+        at.setdefault((failure.case_key, failure.turn_index), []).append(failure)
+
+    def triaged(key: str, turn: int) -> TriagedTurn | None:
+        found = at.get((key, turn), [])
+        marks = [f.mark for f in found if f.mark and f.mark.category in ignored]
+        if not found or len(marks) < len(found):
+            return None
+        mark = marks[0]
+        return TriagedTurn(key, turn, mark.category or "", mark.by, mark.note,
+                           mark.carried_from_run, link.url(key, turn))  # fmt: skip
+
+    result.regressed, left_out = _without_triaged(result.regressed, triaged, link)
+    found = result.significance
+    if found is not None:
+        kept, significant = _without_triaged(found.regressed, triaged, link)
+        result.significance = replace(
+            found, regressed=tuple(kept), worse=found.worse - len(significant)
+        )
+        left_out += [turn for turn in significant if turn not in left_out]
+    result.triaged = left_out
+    cases = _triaged_cases(failures, ignored)
+    summary = result.run.summary.cases
+    result.triaged_cases = cases
+    result.triaged_pass_rate = pass_rate_of(summary.passed, summary.graded - cases)
+
+
+def _categories_known(run: Run, names: Sequence[str]) -> set[str]:
+    """The names, each a triage category of the run's project; a ``GateError`` otherwise (a
+    typo would ignore nothing, silently)."""
+    if run.project_id is None:
+        raise GateError(f"--ignore-triaged: run #{run.pk} belongs to no project, so none of its "
+                        "failures was triaged")  # fmt: skip
+    known = {category.name for category in project_categories(project_id=run.project_id)}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise GateError(
+            f"--ignore-triaged: no triage category {unknown[0]!r} in {_project_name(run)} "
+            f"(its categories: {', '.join(sorted(known))})"
+        )
+    return set(names)
+
+
+def _without_triaged(
+    cases: Sequence[RegressedCase], triaged: _Triaged, link: _CaseLink
+) -> tuple[list[RegressedCase], list[TriagedTurn]]:
+    """The regressed cases without their triaged turns (a case with none left goes), and the
+    turns left out."""
+    kept: list[RegressedCase] = []
+    left_out: list[TriagedTurn] = []
+    for case in cases:
+        marks = {turn: triaged(case.key, turn) for turn in case.turns}
+        left_out += [mark for mark in marks.values() if mark is not None]
+        turns = [turn for turn, mark in marks.items() if mark is None]
+        if turns == case.turns:
+            kept.append(case)
+        elif turns:
+            kept.append(replace(case, turns=turns, url=link.url(case.key, turns[0])))
+    return kept, left_out
+
+
+def _triaged_cases(failures: Sequence[Failure], ignored: set[str]) -> int:
+    """The failing cases (each repetition its own) whose every failed or errored turn was
+    triaged into an ignored category."""
+    cases: dict[int, bool] = {}
+    for failure in failures:
+        if Outcome.of(failure.case_outcome) not in BAD:
+            continue
+        triaged = failure.mark is not None and failure.mark.category in ignored
+        cases[failure.case_id] = cases.get(failure.case_id, True) and triaged
+    return sum(cases.values())

@@ -36,6 +36,9 @@ class GateOptions:
     # Fail on significant regressions only (runs.stats.significance), at this alpha.
     significant_only: bool = False
     alpha: float = 0.05
+    # Triage categories (by name) whose failures leave the verdict: the regressed turns people
+    # triaged into them are not counted, nor their cases in the pass rate; listed apart.
+    ignore_triaged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,20 @@ class NoisyTurn:
     n_before: int
     passed_after: int  # of n_after on the run's side
     n_after: int
+    url: str  # the side-by-side page of the case
+
+
+@dataclass(frozen=True)
+class TriagedTurn:
+    """A regressed turn people triaged into an ignored category: left out of the verdict,
+    listed under its own heading."""
+
+    key: str  # its case's
+    turn: int  # the stored turn index (from 0)
+    category: str
+    by: str  # who triaged it ("" when unknown)
+    note: str
+    carried_from_run: int | None  # the earlier run it was reviewed on, carried here (known)
     url: str  # the side-by-side page of the case
 
 
@@ -132,10 +149,23 @@ class GateResult:
     compare_url: str
     markdown: str = ""
     significance: GateSignificance | None = None
+    # With ``ignore_triaged``: the regressed turns left out (not in ``regressed``, nor counted
+    # against ``max_regressions``; in ``regressions``, the machine's count), the failing cases
+    # left out of the pass rate (every failing turn of theirs triaged so), and the pass rate
+    # without them (None: no case was left out).
+    triaged: list[TriagedTurn] = field(default_factory=list)
+    triaged_cases: int = 0
+    triaged_pass_rate: float | None = None
 
     @property
     def pass_rate(self) -> float | None:
         return self.run.summary.pass_rate
+
+    @property
+    def gated_pass_rate(self) -> float | None:
+        """The pass rate ``min_pass_rate`` is checked against: without the cases triaged out
+        when some were."""
+        return self.triaged_pass_rate if self.triaged_cases else self.pass_rate
 
     @property
     def baseline_pass_rate(self) -> float | None:
@@ -154,6 +184,7 @@ def gate_markdown(result: GateResult, options: GateOptions) -> str:
         _md_significance(result),
         _md_reasons(result),
         _md_regressed(result),
+        _md_triaged(result, options),
         _md_metrics(result),
         f"[Full comparison]({result.compare_url})",
     ]
@@ -243,6 +274,13 @@ def _md_table(result: GateResult) -> str:
             f"| significantly regressed turns | {result.significance.worse} | | |",
             f"| changes within noise | {result.significance.noise} | | |",
         ]
+    if result.triaged:
+        lines.append(f"| regressed turns triaged, ignored | {len(result.triaged)} | | |")
+    if result.triaged_cases:
+        lines.append(
+            f"| pass rate without the {plural(result.triaged_cases, 'triaged case')} | "
+            f"{format_rate(result.triaged_pass_rate)} | | |"
+        )
     return "\n".join(lines)
 
 
@@ -343,6 +381,53 @@ def _noise_table(turns: Sequence[NoisyTurn]) -> str:
             f"{format_points(change)} | [compare]({turn.url}) |"
         )
     return "\n".join(lines)
+
+
+def _md_triaged(result: GateResult, options: GateOptions) -> str:
+    """The regressed turns, and the failing cases, left out of the verdict because people
+    triaged them into an ignored category: never silently."""
+    if not options.ignore_triaged:
+        return ""
+    categories = ", ".join(_md(name) for name in options.ignore_triaged)
+    parts = [_triaged_table(result.triaged, categories)]
+    if result.triaged_cases:
+        verb = "is" if result.triaged_cases == 1 else "are"
+        parts.append(
+            f"{plural(result.triaged_cases, 'failing case')} whose every failure was triaged "
+            f"into {categories} {verb} left out of the pass rate checked: "
+            f"{format_rate(result.triaged_pass_rate)} (the run's own: "
+            f"{format_rate(result.pass_rate)})."
+        )
+    return "\n\n".join(parts)
+
+
+def _triaged_table(triaged: Sequence[TriagedTurn], categories: str) -> str:
+    if not triaged:
+        return f"**Triaged, ignored** ({categories}): no regressed turn was triaged so."
+    lines = [
+        f"### Triaged, ignored ({plural(len(triaged), 'regressed turn')}: {categories}; "
+        "left out of the verdict)",
+        "",
+        "| case | turn | category | triaged by | note | side by side |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for turn in triaged:
+        by = _md(turn.by) or NONE_TEXT
+        if turn.carried_from_run is not None:
+            by += f" (on run #{turn.carried_from_run})"
+        lines.append(
+            f"| {_md(turn.key)} | {turn_text(turn.turn)} | {_md(turn.category)} | {by} | "
+            f"{_md(_short(turn.note))} | [compare]({turn.url}) |"
+        )
+    return "\n".join(lines)
+
+
+NOTE_CHARS = 120
+
+
+def _short(note: str) -> str:
+    flat = " ".join(note.split())
+    return flat if len(flat) <= NOTE_CHARS else flat[: NOTE_CHARS - 1] + "…"
 
 
 def _md_metrics(result: GateResult) -> str:

@@ -58,6 +58,15 @@ class Command(BaseCommand):
             default=0.05,
             help="with --significant-only: the false discovery rate (default 0.05)",
         )
+        parser.add_argument(
+            "--ignore-triaged",
+            action="append",
+            default=[],
+            metavar="CATEGORY[,CATEGORY]",
+            help="leave out of the verdict the failures people triaged into these categories of "
+            "the project (their regressed turns, and from the pass rate the cases whose every "
+            "failure was); listed under their own heading; repeatable",
+        )
         parser.add_argument("--markdown", default=None, help="also write the summary here")
         parser.add_argument(
             "--url",
@@ -98,7 +107,13 @@ class Command(BaseCommand):
         return EXIT_PASSED if result.passed else EXIT_FAILED
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
-        from runs.services.gate import GateError, gate_kinds, metric_drops_parse, public_url
+        from runs.services.gate import (
+            GateError,
+            gate_kinds,
+            ignore_triaged_parse,
+            metric_drops_parse,
+            public_url,
+        )
         from runs.writers.gate_markdown import GateOptions
 
         if options["max_regressions"] < 0:
@@ -116,6 +131,7 @@ class Command(BaseCommand):
             min_pass_rate=rate,
             kinds=gate_kinds(options["kinds"]),
             max_metric_drop=metric_drops_parse(options["max_metric_drop"]),
+            ignore_triaged=ignore_triaged_parse(options.get("ignore_triaged") or []),
             base_url=self._base_url(options["url"] or public_url()),
         )
 
