@@ -10,8 +10,9 @@ indexes, never by lists of ids.
 
 Each row carries the case's agent tokens and its cost (``runs.pricing.prices``: the agent's
 tokens at the run's agent model, each judge's at its model; a third query per slice reads the
-slice's judge grades), and the baseline run's scores of the same case for the score deltas:
-read once before the first slice (one query, a score per case and metric of the baseline).
+slice's judge grades), people's reviews of the case and its turns (a fourth query per slice),
+and the baseline run's scores of the same case for the score deltas: read once before the
+first slice (one query, a score per case and metric of the baseline).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from django.db.models.functions import Cast
 from runs.comparison.matrix import CaseData, case_verdict
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.pricing.prices import Cost, PriceTable, SplitCost, judge_cost, total, usage_cost
+from runs.review_models import Review
 from runs.selectors.compare import runs_compared, runs_in_time_order
 from runs.selectors.compare_cases import KindsCache
 from runs.selectors.costs import prices
 from runs.selectors.runs import MODEL_NAME
 from runs.verdicts.kinds import TOOLS_KIND
-from runs.writers.compare_csv import CsvCase, CsvRun, CsvTokens
+from runs.writers.compare_csv import CsvCase, CsvReview, CsvRun, CsvTokens
 
 SLICE_ROWS = 2000  # about how many case rows (of every run) one slice reads
 NO_KINDS: frozenset[str] = frozenset()
@@ -108,6 +110,7 @@ def _slice(export: _Export, low: int, high: int, metrics: Sequence[str]) -> Iter
         return
     scores = _slice_scores(ids, low, high, metrics) if metrics else {}
     judges = _slice_judge_costs(ids, low, high, export.table) if export.table else {}
+    reviews = _slice_reviews(ids, low, high)
     for run_id, index, repetition, name, status, outcome, text, turns, ms, case_id, usage in rows:
         kinds = export.kinds_of(text)
         data = CaseData(case_id, index, name, status, outcome or "", kinds)
@@ -130,7 +133,27 @@ def _slice(export: _Export, low: int, high: int, metrics: Sequence[str]) -> Iter
             baseline=None
             if run_id == export.baseline
             else export.base_scores.of(name, index, repetition),
+            reviews=reviews.get(case_id, ()),
         )
+
+
+def _slice_reviews(ids: list[int], low: int, high: int) -> dict[int, tuple[CsvReview, ...]]:
+    """Case id -> people's reviews of it and its turns (reopened ones left out), the case's
+    first, then by turn (1 query)."""
+    rows = (
+        Review.objects.filter(
+            run_id__in=ids, case__index__gte=low, case__index__lte=high, reopened=False
+        )
+        .order_by()
+        .values_list("case_id", "turn__index", "verdict", "category__name", "note")
+    )
+    found: dict[int, list[CsvReview]] = {}
+    for case_id, turn, verdict, category, note in rows:
+        found.setdefault(case_id, []).append(CsvReview(turn, verdict, category or "", note))
+    return {
+        case_id: tuple(sorted(listed, key=lambda r: -1 if r.turn is None else r.turn))
+        for case_id, listed in found.items()
+    }
 
 
 def _runs_facts(ids: list[int]) -> tuple[int, dict[int, str | None]]:

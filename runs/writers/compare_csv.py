@@ -11,7 +11,11 @@ when a model has no price, which ``cost_unpriced`` names; ``0`` for a free model
 case's score of each chosen metric (``score:<metric>``: the mean of its turns' stored scores, as
 the compare page's, to 6 decimals; empty when none scored) and its change against the baseline
 column (``delta:<metric>``: this row's score less the baseline run's score of the same case,
-empty on the baseline's own rows and where either has no score). A free text a spreadsheet would
+empty on the baseline's own rows and where either has no score); then what people said of the
+case on that run (``reviewed``: its reviewed turns, "turn 2; turn 3", numbered from 1 as the
+pages number them, "case" for a review of the case itself; ``human_verdicts`` and
+``review_categories`` in the same order, ``; `` between them; ``review_notes``, each note as
+"turn 2: ..." on lines of its own; reopened reviews left out). A free text a spreadsheet would
 read as a formula (``=...``, even after spaces or control characters: ``"\\n=1+2"``) starts
 with a ``'``.
 """
@@ -38,6 +42,7 @@ FIXED_COLUMNS = (
 COUNT_COLUMNS = ("turns", "execution_time_ms")
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens")
 COST_COLUMNS = ("cost_usd", "agent_cost_usd", "judge_cost_usd", "cost_unpriced")
+REVIEW_COLUMNS = ("reviewed", "human_verdicts", "review_categories", "review_notes")
 LINES_PER_CHUNK = 500  # of the streamed response
 SCORE_DECIMALS = 6  # a mean's float noise (0.10000000000000002) left out
 COST_DECIMALS = 10  # USD: a ten-billionth of a dollar is below any token's price
@@ -64,6 +69,17 @@ class CsvTokens:
 
 
 @dataclass(frozen=True)
+class CsvReview:
+    """A person's review of a turn of the case (``turn``: its stored index), or of the case
+    itself (``turn`` None)."""
+
+    turn: int | None
+    verdict: str
+    category: str
+    note: str
+
+
+@dataclass(frozen=True)
 class CsvCase:
     """One row: a case (one repetition of it) of one run."""
 
@@ -80,6 +96,7 @@ class CsvCase:
     cost: SplitCost | None = None  # None: no price table (the price file cannot be read)
     # The baseline run's scores of the same case; None on the baseline's own rows.
     baseline: dict[str, float] | None = None
+    reviews: tuple[CsvReview, ...] = ()  # the case's, then its turns' by index
 
 
 def csv_header(kinds: Sequence[str], metrics: Sequence[str]) -> list[str]:
@@ -91,6 +108,7 @@ def csv_header(kinds: Sequence[str], metrics: Sequence[str]) -> list[str]:
         *COST_COLUMNS,
         *(f"score:{metric}" for metric in metrics),
         *(f"delta:{metric}" for metric in metrics),
+        *REVIEW_COLUMNS,
     ]
 
 
@@ -111,7 +129,25 @@ def csv_row(case: CsvCase, kinds: Sequence[str], metrics: Sequence[str]) -> list
         *_cost_cells(case.cost),
         *(_score(scores[metric]) if metric in scores else "" for metric in metrics),
         *(_delta(case, metric) for metric in metrics),
+        *_review_cells(case.reviews),
     ]
+
+
+def _review_cells(reviews: Sequence[CsvReview]) -> list[str]:
+    """Reviewed turns, human verdicts, categories and notes, in the same order."""
+    places = [_place(review.turn) for review in reviews]
+    notes = [f"{place}: {review.note}" for place, review in zip(places, reviews, strict=True)
+             if review.note]  # fmt: skip
+    return [
+        safe_text("; ".join(places)),
+        safe_text("; ".join(review.verdict or "-" for review in reviews)),
+        safe_text("; ".join(review.category or "-" for review in reviews)),
+        safe_text("\n".join(notes)),
+    ]
+
+
+def _place(turn: int | None) -> str:
+    return "case" if turn is None else f"turn {turn + 1}"
 
 
 def _token_cells(tokens: CsvTokens | None) -> list[str | int]:

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run
 from runs.selectors import compare_export
+from runs.writers.compare_csv import REVIEW_COLUMNS
 from tests.web.compare_data import LOW_ROUGE, ThreeRuns, three_runs
 from tests.web.factories import repeated_run
 
@@ -83,6 +84,7 @@ def test_the_csv_has_a_row_per_case_and_run_with_its_verdicts_and_every_metrics_
         "delta:politeness",
         "delta:refund_grader",
         "delta:rouge",
+        *REVIEW_COLUMNS,
     ]
     runs = [str(run.pk) for run in (data.oldest, data.middle, data.newest)]
     # Every case (show= chooses the page's rows, not the file's), by case, then run.
@@ -123,9 +125,9 @@ def test_kinds_and_metrics_choose_the_columns_and_an_unknown_metric_is_refused(
     header = header_of(viewer_client.get(url, {"runs": data.ids, "kinds": "tools,code"}))
     # The kinds' verdicts, and the metrics of the kinds.
     assert header[7:11] == ["verdict:code", "verdict:tools", "turns", "execution_time_ms"]
-    assert header[-2:] == ["score:refund_grader", "delta:refund_grader"]
+    assert header[-6:-4] == ["score:refund_grader", "delta:refund_grader"]
     chosen = {"runs": data.ids, "metric": ["rouge", "politeness"]}
-    assert header_of(viewer_client.get(url, chosen))[-4:] == [
+    assert header_of(viewer_client.get(url, chosen))[-8:-4] == [
         "score:rouge",
         "score:politeness",
         "delta:rouge",
@@ -165,8 +167,8 @@ def test_a_big_compare_is_read_a_slice_of_cases_at_a_time_in_a_few_queries_each(
         sliced = b"".join(response.streaming_content)
     assert sliced == whole
     # The runs' repeats and models, their cases' first and last index, the baseline's scores,
-    # then 3 slices of 3 queries (cases, scores, judges' costs).
-    assert len(read.captured_queries) == 3 + 3 * 3
+    # then 3 slices of 4 queries (cases, scores, judges' costs, reviews).
+    assert len(read.captured_queries) == 3 + 3 * 4
 
 
 def test_each_row_has_its_tokens_its_cost_and_its_score_deltas_against_the_baseline(

@@ -4,11 +4,16 @@ marks a triaged regression; trends count a run's triaged failures."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 
 from runs import selectors
 from runs.models import AgentProject, Run, TurnResult
@@ -16,6 +21,7 @@ from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory
 from runs.services import history
 from runs.services.reviews import ReviewInput, category_save, review_save
 from runs.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
+from runs.writers.compare_csv import REVIEW_COLUMNS
 from tests.web.factories import RunSpec, build_run, make_project
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +146,40 @@ def test_a_file_with_a_review_of_nothing_it_holds_is_refused_whole(
     with pytest.raises(ReportFormatError) as refused:
         load_eval_runs(document)
     assert problem in str(refused.value)
+
+
+# --- the compare CSV ------------------------------------------------------------------------------
+
+
+def csv_rows(client: Client, *runs: Run) -> list[dict[str, str]]:
+    url = reverse("compare_csv")
+    response: Any = client.get(url, {"runs": ",".join(str(run.pk) for run in runs)})
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_the_compare_csv_has_each_case_and_runs_reviews(
+    viewer_client: Client, project: AgentProject, staff: User
+) -> None:
+    base = build_run(project, RunSpec(cases=3, turns=2, failing=()))
+    run, _ = reviewed_run(project, staff)
+    rows = {(row["run_id"], row["case_index"]): row for row in csv_rows(viewer_client, base, run)}
+    row = rows[(str(run.pk), "1")]
+    assert row["reviewed"] == "case; turn 2"
+    assert row["human_verdicts"] == "agrees; should_pass"
+    assert row["review_categories"] == "needs a product call; ground truth wrong"
+    assert row["review_notes"] == "turn 2: the order is **A-123**"
+    untouched = rows[(str(base.pk), "1")]
+    assert [untouched[c] for c in REVIEW_COLUMNS] == ["", "", "", ""]
+
+
+def test_the_review_cells_are_guarded_against_formulas(
+    viewer_client: Client, project: AgentProject, staff: User
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, failing=(1,)))
+    turn = TurnResult.objects.select_related("case").get(run=run, outcome="error")
+    category_save(user=staff, project_id=project.pk, name="=HYPERLINK(1)")
+    review_save(user=staff, case=turn.case, turn=turn,
+                data=ReviewInput(verdict="unsure", category="=HYPERLINK(1)"))  # fmt: skip
+    (row,) = [row for row in csv_rows(viewer_client, run) if row["case_index"] == "1"]
+    assert row["review_categories"] == "'=HYPERLINK(1)"
