@@ -43,6 +43,12 @@ class AgreementView:
         return "" if kappa is None else f"[{kappa.low:.2f}, {kappa.high:.2f}]"
 
     @property
+    def wide(self) -> bool:
+        """The asymptotic interval reaches past kappa's bounds (few turns)."""
+        kappa = self.agreement.kappa
+        return kappa is not None and (kappa.low < -1 or kappa.high > 1)
+
+    @property
     def reading(self) -> str:
         kappa = self.agreement.kappa
         return kappa_reading(None if kappa is None else kappa.value)
