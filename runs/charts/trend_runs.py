@@ -48,6 +48,10 @@ class TrendRun:
     # "partial: 3 of 8 cases, filter 'cash'" when it ran a selection of its agent's cases.
     partial: str = ""
     subject: str = ""  # its commit's subject (a re-grade's: its transcripts' commit's)
+    # Its failing turns (failed, errored, not graded) and how many people triaged, its own
+    # reviews counted (None: not counted).
+    failures: int | None = None
+    triaged: int = 0
 
     @property
     def short_commit(self) -> str:

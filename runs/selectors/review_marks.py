@@ -9,7 +9,7 @@ stale review or one about another failure never triages a turn. A fixed number o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -102,6 +102,65 @@ def turn_marks(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, TriageMark
         if carried.is_known:
             marks[turn_id] = _mark(carried.review, carried_from_run=carried.review.run_id)
     return marks
+
+
+def marks_of_turns(
+    *, turns: Sequence[TurnResult], project_of: Mapping[int, int | None]
+) -> dict[int, TriageMark]:
+    """The triage of each of ``turns`` that failed (of several runs: a side by side;
+    ``project_of``: each run's project by run id), by turn id: none, one or two queries
+    whatever the number of runs."""
+    failing = [turn for turn in turns if turn.outcome in FAILURE_OUTCOMES]
+    if not failing:
+        return {}
+    reviews = (
+        Review.objects.filter(turn__in=[turn.pk for turn in failing])
+        .select_related("category", "updated_by")
+        .only(*_MARK_FIELDS)
+    )
+    own = {review.turn_id: review for review in reviews if review.turn_id is not None}
+    marks = {turn_id: _mark(review) for turn_id, review in own.items() if is_triaged(review)}
+    unreviewed = [turn for turn in failing if turn.pk not in own and turn.turn_key]
+    newest = _newest_elsewhere(unreviewed, project_of)
+    for turn in unreviewed:
+        review = newest.get(turn.pk)
+        if review is not None and _known(review, turn):
+            marks[turn.pk] = _mark(review, carried_from_run=review.run_id)
+    return marks
+
+
+def _known(review: Review, turn: TurnResult) -> bool:
+    """The same turn (by place), defined the same, failing the same way."""
+    return (review.definition, review.failure) == (turn.definition, turn.failure)
+
+
+def _newest_elsewhere(
+    turns: Sequence[TurnResult], project_of: Mapping[int, int | None]
+) -> dict[int, Review]:
+    """For each turn (by id), the newest review of the same turn (by place) made on another
+    run of its project (one query)."""
+    places = {(project_of.get(turn.run_id), turn.turn_key) for turn in turns}
+    places = {(project, key) for project, key in places if project is not None}
+    if not places:
+        return {}
+    by_place: dict[tuple[int | None, str], list[Review]] = {}
+    for review in (
+        Review.objects.filter(
+            project_id__in={project for project, _ in places},
+            turn_key__in={key for _, key in places}, reopened=False,
+        )
+        .exclude(verdict="")
+        .select_related("category", "updated_by")
+        .order_by("-updated_at", "-id")
+    ):  # fmt: skip
+        by_place.setdefault((review.project_id, review.turn_key), []).append(review)
+    found = {}
+    for turn in turns:
+        listed = by_place.get((project_of.get(turn.run_id), turn.turn_key), [])
+        earlier = next((review for review in listed if review.run_id != turn.run_id), None)
+        if earlier is not None:
+            found[turn.pk] = earlier
+    return found
 
 
 def _mark(review: Review, carried_from_run: int | None = None) -> TriageMark:

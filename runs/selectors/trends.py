@@ -6,8 +6,9 @@ Every number is the run's stored summary (``runs.verdicts.summary.RunSummary``, 
 page, compare, the API and the exports show): its pass rate, its case counts and its metrics'
 average scores; a run with no pass rate (no case graded) stays off the pass-rate line.
 
-Three queries whatever the number of runs: the runs (only the columns the chart shows, and the
-case counts and pass rate of their summaries), the metric averages of the runs shown (their
+Four queries whatever the number of runs: the runs (only the columns the chart shows, and the
+case counts and pass rate of their summaries), their failing turns and how many people triaged
+(one grouped count: the runs table's "reviewed" cell), the metric averages of the runs shown (their
 summaries' metrics) and their turns' verdicts (one text per case, as compare reads them), for
 the turns each run regressed and fixed against the run before it. Runs are put in commit order
 with ``git rev-list --first-parent`` when the project's directory is a git repository, else in
@@ -20,11 +21,12 @@ series and draws it beside the run whose transcripts it grades.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -32,9 +34,11 @@ from runs.charts.trend_chart import MetricKey, RunChurn, TrendRun
 from runs.comparison.matrix import series_churn
 from runs.comparison.ordering import commit_ordered
 from runs.gitutil import GitError, commit_order
-from runs.models import AgentProject, Run
+from runs.models import AgentProject, Run, TurnResult
+from runs.review_models import Review
 from runs.selectors.compare import case_turns
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
+from runs.selectors.reviews import FAILURE_OUTCOMES
 from runs.verdicts.regrades import RegradeSources
 from runs.verdicts.summary import MetricSummary, OutcomeCounts
 
@@ -43,8 +47,9 @@ FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 
 def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]:
     """The finished runs (passed, failed, error) of a project and/or agent, oldest first, with
-    the pass rate and case counts of their stored summaries. One query reading only the columns
-    shown (the model is read out of the config snapshot, the counts out of the summary)."""
+    the pass rate and case counts of their stored summaries, and their failing turns and how
+    many people triaged. One query reading only the columns shown (the model is read out of the
+    config snapshot, the counts out of the summary), one counting the reviews."""
     runs = Run.objects.filter(status__in=FINISHED)
     if project is not None:
         runs = runs.filter(project=project)
@@ -69,7 +74,29 @@ def finished_runs(*, project: AgentProject | None, agent: str) -> list[TrendRun]
         *PARTIAL_COLUMNS,
         "git_subject",
     )
-    return [_trend_run(row) for row in rows]
+    trends = [_trend_run(row) for row in rows]
+    reviewed = runs_reviewed(runs)
+    for position, trend in enumerate(trends):
+        failures, triaged = reviewed.get(trend.id, (0, 0))
+        trends[position] = replace(trend, failures=failures, triaged=triaged)
+    return trends
+
+
+def runs_reviewed(runs: Any) -> dict[int, tuple[int, int]]:
+    """Run id -> (its failing turns, of them triaged by its own reviews) for the runs (a
+    queryset) with failing turns (one query)."""
+    triaging = Review.objects.filter(turn=OuterRef("pk"), reopened=False).filter(
+        ~Q(verdict="") | Q(category__isnull=False)
+    )
+    rows = (
+        TurnResult.objects.filter(run__in=runs.values("pk"), outcome__in=FAILURE_OUTCOMES)
+        .annotate(is_triaged=Exists(triaging))
+        .order_by()
+        .values("run_id")
+        .annotate(failures=Count("id"), triaged=Count("id", filter=Q(is_triaged=True)))
+        .values_list("run_id", "failures", "triaged")
+    )
+    return {run_id: (failures, triaged) for run_id, failures, triaged in rows}
 
 
 def _trend_run(row: tuple[Any, ...]) -> TrendRun:

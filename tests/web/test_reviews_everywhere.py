@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs import selectors
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, CaseResult, Run, TurnResult
 from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory
 from runs.services import history
 from runs.services.reviews import ReviewInput, category_save, review_save
@@ -183,3 +183,49 @@ def test_the_review_cells_are_guarded_against_formulas(
                 data=ReviewInput(verdict="unsure", category="=HYPERLINK(1)"))  # fmt: skip
     (row,) = [row for row in csv_rows(viewer_client, run) if row["case_index"] == "1"]
     assert row["review_categories"] == "'=HYPERLINK(1)"
+
+
+# --- compare and trends -------------------------------------------------------------------------
+
+
+def side_by_side(client: Client, *runs: Run, key: str) -> str:
+    query = {"runs": ",".join(str(run.pk) for run in runs), "key": key}
+    response = client.get(reverse("compare_case"), query)
+    assert response.status_code == 200
+    return response.text
+
+
+def test_the_side_by_side_marks_a_triaged_regression_with_its_review(
+    viewer_client: Client, project: AgentProject, staff: User
+) -> None:
+    base = build_run(project, RunSpec(cases=3, turns=2, failing=()))
+    run, turn = reviewed_run(project, staff)
+    CaseResult.objects.filter(pk=turn.case_id).update(name="refund case 1")  # one key in both
+    html = side_by_side(viewer_client, base, run, key="refund case 1")
+    assert html.count('class="small triage-mark"') == 1
+    assert "triaged: ground truth wrong</span> by operator" in html
+    assert "the order is **A-123**" in html  # the note, as text
+
+
+def test_the_side_by_side_marks_a_known_review_carried_from_an_earlier_run(
+    viewer_client: Client, project: AgentProject, staff: User
+) -> None:
+    earlier, _ = reviewed_run(project, staff)
+    later = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
+    html = side_by_side(viewer_client, earlier, later, key="failing refund case 1")
+    # The earlier run's own review, and the same review carried to the later run as known.
+    assert html.count('class="small triage-mark"') == 2
+    assert f'on run <a href="/runs/{earlier.pk}/">#{earlier.pk}</a> (known' in html
+
+
+def test_trends_count_each_runs_triaged_failures(
+    viewer_client: Client, project: AgentProject, staff: User
+) -> None:
+    build_run(project, RunSpec(cases=3, turns=2, failing=()))
+    reviewed_run(project, staff)
+    untouched = build_run(project, RunSpec(cases=3, turns=3, failing=(0, 2)))
+    html = viewer_client.get(reverse("trends"), {"project": project.pk}).text
+    assert "reviewed: 1 of 1 failure triaged" in html
+    assert "reviewed: 0 of 2 failures triaged" in html
+    assert html.count("no failures") == 1
+    assert f'href="/runs/{untouched.pk}/?review=untriaged"' in html
