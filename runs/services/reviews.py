@@ -271,3 +271,21 @@ def role_set(*, by: Any, project_id: int, user_id: int, role: str) -> ProjectRol
                         object_id=user_id, project_id=project_id, before=before,
                         after=after)  # fmt: skip
         return saved
+
+
+# --- assignment (the review queue's) ----------------------------------------------------------
+
+
+def review_assign(
+    *, user: Any, case: CaseResult, turn: TurnResult | None, assignee_id: int | None
+) -> Review:
+    """Give the review of ``turn`` (or of ``case`` itself) to a user to triage (None: to
+    nobody); its verdict, category and note stay as they are, so a turn nobody triaged stays
+    untriaged."""
+    _project_of(case)
+    with transaction.atomic():
+        review = _review_of(case, turn)
+        before = review_fields(review) if review.pk else None
+        review.assignee_id = assignee_id
+        _stamp(review, user)
+        return _saved(review, user, before, "review.assign")
