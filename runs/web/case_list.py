@@ -12,6 +12,13 @@ from django.utils.safestring import SafeString
 
 from runs import selectors
 from runs.selectors.cases import CaseFilters
+from runs.selectors.review_panels import (
+    DISAGREES,
+    REVIEW_FILTERS,
+    TRIAGED,
+    UNTRIAGED,
+    cases_by_review,
+)
 from runs.verdicts.outcomes import Outcome
 from runs.web.params import (
     Query,
@@ -31,10 +38,20 @@ if TYPE_CHECKING:
     from runs.models import CaseResult, Run
 
 
-def _case_page(request: HtmxHttpRequest, run: Run, filters: CaseFilters) -> Page[Any]:
+@dataclass(frozen=True)
+class RunCaseFilters(CaseFilters):
+    """The run page's case filters: the case list's (``selectors.CaseFilters``) and what people
+    said of the cases' failing turns (``review``: untriaged, triaged, disagrees; the
+    ``runs.selectors.review_panels`` filters)."""
+
+    review: str = ""
+
+
+def _case_page(request: HtmxHttpRequest, run: Run, filters: RunCaseFilters) -> Page[Any]:
     """One page of the case list: of case rows, or of case indices for a repeated run (one row
     per case, its repetitions under it: ``selectors.case_groups``)."""
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
+    cases = cases_by_review(cases, run=run, which=filters.review)
     return Paginator(listed(run, cases), CASES_PER_PAGE).get_page(page_param(request, "page"))
 
 
@@ -52,7 +69,7 @@ def _case_rows_html(run: Run, case_page: Page[Any]) -> SafeString:
     return case_rows_html(case_page, run_id=run.pk, stopping=run.is_stopping)
 
 
-def case_query(filters: CaseFilters) -> str:
+def case_query(filters: RunCaseFilters) -> str:
     """The case-list filters as a query-string prefix ("failures=1&q=abc&", or "")."""
     params = {"failures": "1"} if filters.failures else {}
     if filters.flaky:
@@ -63,11 +80,13 @@ def case_query(filters: CaseFilters) -> str:
         params["metric"] = filters.metric
     if filters.tools:
         params["tools"] = filters.tools
+    if filters.review:
+        params["review"] = filters.review
     params.update(_searches(filters))
     return f"{urlencode(params)}&" if params else ""
 
 
-def _searches(filters: CaseFilters) -> dict[str, str]:
+def _searches(filters: RunCaseFilters) -> dict[str, str]:
     """The case list's searches (a name, a text in the responses) as query parameters: what
     every filter link keeps."""
     params = {"q": filters.query} if filters.query else {}
@@ -104,11 +123,13 @@ def case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     }
 
 
-def _empty_text(run: Run, filters: CaseFilters, links: list[FilterLink]) -> str:
+def _empty_text(run: Run, filters: RunCaseFilters, links: list[FilterLink]) -> str:
     """What an empty case list says: what the searches found none of (and among which cases),
     else what the filter (of ``links``, the one on) found none of, else that no case has
     started."""
-    filtered = filters.failures or filters.flaky or filters.outcome or filters.metric
+    filtered = (
+        filters.failures or filters.flaky or filters.outcome or filters.metric or filters.review
+    )
     among = ""
     if filters.failures:
         among = " among the failures"
@@ -139,7 +160,7 @@ class FilterLink:
     css: str = ""
 
 
-def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
+def _filter_links(run: Run, filters: RunCaseFilters) -> list[FilterLink]:
     """The case toolbar's filters: all, only failures, errored only, not graded only, flaky
     only (a repeated run's), and the metric filter when one is given (the metric summary links
     each metric's failures to it)."""
@@ -147,9 +168,7 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
     def url(**params: str) -> str:
         return urlencode({**_searches(filters), **params})
 
-    unfiltered = not (
-        filters.failures or filters.flaky or filters.outcome or filters.metric or filters.tools
-    )
+    unfiltered = not _filtered(filters)
     links = [
         FilterLink("all", url(), unfiltered, "No cases."),
         FilterLink("only failures", url(failures="1"), filters.failures, "No failed cases.",
@@ -182,6 +201,8 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
                 "filter-flaky",
             )
         )
+    if run.project_id is not None and not run.is_live:
+        links.extend(_review_links(url, filters.review))
     if filters.metric:
         links.append(
             FilterLink(
@@ -196,11 +217,36 @@ def _filter_links(run: Run, filters: CaseFilters) -> list[FilterLink]:
     return links
 
 
-def case_filters(request: Query) -> CaseFilters:
+def _filtered(filters: RunCaseFilters) -> bool:
+    """Some filter narrows the list (the searches aside)."""
+    return bool(
+        filters.failures or filters.flaky or filters.outcome or filters.metric or filters.tools
+    ) or bool(filters.review)
+
+
+def _review_links(url: Any, review: str) -> list[FilterLink]:
+    """The filters by what people said of the failing turns (their reviews)."""
+    return [
+        FilterLink("untriaged", url(review=UNTRIAGED), review == UNTRIAGED,
+                   "Every failing turn of this run is triaged.",
+                   "cases with a failing turn no one has triaged yet (people's reviews)",
+                   "filter-review"),
+        FilterLink("triaged", url(review=TRIAGED), review == TRIAGED,
+                   "No case has all its failing turns triaged.",
+                   "cases whose failing turns people have all triaged", "filter-review"),
+        FilterLink("human disagrees", url(review=DISAGREES), review == DISAGREES,
+                   "No reviewer disagrees with the machine's verdict in this run.",
+                   "cases with a review saying the verdict should have been the other one",
+                   "filter-review"),
+    ]  # fmt: skip
+
+
+def case_filters(request: Query) -> RunCaseFilters:
     """The run page's case-list filters (``selectors.CaseFilters``): ``failures``, ``q``,
     ``flaky``, ``outcome`` (a stored verdict), ``metric`` (a metric's name), ``tools`` (a tool
-    verdict: ``failed``) and ``text`` (a text in the responses)."""
-    return CaseFilters(
+    verdict: ``failed``) and ``text`` (a text in the responses); and ``review`` (what people
+    said: ``untriaged``, ``triaged``, ``disagrees``)."""
+    return RunCaseFilters(
         failures=flag_param(request, "failures"),
         query=text_param(request, "q"),
         flaky=flag_param(request, "flaky"),
@@ -208,4 +254,5 @@ def case_filters(request: Query) -> CaseFilters:
         metric=text_param(request, "metric"),
         tools=choice_param(request, "tools", selectors.TOOL_VERDICTS),
         text=text_param(request, "text"),
+        review=choice_param(request, "review", REVIEW_FILTERS),
     )

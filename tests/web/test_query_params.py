@@ -51,10 +51,13 @@ PAGE_PARAMS: dict[str, list[str]] = {
         "page", "since", "until", "project", "status", "commit", "agent", "version",
         "model", "tag", "min_pass", "q",
     ],
-    "/runs/{run}/": ["page", "failures", "q", "flaky", "outcome", "metric", "tools", "text"],
+    "/runs/{run}/": [
+        "page", "failures", "q", "flaky", "outcome", "metric", "tools", "text", "review",
+    ],
     "/runs/{run}/export.json": ["format"],
     "/runs/{run}/progress/": [
-        "failures", "q", "flaky", "outcome", "metric", "tools", "text", "since", "known", "v",
+        "failures", "q", "flaky", "outcome", "metric", "tools", "text", "review", "since",
+        "known", "v",
     ],
     "/compare/?runs={run},{other}": [
         "runs", "kinds", "show", "sort", "baseline", "page", "order", "metric", "min_drop", "q",
@@ -67,6 +70,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     ],
     "/runs/{run}/snapshot/agent.yaml": ["download"],
     "/projects/{project}/launch/": ["rerun"],
+    "/projects/{project}/review/": ["runs", "mine", "page"],
     "/runs/{run}/cases/{case}/turns/": ["v", "whole"],
     "/runs/{run}/cases/{case}/transcript/?turn=0": ["turn", "prefix"],
     "/compare/transcript/?a={case}&b={case}&turn=0": ["a", "b", "turn"],
