@@ -352,6 +352,13 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("tokens", reverse("tokens")),
         ("import", reverse("import_results")),
         ("launch", reverse("project_launch", args=[data.project.pk])),
+        ("roles and categories", reverse("project_roles", args=[data.project.pk])),
+        ("audit log", reverse("audit")),
+        ("judges checked against people", reverse("project_calibration", args=[data.project.pk])),
+        (
+            "a metric against people",
+            reverse("project_calibration_metric", args=[data.project.pk, "rouge"]),
+        ),
         ("what ran", reverse("run_snapshot", args=[after.pk])),
         ("a file that ran", reverse("run_snapshot_file", args=[after.pk, "agent.yaml"])),
         ("API docs", api_docs),
