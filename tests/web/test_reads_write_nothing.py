@@ -81,6 +81,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("compare_transcript") + f"?a={case.pk}&b={other.cases.get(index=1).pk}&turn=1",
         reverse("trends") + f"?project={project.pk}",
         reverse("tokens"),
+        reverse("project_roles", args=[project.pk]),  # the default categories: not stored
+        reverse("audit") + f"?project={project.pk}&action=role.set",
         reverse("admin:index"),
         reverse("admin:runs_run_changelist"),
         reverse("admin:runs_run_change", args=[run.pk]),
@@ -88,7 +90,9 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     ]
     # Every named dashboard page with a GET handler is in the list above.
     names = pattern_names(get_resolver().url_patterns[-1].url_patterns)  # runs.web.urls
-    assert names - {"run_cancel", "run_regrade", "run_rerun", "run_keep", "token_revoke"} <= {
+    posts = {"run_cancel", "run_regrade", "run_rerun", "run_keep", "token_revoke"}
+    posts |= {"project_role_set", "project_category_save"}
+    assert names - posts <= {
         url_name(url) for url in urls
     }
     for url in urls:
