@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 
 from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentProject, Run
+from runs.review_models import Review
 from runs.services.audit import audit_write
 
 NAME_MAX = AgentProject._meta.get_field("name").max_length or 200
@@ -98,9 +99,7 @@ def project_fields(project: AgentProject) -> dict[str, Any]:
     }
 
 
-def _audited(
-    project: AgentProject, user: Any, action: str, before: dict[str, Any] | None
-) -> None:
+def _audited(project: AgentProject, user: Any, action: str, before: dict[str, Any] | None) -> None:
     """The write in the audit log, unless it changed nothing (registering a project again)."""
     after = project_fields(project)
     if before != after:
@@ -145,12 +144,18 @@ def project_remove(*, project: AgentProject, delete_runs: bool, user: Any = None
             f"{'is' if active == 1 else 'are'} queued or running: cancel "
             f"{'it' if active == 1 else 'them'} first"
         )
-    deleted = runs_delete(runs=runs).runs if delete_runs else 0
+    if delete_runs:
+        with transaction.atomic():
+            _reviews_delete(project)  # the bulk deletes of runs_delete skip the rows' cascades
+        deleted = runs_delete(runs=runs).runs
+    else:
+        deleted = 0
     runs_said = {"runs": "deleted", "runs_deleted": deleted} if delete_runs else {"runs": "kept"}
     before = {**project_fields(project), **runs_said}
     project_id = project.pk
     try:
         with transaction.atomic():
+            _reviews_delete(project)
             # Runs kept: SET_NULL on their project; the agent name they carry still lists them.
             project.delete()
             # Its own entries lose their project (SET_NULL): this one names it by id.
@@ -165,3 +170,9 @@ def project_remove(*, project: AgentProject, delete_runs: bool, user: Any = None
             "result file: delete one of them, or delete the project's runs with it"
         ) from exc
     return deleted
+
+
+def _reviews_delete(project: AgentProject) -> None:
+    """The project's reviews (and their history) go with it, first: they hold its triage
+    categories (PROTECT) and its runs' turns, which would refuse the project's deletion."""
+    Review.objects.filter(project=project).delete()

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, Run
+from runs.models import AgentProject, Run, TurnResult
 from runs.review_models import AuditEntry, ProjectRole, TriageCategory
 from runs.services.audit import audit_write
 from runs.services.projects import project_update
@@ -319,3 +319,26 @@ def test_the_audit_endpoint_gives_each_entry_newest_first_with_its_filters(
     assert first["before"] is None and first["after"] == {"user": 2, "role": "runner"}
     none = client.get("/api/v1/audit", {"action": "project.edit"}, headers=auth).json()
     assert none["count"] == 0
+
+
+@pytest.mark.parametrize("runs", ["keep", "delete"])
+def test_a_project_whose_runs_were_reviewed_is_removed_with_its_reviews_runs_kept_or_not(
+    client: Client, staff: User, project: AgentProject, runs: str
+) -> None:
+    from runs.review_models import Review
+    from runs.services.reviews import ReviewInput, review_save
+
+    run = build_run(project, RunSpec(cases=2, turns=2, failing=(1,)))
+    turn = TurnResult.objects.get(run=run, outcome="failed")
+    review_save(user=staff, case=turn.case, turn=turn,
+                data=ReviewInput(verdict="agrees", category="agent bug"))  # fmt: skip
+    response = signed_in(client, staff).post(
+        reverse("project_remove", args=[project.pk]), {"runs": runs}
+    )
+    assert response.status_code == 302
+    assert not AgentProject.objects.exists() and not Review.objects.exists()
+    assert Run.objects.count() == (1 if runs == "keep" else 0)
+    removed = AuditEntry.objects.get(action="project.remove")
+    assert removed.before is not None and removed.before["runs"] == (
+        "kept" if runs == "keep" else "deleted"
+    )
