@@ -74,6 +74,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     "/runs/{run}/cases/{case}/turns/": ["v", "whole"],
     "/runs/{run}/cases/{case}/transcript/?turn=0": ["turn", "prefix"],
     "/compare/transcript/?a={case}&b={case}&turn=0": ["a", "b", "turn"],
+    "/audit/": ["project", "user", "action", "page"],
 }  # fmt: skip
 
 READS = re.compile(r"""_param\(\s*request,\s*"(\w+)"|GET\.(?:get|getlist)\("(\w+)"[,)]""")
