@@ -32,6 +32,7 @@ from runs.models import (
     TurnResult,
     TurnTranscript,
 )
+from runs.review_models import Review, ReviewChange
 
 log = logging.getLogger(__name__)
 
@@ -178,8 +179,14 @@ def _delete_batch(ids: list[int], *, kept_too: bool = False) -> tuple[PruneCount
         # Django's private ``_raw_delete``, on purpose. The public ``QuerySet.delete()`` runs the
         # collector, which loads every turn, case and run row to cascade and deletes them 100
         # at a time: for a batch of 1,000 cases, 4,000 turns and 12,000 metrics (SQLite, even
-        # with ``.only("pk")``) it took 940 ms, 67 queries and 3.6 MB; these 5 DELETEs, 64 ms.
+        # with ``.only("pk")``) it took 940 ms, 67 queries and 3.6 MB; these 5 DELETEs, 64 ms
+        # (7 with the runs' reviews and their history).
         using = Run.objects.db
+        # People's reviews of these runs go with them (their history first); a later run's
+        # review confirmed from one of them keeps its own fields, only the link goes.
+        Review.objects.filter(carried_from__run_id__in=run_ids).update(carried_from=None)
+        ReviewChange.objects.filter(review__run_id__in=run_ids)._raw_delete(using)
+        Review.objects.filter(run_id__in=run_ids)._raw_delete(using)
         metrics = MetricResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
         TurnTranscript.objects.filter(run_id__in=run_ids)._raw_delete(using)
         turns = TurnResult.objects.filter(run_id__in=run_ids)._raw_delete(using)

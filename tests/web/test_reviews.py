@@ -160,3 +160,18 @@ def test_a_run_without_a_project_cannot_be_reviewed(staff: User) -> None:
     case = CaseResult.objects.get(pk=turn.case_id)
     with pytest.raises(ReviewError, match="no project"):
         review_save(user=staff, case=case, turn=turn, data=ReviewInput(verdict="agrees"))
+
+
+def test_pruning_a_reviewed_run_deletes_its_reviews_and_keeps_a_later_confirmation(
+    project: AgentProject, staff: User
+) -> None:
+    from runs.services.retention import runs_delete
+
+    old, _, earlier = reviewed(project, staff)
+    run = later_run(project)
+    turn = failing_turn(run)
+    confirmed = review_confirm(user=staff, case=turn.case, turn=turn, earlier=earlier)
+    counts = runs_delete(runs=Run.objects.filter(pk=old.pk))
+    assert counts.runs == 1 and not Review.objects.filter(run=old).exists()
+    confirmed.refresh_from_db()
+    assert confirmed.carried_from_id is None and confirmed.category is not None
