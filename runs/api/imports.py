@@ -88,7 +88,12 @@ def imports_create(request: HttpRequest) -> object:
     project = _project(request.POST.get("project", ""))
     if not uploads:
         raise HttpError(422, "no file: send one or more result files in the field `files`")
-    results = uploads_import(uploads, project=project, max_unpacked_bytes=max_unpacked_bytes())
+    results = uploads_import(
+        uploads,
+        project=project,
+        max_unpacked_bytes=max_unpacked_bytes(),
+        user=request.auth,  # type: ignore[attr-defined]
+    )
     files = [
         {
             "name": result.name,

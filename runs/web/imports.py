@@ -54,7 +54,10 @@ def _import_post(request: HttpRequest, uploads: list[Upload]) -> HttpResponse:
     if not uploads:
         return _page(request, form, problem="Choose at least one result file (.json or .zip).")
     results = uploads_import(
-        uploads, project=form.cleaned_data["project"], max_unpacked_bytes=max_unpacked_bytes()
+        uploads,
+        project=form.cleaned_data["project"],
+        max_unpacked_bytes=max_unpacked_bytes(),
+        user=request.user,
     )
     return _page(request, form, results=results)
 

@@ -229,3 +229,24 @@ def test_trends_count_each_runs_triaged_failures(
     assert "reviewed: 0 of 2 failures triaged" in html
     assert html.count("no failures") == 1
     assert f'href="/runs/{untouched.pk}/?review=untriaged"' in html
+
+
+def test_an_upload_of_reviews_on_the_page_or_the_api_is_audited_as_its_uploader(
+    project: AgentProject, staff: User, staff_client: Client
+) -> None:
+    from runs.services.tokens import token_create
+    from tests.web.test_import import api_import, import_page, upload
+
+    texts = []
+    for other in ("a", "b"):  # two runs: an import of a run already here adds nothing
+        run, _ = reviewed_run(make_project(f"weather-agent {other}", f"/srv/{other}"), staff)
+        texts.append(dump_eval_run(selectors.run_eval_run(run=run)))
+        run.delete()
+    page = import_page(staff_client, upload("a.json", texts[0]), project=project)
+    assert page.status_code == 200
+    _, secret = token_create(user=staff, name="ci")
+    headers = {"Authorization": f"Bearer {secret}"}
+    answer = api_import(Client(), headers, upload("b.json", texts[1]), project=project.pk)
+    assert answer.status_code == 200, answer.content
+    entries = AuditEntry.objects.filter(action="review.import").order_by("id")
+    assert [(e.username, e.project_id) for e in entries] == [(staff.username, project.pk)] * 2
