@@ -8,6 +8,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import selectors
+from runs.reviewing.vocabulary import Role
+from runs.web.access import role_in
 from runs.web.rows import project_rows_html
 
 
@@ -15,8 +17,13 @@ from runs.web.rows import project_rows_html
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     projects = selectors.projects_with_last_run()
+
+    def may_launch(project_id: int) -> bool:  # the user's roles: one query, none for staff
+        role = role_in(user=request.user, project_id=project_id)
+        return role is not None and role.allows(Role.RUNNER)
+
     context = {
         "projects": projects,
-        "project_rows_html": project_rows_html(projects, staff=request.user.is_staff),
+        "project_rows_html": project_rows_html(projects, may_launch=may_launch),
     }
     return render(request, "runs/home.html", context)

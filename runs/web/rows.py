@@ -228,18 +228,19 @@ def _url_of(name: str, *args: int) -> Callable[[int], str]:
 
 
 def project_rows_html(
-    projects: Iterable[tuple[AgentProject, LastRun | None]], *, staff: bool
+    projects: Iterable[tuple[AgentProject, LastRun | None]], *, may_launch: Callable[[int], bool]
 ) -> SafeString:
     """One table row per project with its latest run (``selectors.projects_with_last_run``);
-    ``staff``: with the launch button."""
+    ``may_launch(project id)``: whether its row has the launch button (the runner role)."""
     urls = _ProjectUrls(
         runs=reverse("run_list"),
         trends=reverse("trends"),
         run=_url_of("run_detail"),
         project=_url_of("project_detail"),
-        launch=_url_of("project_launch") if staff else None,
+        launch=_url_of("project_launch"),
     )
-    return mark_safe("".join(_project_row(project, run, urls) for project, run in projects))
+    rows = (_project_row(project, run, urls, may_launch(project.pk)) for project, run in projects)
+    return mark_safe("".join(rows))
 
 
 @dataclass(frozen=True)
@@ -248,10 +249,12 @@ class _ProjectUrls:
     trends: str
     run: Callable[[int], str]
     project: Callable[[int], str]
-    launch: Callable[[int], str] | None  # None: no launch button (not staff)
+    launch: Callable[[int], str]
 
 
-def _project_row(project: AgentProject, run: LastRun | None, urls: _ProjectUrls) -> str:
+def _project_row(
+    project: AgentProject, run: LastRun | None, urls: _ProjectUrls, launch_button: bool
+) -> str:
     pk = project.pk
     description = ""
     if project.description:
@@ -259,7 +262,9 @@ def _project_row(project: AgentProject, run: LastRun | None, urls: _ProjectUrls)
         if len(text) > DESCRIPTION_CHARS:
             text = Truncator(text).chars(DESCRIPTION_CHARS)
         description = f'<div class="muted small">{escape(text)}</div>'
-    launch = f'<a class="btn btn-small" href="{urls.launch(pk)}">Launch…</a>' if urls.launch else ""
+    launch = (
+        f'<a class="btn btn-small" href="{urls.launch(pk)}">Launch…</a>' if launch_button else ""
+    )
     last_run = (
         _last_run_cells(run, urls) if run else '<td colspan="6" class="muted">no runs yet</td>'
     )

@@ -199,6 +199,18 @@ def test_the_project_page_offers_launch_to_runners_and_edit_roles_remove_to_admi
     assert launch in pages["admin"] and roles in pages["admin"]
 
 
+def test_the_home_page_offers_launch_on_the_projects_a_user_runs_only(
+    project: AgentProject,
+) -> None:
+    other = make_project("other-agent", "/srv/agents/other")
+    runner = holding(project, "rita", "runner")
+    page = signed_in(Client(), runner).get(reverse("home")).text
+    assert reverse("project_launch", args=[project.pk]) in page
+    assert reverse("project_launch", args=[other.pk]) not in page
+    viewer_page = signed_in(Client(), make_user("vera")).get(reverse("home")).text
+    assert "Launch…" not in viewer_page
+
+
 def test_a_run_of_no_project_is_cancelled_by_staff_only(
     client: Client, staff: User, project: AgentProject
 ) -> None:

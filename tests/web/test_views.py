@@ -291,8 +291,9 @@ def test_the_home_page_costs_the_same_queries_for_many_projects(
 ) -> None:
     for index in range(20):
         build_run(make_project(f"agent-{index}", f"/srv/{index}"), RunSpec(cases=1, turns=1))
-    # Session, user, projects with their latest runs, and the no-worker banner's one query.
-    with django_assert_max_num_queries(5):  # type: ignore[operator]
+    # Session, user, projects with their latest runs, the no-worker banner's one query, and the
+    # user's roles in every project (one query, for the launch buttons).
+    with django_assert_max_num_queries(6):  # type: ignore[operator]
         assert viewer_client.get(reverse("home")).status_code == 200
 
 
