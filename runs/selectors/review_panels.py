@@ -36,6 +36,8 @@ TRIAGED = "triaged"
 DISAGREES = "disagrees"
 REVIEW_FILTERS = (UNTRIAGED, TRIAGED, DISAGREES)
 DISAGREEING = (HumanVerdict.SHOULD_PASS.value, HumanVerdict.SHOULD_FAIL.value)
+# How much of a note a review's history shows of each change.
+NOTE_SHOWN = 80
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Change:
 
     by: str
     at: datetime
-    fields: list[tuple[str, str, str]]  # (field, before, after) in words, of those it changed
+    fields: list[str]  # each field it changed, in words: "category: agent bug → grader wrong"
     first: bool  # the review's first version
 
 
@@ -81,6 +83,7 @@ def case_reviews(
     case_review = next((review for review in found if review.turn_id is None), None)
     untouched = [turn for turn in failing if turn.pk not in own or own[turn.pk].reopened]
     carried = carried_reviews(run=case.run, turns=untouched) if untouched else {}
+    carried = not_reopened(carried, own)
     return CaseReviews(
         own=own,
         carried=carried,
@@ -88,6 +91,20 @@ def case_reviews(
         history=review_changes([review.pk for review in found]),
         categories=project_categories(project_id=project_id) if categories else [],
     )
+
+
+def not_reopened(carried: dict[int, Carried], own: dict[int, Review]) -> dict[int, Carried]:
+    """``carried`` (by turn id) without the reviews a turn's own review reopened on its run:
+    reopened, the earlier review is no longer offered there."""
+    return {
+        turn_id: found
+        for turn_id, found in carried.items()
+        if not (
+            turn_id in own
+            and own[turn_id].reopened
+            and own[turn_id].carried_from_id == found.review.pk
+        )
+    }
 
 
 def _reviews_of_case(case: CaseResult) -> list[Review]:
@@ -113,12 +130,21 @@ def review_changes(review_ids: Iterable[int]) -> dict[int, list[Change]]:
 def _change(change: ReviewChange) -> Change:
     before, after = change.before or {}, change.after or {}
     changed = [
-        (name, _shown(name, before.get(name)), _shown(name, after.get(name)))
+        _described(name, _shown(name, before.get(name)), _shown(name, after.get(name)))
         for name in ("verdict", "category", "note", "link", "assignee", "reopened")
         if before.get(name) != after.get(name) and (before or after.get(name))
     ]
     by = change.by.get_username() if change.by else ""
     return Change(by=by, at=change.at, fields=changed, first=not before)
+
+
+def _described(name: str, before: str, after: str) -> str:
+    """One field's change in words: "category: agent bug → grader wrong"."""
+    if name == "reopened":
+        return "reopened" if after else "no longer reopened"
+    if not before:
+        return f"{name}: {after}"
+    return f"{name}: {before} → {after or '(none)'}"
 
 
 def _shown(name: str, value: Any) -> str:
@@ -132,6 +158,8 @@ def _shown(name: str, value: Any) -> str:
             return str(value)
     if name == "assignee":
         return f"user #{value}"
+    if name == "note" and len(str(value)) > NOTE_SHOWN:
+        return str(value)[: NOTE_SHOWN - 1] + "…"
     if name == "reopened":
         return "reopened"
     return str(value)
@@ -174,6 +202,7 @@ def turn_reviews(*, turn: TurnResult) -> CaseReviews:
     carried = {}
     if own is None or own.reopened:
         carried = carried_reviews(run=turn.case.run, turns=[turn])
+        carried = not_reopened(carried, {turn.pk: own} if own is not None else {})
     return CaseReviews(
         own={turn.pk: own} if own is not None else {},
         carried=carried,

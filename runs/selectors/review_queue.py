@@ -18,6 +18,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from runs.models import MetricResult, Run, TurnResult
 from runs.review_models import Review
 from runs.reviewing.vocabulary import Role
+from runs.selectors.review_panels import not_reopened
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
     KNOWN,
@@ -192,13 +193,13 @@ def queue_items(*, project_id: int, turns: list[TurnResult]) -> list[QueueItem]:
         .values_list("turn_id", "metric_name", "outcome")
     ):
         failed[turn_id].append((name, outcome))
-    own = {
-        review.turn_id: review
+    own: dict[int, Review] = {
+        int(review.turn_id or 0): review
         for review in Review.objects.filter(turn_id__in=ids).select_related(
             "assignee", "category", "updated_by"
         )
     }
-    carried = _carried(project_id, turns)
+    carried = not_reopened(_carried(project_id, turns), own)
     return [
         QueueItem(turn, failed.get(turn.pk, []), own.get(turn.pk), carried.get(turn.pk))
         for turn in turns

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from runs.review_models import Review
 
 PANEL = "runs/_review_panel.html#panel"
+# The event a saved review raises on the page (``HX-Trigger``): the review tile listens.
+SAVED = "review-saved"
 # A case not settled yet shows no panel: its fragment is drawn again as its turns come.
 UNSETTLED = (CaseState.PENDING, CaseState.RUNNING)
 ALONE = "runs/_review_page.html"
@@ -136,11 +138,9 @@ class Panel:
 
     @property
     def form_open(self) -> bool:
-        """The form starts open: on a failure nobody triaged (a passing case's own review is
-        asked for less often), or to fix what was refused."""
-        if self.errors:
-            return True
-        return not self.triaged and (self.turn is not None or not self.machine.is_passed)
+        """The form starts open on a failing turn nobody triaged (a case's own review, asked for
+        less often, starts closed above its turns), or to fix what was refused."""
+        return bool(self.errors) or (self.turn is not None and not self.triaged)
 
     @property
     def offers_carried(self) -> bool:
@@ -215,7 +215,10 @@ def _answer(
     """The panel (htmx), else back to the case page where it is (or, refused, the panel on a
     page of its own with what is wrong)."""
     if request.htmx:
-        return render(request, PANEL, {"panel": panel}, status=status)
+        response = render(request, PANEL, {"panel": panel}, status=status)
+        if status == 200:  # the run page's review tile counts again (_review_tile.html)
+            response["HX-Trigger"] = SAVED
+        return response
     if status == 200:
         url = reverse("case_detail", args=[panel.case.run_id, panel.case.pk])
         return HttpResponseRedirect(f"{url}#{anchor or panel.dom_id}")

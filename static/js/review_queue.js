@@ -82,6 +82,37 @@
     return click(item, "button[data-key='" + CSS.escape(key) + "']");
   }
 
+  // Keys pressed while a failure's post is on its way wait for its answer (the item it
+  // replaces, and which failure is current then), and act in order after it.
+  var awaiting = null;
+  var buffered = [];
+
+  function wait(id) {  // the list says whether a post is on its way (data-busy)
+    awaiting = id;
+    var list = document.querySelector("[data-queue-list]");
+    if (!list) return;
+    if (id) list.setAttribute("data-busy", "1");
+    else list.removeAttribute("data-busy");
+  }
+
+  function handle(key) {
+    if (key === "j" || key === "k") {
+      step(key === "j" ? 1 : -1);
+      return true;
+    }
+    var item = current();
+    if (!item) {
+      item = items()[0];
+      if (!item) return false;
+      select(item);
+    }
+    return act(item, key);
+  }
+
+  function wanted(key) {
+    return key === "j" || key === "k" || key.length === 1;
+  }
+
   document.addEventListener("keydown", function (evt) {
     if (evt.ctrlKey || evt.altKey || evt.metaKey) return;
     var field = document.activeElement;
@@ -95,20 +126,13 @@
       }
       return;
     }
-    if (evt.key === "j" || evt.key === "k") {
+    if (!wanted(evt.key)) return;
+    if (awaiting) {
       evt.preventDefault();
-      step(evt.key === "j" ? 1 : -1);
+      buffered.push(evt.key);
       return;
     }
-    if (evt.key.length !== 1) return;
-    var item = current();
-    if (!item) {
-      var first = items()[0];
-      if (!first) return;
-      select(first);
-      item = first;
-    }
-    if (act(item, evt.key)) evt.preventDefault();
+    if (handle(evt.key)) evt.preventDefault();
   });
 
   // A click or a Tab into a failure makes it the current one.
@@ -121,21 +145,50 @@
     }
   });
 
-  // A triaged failure is drawn again in place: the next one not triaged becomes current.
-  document.addEventListener("htmx:afterSwap", function (evt) {
-    var target = evt.detail && evt.detail.target;
-    var id = target && target.id;
-    var item = id ? document.getElementById(id) : null;
-    if (!item || !item.matches(ITEM)) return;
-    var xhr = evt.detail.xhr;
-    if (xhr && xhr.status === 200 && item.classList.contains("queue-done")) {
-      select(nextOpen(item));
-    } else {
-      select(item);
+  // A triaged failure is drawn again in place (its item's outerHTML): once the new item is in
+  // the page (htmx:load; the old one, and the form that posted, are gone by then), the next
+  // failure not triaged becomes current — or the same one, when the post was refused.
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var source = evt.detail && evt.detail.elt;
+    var item = source && source.closest ? source.closest(ITEM) : null;
+    if (item && !source.matches("details")) wait(item.id);  // not a transcript's fetch
+  });
+  document.addEventListener("htmx:load", function (evt) {
+    var item = evt.target;
+    if (!awaiting || !item || item.id !== awaiting || !item.matches(ITEM)) return;
+    wait(null);
+    select(item.classList.contains("queue-done") ? nextOpen(item) : item);
+    var keys = buffered;
+    buffered = [];
+    for (var i = 0; i < keys.length; i++) {
+      if (awaiting) {  // a buffered key posted again: the rest wait for that answer
+        buffered = buffered.concat(keys.slice(i));
+        return;
+      }
+      handle(keys[i]);
+      var field = document.activeElement;
+      if (typing(field) && "value" in field) {  // n opened the note: the rest was its text
+        field.value += keys.slice(i + 1).join("");
+        return;
+      }
+    }
+  });
+  // A post that got no answer to swap in (the network, a server error): the keys it held are
+  // dropped, and the keyboard works again.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var source = evt.detail && evt.detail.elt;
+    var item = source && source.closest ? source.closest(ITEM) : null;
+    if (!item || item.id !== awaiting || evt.detail.successful) return;
+    var status = evt.detail.xhr ? evt.detail.xhr.status : 0;
+    if (status !== 400 && status !== 403) {  // those are swapped in (static/js/reviews.js)
+      wait(null);
+      buffered = [];
     }
   });
 
   document.addEventListener("DOMContentLoaded", function () {
+    var list = document.querySelector("[data-queue-list]");
+    if (list) list.setAttribute("data-keyboard", "1");
     var first = items().filter(function (item) {
       return !item.classList.contains("queue-done");
     })[0];
