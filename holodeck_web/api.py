@@ -17,7 +17,18 @@ from ninja import NinjaAPI, Swagger
 from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 
-from runs.api import compare, gate, imports, projects, reruns, runs, snapshots
+from runs.api import (
+    audit,
+    calibration,
+    compare,
+    gate,
+    imports,
+    projects,
+    reruns,
+    reviews,
+    runs,
+    snapshots,
+)
 from runs.api.auth import API_AUTH
 
 
@@ -71,6 +82,9 @@ api.add_router("/", snapshots.router)
 api.add_router("/", compare.router)
 api.add_router("/", imports.router)
 api.add_router("/", gate.router)
+api.add_router("/", audit.router)
+api.add_router("/", calibration.router)
+api.add_router("/", reviews.router)
 
 
 @api.exception_handler(BadRequest)

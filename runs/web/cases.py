@@ -16,6 +16,7 @@ from runs.selectors.costs import pricing_for
 from runs.selectors.reruns import run_rerunnable
 from runs.verdicts.outcomes import CaseState
 from runs.web.params import flag_param, text_param
+from runs.web.reviews import case_panels
 
 if TYPE_CHECKING:
     from runs.models import CaseResult
@@ -44,6 +45,7 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     # page's own poll, ``whole``, keeps the page's plain anchors and its switcher's links).
     context = {
         **_case_turns_context(case, whole=whole),
+        **case_panels(user=request.user, case=case),
         "anchor_prefix": "" if whole else f"case-{case.pk}-",
         "pricing": pricing_for(run_id=run_id),
     }
@@ -85,6 +87,8 @@ def case_detail(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse
     case = selectors.case_get(run_id=run_id, case_id=case_id)
     context = {
         **_case_turns_context(case, whole=True),
+        # The review panels of its failing turns and of the case itself (runs.web.reviews).
+        **case_panels(user=request.user, case=case),
         # Its run's cases, not their repetitions ("case 2 of 3" of a run of 3 cases × 5).
         "case_total": case.run.total_cases // selectors.case_run_repeats(case),
         "summary": selectors.case_summary(case=case),

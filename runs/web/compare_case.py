@@ -4,7 +4,7 @@ the metrics with their score deltas, and where a searched text occurs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.utils.safestring import SafeString
@@ -16,12 +16,13 @@ from runs.comparison.matrix import (
     REGRESSION,
     Change,
     change_of,
-    older_than_compared,
     compared_with,
+    older_than_compared,
     verdict,
 )
 from runs.comparison.query import ComparisonQuery
 from runs.selectors.compare import cases_by_key
+from runs.selectors.review_marks import TriageMark, marks_of_turns
 from runs.verdicts.kinds import TOOLS_KIND
 from runs.verdicts.numbers import format_score_delta
 from runs.verdicts.outcomes import Outcome
@@ -52,6 +53,9 @@ class SideBySide:
     # A repeated run's column is one repetition: whether the case changed is said over all of
     # them (the compare page's significance), never by one repetition against another.
     repeated: frozenset[int]
+    # How people triaged the failing turns (by turn id): its own review, or a known one
+    # carried from an earlier run (``runs.selectors.review_marks``).
+    triage: dict[int, TriageMark] = field(default_factory=dict)
 
     @property
     def turn_total(self) -> int:
@@ -67,6 +71,7 @@ class SideBySide:
             self.query.kinds,
             self.query.q,
             self.repeated,
+            self.triage,
         )
 
     def query_state(self) -> dict[str, str]:
@@ -117,16 +122,21 @@ def side_by_side(runs: list[Run], key: str, query: ComparisonQuery) -> SideBySid
     if not cases:
         return None
     baseline = next((run for run in runs if run.pk == query.chosen), runs[0])
+    turns = {run_id: list(case.turns.all()) for run_id, case in cases.items()}
+    project_of = {run.pk: run.project_id for run in runs}
     return SideBySide(
         runs=runs,
         baseline=baseline,
         key=key,
         query=query,
         cases=cases,
-        turns={run_id: list(case.turns.all()) for run_id, case in cases.items()},
+        turns=turns,
         against=compared_with([run.pk for run in runs], baseline.pk, query.order),
         repeated=frozenset(
             run_id for run_id, case in cases.items() if getattr(case, "repetition_count", 1) > 1
+        ),
+        triage=marks_of_turns(
+            turns=[turn for found in turns.values() for turn in found], project_of=project_of
         ),
     )
 
@@ -180,6 +190,7 @@ class RunTurn:
     calls: list[CallPair]
     # Where the searched text occurs, input then response.
     excerpts: list[Excerpt]
+    triage: TriageMark | None = None  # how people triaged it, when it failed
 
     @property
     def hit(self) -> bool:
@@ -261,6 +272,7 @@ def turn_across(
     kinds: list[str],
     q: str,
     repeated: frozenset[int] | set[int] = frozenset(),
+    triage: dict[int, TriageMark] | None = None,
 ) -> TurnAcross:
     """One turn in every run; ``repeated``: the runs whose column is one repetition of the
     case, which is never marked regressed or fixed against another run's."""
@@ -292,6 +304,7 @@ def turn_across(
                 response_diff=diff,
                 calls=calls,
                 excerpts=_turn_excerpts(turn, q),
+                triage=(triage or {}).get(turn.pk) if turn is not None else None,
             )
         )
     return TurnAcross(

@@ -3,15 +3,20 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path
 
 from runs.web import (
+    audit,
+    calibration,
     cases,
     compare,
     compare_export,
     home,
     imports,
     launch,
+    project_roles,
     projects,
     regrade,
     reruns,
+    review_queue,
+    reviews,
     run_list,
     run_page,
     snapshots,
@@ -26,6 +31,15 @@ project_routes: list[URLPattern | URLResolver] = [
     path("edit/", projects.project_edit, name="project_edit"),
     path("remove/", projects.project_remove, name="project_remove"),
     path("launch/", launch.project_launch, name="project_launch"),
+    path("review/", review_queue.review_queue, name="review_queue"),
+    path("review/turns/<int:turn_id>/", review_queue.queue_triage, name="queue_triage"),
+    path("review/turns/<int:turn_id>/confirm/", review_queue.queue_confirm, name="queue_confirm"),
+    path("review/turns/<int:turn_id>/assign/", review_queue.queue_assign, name="queue_assign"),
+    path("roles/", project_roles.project_roles, name="project_roles"),
+    path("roles/set/", project_roles.project_role_set, name="project_role_set"),
+    path("categories/", project_roles.project_category_save, name="project_category_save"),
+    path("calibration/", calibration.calibration, name="project_calibration"),
+    path("calibration/<path:metric>/", calibration.calibration, name="project_calibration_metric"),
 ]
 
 # A case's pages, under runs/<run_id>/cases/<case_id>/.
@@ -33,6 +47,16 @@ case_routes: list[URLPattern | URLResolver] = [
     path("", cases.case_detail, name="case_detail"),
     path("turns/", cases.case_turns, name="case_turns"),
     path("transcript/", transcripts.case_transcript, name="case_transcript"),
+    path("review/", reviews.case_review, name="case_review"),
+    path("turns/<int:turn_id>/review/", reviews.turn_review, name="turn_review"),
+    path(
+        "turns/<int:turn_id>/review/confirm/",
+        reviews.turn_review_confirm,
+        name="turn_review_confirm",
+    ),
+    path(
+        "turns/<int:turn_id>/review/reopen/", reviews.turn_review_reopen, name="turn_review_reopen"
+    ),
 ]
 
 # A run's pages, under runs/<run_id>/.
@@ -47,6 +71,7 @@ run_routes: list[URLPattern | URLResolver] = [
     path("snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
     path("regrade/", regrade.run_regrade, name="run_regrade"),
     path("rerun/", reruns.run_rerun, name="run_rerun"),
+    path("reviews/tile/", reviews.run_review_tile, name="run_review_tile"),
     path("cases/<int:case_id>/", include(case_routes)),
 ]
 
@@ -65,4 +90,5 @@ urlpatterns = [
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("import/", imports.import_results, name="import_results"),
+    path("audit/", audit.audit_log, name="audit"),
 ]

@@ -321,6 +321,8 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         ("case", reverse("case_detail", args=[after.pk, case.pk])),
         ("the case's transcripts, opened", transcripts),
         ("run filtered: tool assertions failed, a text", f"{run_url(after)}?tools=failed&text=3-1"),
+        ("run filtered: untriaged failures", f"{run_url(after)}?review=untriaged"),
+        ("review queue", reverse("review_queue", args=[data.project.pk])),
         ("a stopping run with its running case open", stopping),
         ("a run with cases not graded and errored", run_url(data.mixed)),
         ("its not-graded case", case_url(data.mixed, index=0)),
