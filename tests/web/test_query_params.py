@@ -71,6 +71,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
     "/runs/{run}/snapshot/agent.yaml": ["download"],
     "/projects/{project}/launch/": ["rerun"],
     "/projects/{project}/review/": ["runs", "mine", "page"],
+    "/projects/{project}/calibration/": ["kind", "metric"],
     "/runs/{run}/cases/{case}/turns/": ["v", "whole"],
     "/runs/{run}/cases/{case}/transcript/?turn=0": ["turn", "prefix"],
     "/compare/transcript/?a={case}&b={case}&turn=0": ["a", "b", "turn"],

@@ -83,6 +83,11 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("tokens"),
         reverse("project_roles", args=[project.pk]),  # the default categories: not stored
         reverse("audit") + f"?project={project.pk}&action=role.set",
+        reverse("review_queue", args=[project.pk]),
+        reverse("run_review_tile", args=[run.pk]),
+        reverse("run_detail", args=[run.pk]) + "?review=untriaged",
+        reverse("project_calibration", args=[project.pk]),
+        reverse("project_calibration_metric", args=[project.pk, "rouge"]),
         reverse("admin:index"),
         reverse("admin:runs_run_changelist"),
         reverse("admin:runs_run_change", args=[run.pk]),
@@ -92,6 +97,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     names = pattern_names(get_resolver().url_patterns[-1].url_patterns)  # runs.web.urls
     posts = {"run_cancel", "run_regrade", "run_rerun", "run_keep", "token_revoke"}
     posts |= {"project_role_set", "project_category_save"}
+    posts |= {"case_review", "turn_review", "turn_review_confirm", "turn_review_reopen"}
+    posts |= {"queue_triage", "queue_confirm", "queue_assign"}
     assert names - posts <= {
         url_name(url) for url in urls
     }
