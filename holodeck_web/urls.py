@@ -22,3 +22,4 @@ urlpatterns = [
 ]
 
 handler400 = "runs.web.views.bad_request"
+handler404 = "runs.web.views.not_found"

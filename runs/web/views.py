@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.defaults import page_not_found
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
@@ -133,6 +134,14 @@ def new_run_response(
 
 
 # --- errors --------------------------------------------------------------------------------
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404: the page for people; under /api/ the API's JSON (``{"detail": "Not Found"}``), also
+    for a path no endpoint matches (a name with a newline in its path segment)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not Found"}, status=404)
+    return page_not_found(request, exception)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -213,3 +213,13 @@ def test_a_signed_in_browser_write_without_its_csrf_token_is_still_a_403(viewer:
 
     assert response.status_code == 403
     assert response.json() == {"detail": "CSRF check Failed"}
+
+
+def test_an_api_path_no_endpoint_matches_is_a_json_404_and_a_page_an_html_one(
+    client: Client,
+) -> None:
+    for path in ("/api/v1/projects/1/calibration/a%0Ab", "/api/v1/nowhere"):
+        answer = client.get(path)
+        assert (answer.status_code, answer.json()) == (404, {"detail": "Not Found"}), path
+    page = client.get("/nowhere/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
