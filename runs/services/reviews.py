@@ -70,13 +70,14 @@ def review_save(
 
 def review_confirm(*, user: Any, case: CaseResult, turn: TurnResult, earlier: Review) -> Review:
     """An earlier run's review of the same turn, confirmed for this run: the same verdict,
-    category, note and link, linked to it."""
+    category, note and link, linked to it; this turn keeps whom it is assigned to."""
+    assigned = Review.objects.filter(case=case, turn=turn).values_list("assignee_id", flat=True)
     data = ReviewInput(
         verdict=earlier.verdict or HumanVerdict.AGREES.value,
         category=earlier.category.name if earlier.category else "",
         note=earlier.note,
         link=earlier.link,
-        assignee_id=earlier.assignee_id,
+        assignee_id=assigned.first(),
     )
     return review_save(user=user, case=case, turn=turn, data=data, carried_from=earlier)
 

@@ -175,3 +175,17 @@ def test_pruning_a_reviewed_run_deletes_its_reviews_and_keeps_a_later_confirmati
     assert counts.runs == 1 and not Review.objects.filter(run=old).exists()
     confirmed.refresh_from_db()
     assert confirmed.carried_from_id is None and confirmed.category is not None
+
+
+def test_confirming_a_carried_review_keeps_whom_the_turn_is_assigned_to(
+    project: AgentProject, staff: User
+) -> None:
+    from runs.services.reviews import review_assign
+
+    _, _, earlier = reviewed(project, staff)
+    run = later_run(project)
+    turn = failing_turn(run)
+    someone = make_user("someone")
+    review_assign(user=staff, case=turn.case, turn=turn, assignee_id=someone.pk)
+    confirmed = review_confirm(user=staff, case=turn.case, turn=turn, earlier=earlier)
+    assert confirmed.assignee_id == someone.pk and confirmed.carried_from_id == earlier.pk
