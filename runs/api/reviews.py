@@ -20,6 +20,8 @@ from runs.api.auth import role_only
 from runs.api.schemas import Id, SafeText, responses
 from runs.reviewing.vocabulary import HumanVerdict, Role
 from runs.selectors.review_api import (
+    case_review_of,
+    review_case_at,
     review_get,
     review_turn_at,
     run_review_listing,
@@ -150,6 +152,10 @@ class RunReviewsOut(Schema):
 class TurnReviewOut(Schema):
     review: ReviewOut | None
     carried: CarriedOut | None
+
+
+class CaseReviewOut(Schema):
+    review: ReviewOut | None = Field(description="the case's own review; null: none")
 
 
 class FailedMetricOut(Schema):
@@ -392,6 +398,37 @@ def turn_review_reopen(
     """The known review the turn carries does not hold on this run: its failure is to be
     triaged again. Needs the reviewer role."""
     return _on_carried(request, run_id, case_id, index, payload, review_reopen)
+
+
+@router.get(
+    "/runs/{run_id}/cases/{case_id}/review",
+    response=responses({200: CaseReviewOut}, 404),
+)
+def case_review(request: HttpRequest, run_id: Id, case_id: Id) -> object:
+    """The case's own review (of the case itself, beside its turns'; null: none)."""
+    own = case_review_of(case=review_case_at(run_id=run_id, case_id=case_id))
+    return {"review": review_out(own) if own is not None else None}
+
+
+@router.put(
+    "/runs/{run_id}/cases/{case_id}/review",
+    response=responses({200: ReviewOut, 201: ReviewOut}, *WRITE_ERRORS),
+)
+def case_review_put(request: HttpRequest, run_id: Id, case_id: Id, payload: ReviewIn) -> object:
+    """Write the case's own review (201 when it had none), as a turn's. Needs the reviewer
+    role."""
+    case = review_case_at(run_id=run_id, case_id=case_id)
+    role_only(request, project_id=case.run.project_id, needed=Role.REVIEWER, action=ACTION)
+    own = case_review_of(case=case)
+    data = ReviewInput(
+        verdict=payload.verdict.value, category=payload.category, note=payload.note,
+        link=payload.link, assignee_id=own.assignee_id if own is not None else None,
+    )  # fmt: skip
+    user = request.auth  # type: ignore[attr-defined]
+    review = _written(lambda: review_save(user=user, case=case, turn=None, data=data))
+    if isinstance(review, tuple):
+        return review
+    return (200 if own is not None else 201), review_out(review_get(review_id=review.pk))
 
 
 def _writable(request: HttpRequest, run_id: int, case_id: int, index: int) -> "TurnResult":

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from django.shortcuts import get_object_or_404
 
-from runs.models import TurnResult
+from runs.models import CaseResult, TurnResult
 from runs.review_models import Review
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
@@ -73,6 +73,22 @@ def review_turn_at(*, run_id: int, case_id: int, index: int) -> TurnResult:
         run_id=run_id,
         case_id=case_id,
         index=index,
+    )
+
+
+def review_case_at(*, run_id: int, case_id: int) -> CaseResult:
+    """The run's case, with its run, or 404."""
+    return get_object_or_404(
+        CaseResult.objects.select_related("run").defer("run__raw_yaml", "run__config_snapshot"),
+        run_id=run_id,
+        pk=case_id,
+    )
+
+
+def case_review_of(*, case: CaseResult) -> Review | None:
+    """The case's own review (of the case itself, not of a turn), or None (one query)."""
+    return (
+        Review.objects.filter(case=case, turn__isnull=True).select_related(*REVIEW_RELATED).first()
     )
 
 

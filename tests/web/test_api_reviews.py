@@ -252,3 +252,23 @@ def test_the_reads_write_nothing(
         written = [sql for sql in sqls if sql.upper().startswith(("INSERT", "UPDATE", "DELETE"))]
         # The token's last use is the only write a token-authenticated request makes.
         assert all("runs_apitoken" in sql for sql in written), (url, written)
+
+
+def test_a_reviewer_writes_a_cases_own_review_and_a_viewer_is_refused(
+    client: Client, project: AgentProject, reviewer: User, viewer: User
+) -> None:
+    turn = failing(build_run(project, RunSpec(cases=3, turns=2, failing=(1,))))
+    url = f"/api/v1/runs/{turn.run_id}/cases/{turn.case_id}/review"
+    assert client.get(url, headers=bearer(reviewer)).json() == {"review": None}
+    refused = client.put(url, BODY, content_type="application/json", headers=bearer(viewer))
+    assert refused.status_code == 403 and writes() == (0, 0)
+    created = client.put(url, BODY, content_type="application/json", headers=bearer(reviewer))
+    assert created.status_code == 201, created.content
+    assert created.json()["turn_index"] is None and created.json()["category"] == BODY["category"]
+    again = client.put(
+        url, {**BODY, "verdict": "agrees"}, content_type="application/json",
+        headers=bearer(reviewer),
+    )  # fmt: skip
+    assert again.status_code == 200 and writes() == (1, 2)
+    shown = client.get(url, headers=bearer(reviewer)).json()["review"]
+    assert shown["verdict"] == "agrees" and shown["case_id"] == turn.case_id
