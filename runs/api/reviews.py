@@ -234,9 +234,8 @@ def review_out(review: "Review") -> dict[str, Any]:
     }
 
 
-def carried_out(turn: "TurnResult", carried: Carried) -> dict[str, Any]:
-    earlier = carried.review
-    state = {KNOWN: KNOWN, OTHER_FAILURE: OTHER_FAILURE, STALE: STALE}[carried.state]
+def _turn_place(turn: "TurnResult") -> dict[str, Any]:
+    """Which turn of which case (and repetition) an answer is about, and its verdict."""
     return {
         "turn_id": turn.pk,
         "case_id": turn.case_id,
@@ -244,6 +243,14 @@ def carried_out(turn: "TurnResult", carried: Carried) -> dict[str, Any]:
         "repetition": turn.case.repetition,
         "turn_index": turn.index,
         "outcome": turn.outcome,
+    }
+
+
+def carried_out(turn: "TurnResult", carried: Carried) -> dict[str, Any]:
+    earlier = carried.review
+    state = {KNOWN: KNOWN, OTHER_FAILURE: OTHER_FAILURE, STALE: STALE}[carried.state]
+    return {
+        **_turn_place(turn),
         "state": state,
         "review": {
             "id": earlier.pk,
@@ -326,12 +333,7 @@ def _queue_item(item: Any) -> dict[str, Any]:
     return {
         "run": turn.run_id,
         "git_branch": turn.run.git_branch,
-        "turn_id": turn.pk,
-        "case_id": turn.case_id,
-        "case_name": turn.case.name,
-        "repetition": turn.case.repetition,
-        "turn_index": turn.index,
-        "outcome": turn.outcome,
+        **_turn_place(turn),
         "failed_metrics": [{"name": n, "outcome": o} for n, o in item.failed_metrics],
         "assignee": _name(item.review.assignee) if item.review is not None else None,
         "carried": carried_out(turn, item.carried) if item.carried is not None else None,
