@@ -91,22 +91,22 @@ def test_a_reviewer_expands_a_failing_case_and_reads_its_diff_and_grader_details
 
     case = failing_case(run)
     row = expand_case(page, case.pk)
-    turn = f"#case-{case.pk}-turn-"  # expanded turns have anchors unique to their case
-    diff = row.locator(f"{turn}1 table.diff")
+    turn = f"#case-{case.pk}-turn-"  # expanded turns have anchors unique to their case, from 1
+    diff = row.locator(f"{turn}2 table.diff")
     diff_text = diff.inner_text()
     assert "order_id" in diff_text
     assert "A-123" in diff_text and "A-999" in diff_text
     assert diff.locator(".v-bad").count() == 1  # ✗
     assert "no call of orders_lookup matched every argument" in row.inner_text()
-    tree = row.locator(f"{turn}1 .grader > ul.tree")
+    tree = row.locator(f"{turn}2 .grader > ul.tree")
     assert "currency" in tree.inner_text() and "no amount" in tree.inner_text()
-    assert "could not grade" in row.locator(f"{turn}1 table.metrics").inner_text()
-    assert "skipped" in row.locator(f"{turn}2").inner_text()
+    assert "could not grade" in row.locator(f"{turn}2 table.metrics").inner_text()
+    assert "skipped" in row.locator(f"{turn}3").inner_text()
     # The passing turn's grader details start collapsed; the chip strip jumps to a turn.
-    assert not row.locator(f"{turn}0 .grader > ul.tree").is_visible()
-    row.locator(f'.turn-strip a[href="{turn}1"]').click()
-    page.wait_for_url(f"**{turn}1")
-    assert row.locator(f"{turn}1:target").count() == 1
+    assert not row.locator(f"{turn}1 .grader > ul.tree").is_visible()
+    row.locator(f'.turn-strip a[href="{turn}2"]').click()
+    page.wait_for_url(f"**{turn}2")
+    assert row.locator(f"{turn}2:target").count() == 1
     screenshot(page, "run_detail_expanded")
 
     page.click("text=only failures")
@@ -114,9 +114,9 @@ def test_a_reviewer_expands_a_failing_case_and_reads_its_diff_and_grader_details
     page.locator(f"#case-{case.pk}").wait_for()
     assert page.locator("#case-rows .case").count() == 2
 
-    page.goto(f"{live_server.url}{reverse('case_detail', args=[run.pk, case.pk])}#turn-1")
-    assert page.locator("#turn-1").is_visible()
-    assert page.locator("#turn-1:target").count() == 1
+    page.goto(f"{live_server.url}{reverse('case_detail', args=[run.pk, case.pk])}#turn-2")
+    assert page.locator("#turn-2").is_visible()
+    assert page.locator("#turn-2:target").count() == 1
     assert page.locator("a.next-failed").count() == 1  # case 5 fails too
     screenshot(page, "case_page")
 

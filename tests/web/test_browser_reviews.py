@@ -92,7 +92,11 @@ class ThreeRuns:
 def three_runs(tmp_path: Path, transactional_db: None, eager_celery: None) -> ThreeRuns:
     """The runs, launched before the browser starts (the engine runs an event loop of its own,
     which Playwright's in this thread would refuse); a review is read onto a run when its page
-    is drawn, so the later runs can exist before the first one's review."""
+    is drawn, so the later runs can exist before the first one's review. A browser an earlier
+    test left running is stopped first (the next browser fixture starts it again)."""
+    from tests.web.chromium import SHARED_CHROMIUM
+
+    SHARED_CHROMIUM.stop()
     project = example_project(tmp_path)
     first = launch.run_create(project=project)
     first.refresh_from_db()  # eager: it ran to its end meanwhile
