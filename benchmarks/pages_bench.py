@@ -23,11 +23,17 @@ use the URL the running run's page gives ``#run-progress``, as the browser does:
 The finished run's turns each have a transcript (about 1.5 KB of events, as a ConvFinQA turn's):
 the pages never read them; "open a case's transcript" reads one case's.
 
+With reviews (issue 39): ``--reviews`` (2,000) reviews on the finished run's turns, its
+failing ones first, then the run page, its untriaged filter and its review tile (a request of
+its own, drawn once the page is), and a project whose latest run has ``--queue-failures``
+(1,000) untriaged failing turns: its review queue.
+
 Targets (the 2-core development machine): the run page ≤ 60 ms with or without "only failures",
 "not graded only", "a metric failed" or "tool assertions failed", whatever the run's size (a
 text search scans the run's responses: measured, no target); a poll with nothing new
 ≤ 20 ms; expanding a case ≤ 50 ms; opening a case's transcript ≤ 50 ms; the home page with 200
-projects ≤ 30 ms; every page ≤ 300 KB.
+projects ≤ 30 ms; with 2,000 reviews the run page, its untriaged filter and its review tile
+≤ 60 ms each; the review queue of 1,000 failures ≤ 100 ms; every page ≤ 300 KB.
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ TARGETS: dict[str, tuple[float | None, int | None]] = {
     "poll, 10 cases finished": (None, 300 * KB),
     "poll, run finished": (None, 300 * KB),
     "home": (30.0, 300 * KB),
+    "run page, 2,000 reviews": (60.0, 300 * KB),
+    "run page, untriaged only": (60.0, 300 * KB),
+    "run page's review tile": (60.0, 300 * KB),
+    "review queue, 1,000 failures": (100.0, 300 * KB),
 }
 POLL_URL = re.compile(r'id="run-progress"[^>]*?hx-get="([^"]+)"', re.S)
 
@@ -73,6 +83,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--projects", type=int, default=200)
     parser.add_argument("--runs-per-project", type=int, default=5)
+    parser.add_argument("--reviews", type=int, default=2000)
+    parser.add_argument("--queue-failures", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--use-configured-db", action="store_true")
     parser.add_argument(
@@ -174,6 +186,14 @@ def main() -> int:
     report("poll, run finished", poll, htmx)
     report("home", "/")
 
+    reviews_add(run, args.reviews)
+    report("run page, 2,000 reviews", f"/runs/{run.pk}/")
+    report("run page, untriaged only", f"/runs/{run.pk}/?review=untriaged")
+    # The review tile loads itself once the page is drawn: its own request, its own target.
+    report("run page's review tile", f"/runs/{run.pk}/reviews/tile/", htmx)
+    queued = queue_project(tag, args.queue_failures)
+    report("review queue, 1,000 failures", f"/projects/{queued.pk}/review/")
+
     if args.use_configured_db:
         Run.objects.filter(project__in=[project, *projects]).delete()
         AgentProject.objects.filter(pk__in=[p.pk for p in [project, *projects]]).delete()
@@ -238,6 +258,46 @@ def transcripts_add(run: Any) -> int:
         )
     TurnTranscript.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
+
+
+def reviews_add(run: Any, count: int) -> int:
+    """``count`` reviews on ``run``'s turns (its failing turns first), each triaged into one of
+    its project's default categories, as reviewers leave them."""
+    from django.contrib.auth.models import User
+
+    from runs.models import TurnResult
+    from runs.review_models import Review
+    from runs.services.reviews import categories_ensure
+
+    categories = categories_ensure(project_id=run.project_id)
+    reviewer = User.objects.create_user(username=f"reviewer-{run.pk}")
+    turns = list(
+        TurnResult.objects.filter(run=run)
+        .order_by("outcome", "pk")  # "error", "failed", "not_graded" before "passed"
+        .values_list("pk", "case_id", "turn_key", "definition", "failure", "outcome")[:count]
+    )
+    Review.objects.bulk_create(
+        [
+            Review(
+                project_id=run.project_id, run=run, case_id=case_id, turn_id=pk,
+                turn_key=key, definition=definition, failure=failure, machine_outcome=outcome,
+                verdict="agrees", category=categories[n % len(categories)],
+                note="the tool was **not called**", created_by=reviewer, updated_by=reviewer,
+            )
+            for n, (pk, case_id, key, definition, failure, outcome) in enumerate(turns)
+        ],
+        batch_size=1000,
+    )  # fmt: skip
+    return len(turns)
+
+
+def queue_project(tag: str, failures: int) -> Any:
+    """A project whose latest finished run has ``failures`` failing turns, none triaged."""
+    from tests.web.factories import RunSpec, build_run, make_project
+
+    project = make_project(f"{tag}-queue", "/tmp/bench-queue")
+    build_run(project, RunSpec(cases=failures, turns=1, failing=range(failures)))
+    return project
 
 
 def print_line(name: str, times: list[float], size: int) -> bool:
