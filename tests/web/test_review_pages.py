@@ -7,8 +7,6 @@ assignment, a fixed number of queries and ≤ 100 ms at 1,000 failures)."""
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -393,48 +391,46 @@ def test_reading_the_queue_and_the_tile_writes_nothing(project: AgentProject) ->
         assert writes == [], url
 
 
-def thousand_failures(project: AgentProject, staff: User) -> Run:
-    """A run of 1,000 failing turns, 200 of them triaged, 100 more assigned, after an earlier
-    run whose reviews 300 of them carry."""
-    earlier = build_run(project, RunSpec(cases=500, turns=2, failing=range(0, 500)))
+def many_failures(project: AgentProject, staff: User) -> Run:
+    """A run of 120 failing turns, 20 of them triaged, 10 more assigned, after an earlier run
+    whose reviews 30 of them carry (the queue's time at 1,000 failures is measured by
+    benchmarks/pages_bench.py, not here)."""
+    earlier = build_run(project, RunSpec(cases=60, turns=2, failing=range(0, 60)))
     for turn in TurnResult.objects.filter(run=earlier, outcome="failed").select_related(
         "case__run"
-    )[:300]:
+    )[:30]:
         review_save(user=staff, case=turn.case, turn=turn,
                     data=ReviewInput(verdict="agrees", category="agent bug"))  # fmt: skip
-    run = build_run(project, RunSpec(cases=1000, turns=2, failing=range(0, 1000)))
+    run = build_run(project, RunSpec(cases=120, turns=2, failing=range(0, 120)))
     failing = list(
-        TurnResult.objects.filter(run=run, outcome="failed").select_related("case__run")[:300]
+        TurnResult.objects.filter(run=run, outcome="failed").select_related("case__run")[:30]
     )
-    for turn in failing[:200]:
+    for turn in failing[:20]:
         review_save(user=staff, case=turn.case, turn=turn,
                     data=ReviewInput(verdict="agrees", category="grader wrong"))  # fmt: skip
-    for turn in failing[200:300]:
+    for turn in failing[20:30]:
         review_assign(user=staff, case=turn.case, turn=turn, assignee_id=staff.pk)
     return run
 
 
-def test_the_queue_of_1000_failures_reads_a_fixed_number_of_queries_within_100_ms(
+def test_the_queue_reads_a_fixed_number_of_queries_whatever_its_failures(
     project: AgentProject, staff: User, django_assert_max_num_queries: AssertQueries
 ) -> None:
-    run = thousand_failures(project, staff)
+    run = many_failures(project, staff)
     client = signed_in(staff)
     url = queue_url(project, f"?runs={run.pk}")
     with django_assert_max_num_queries(16) as captured:
         response = client.get(url)
     assert response.status_code == 200
     queue = response.context["queue"]
-    assert (queue.progress.failures, queue.progress.triaged) == (1000, 200)
-    assert "200 of 1000 triaged" in response.content.decode()
+    assert (queue.progress.failures, queue.progress.triaged) == (120, 20)
+    assert "20 of 120 triaged" in response.content.decode()
     small = build_run(project, RunSpec(cases=4, turns=2, failing=(1, 2)))
     with CaptureQueriesContext(connection) as few:
         client.get(queue_url(project, f"?runs={small.pk}"))
     assert len(few) == len(captured)  # type: ignore[arg-type]
-    times = []
-    for page in ("1", "20", "40"):
-        started = time.perf_counter()
-        client.get(f"{url}&page={page}")
-        times.append(time.perf_counter() - started)
+    with CaptureQueriesContext(connection) as last_page:
+        client.get(f"{url}&page=5")
+    assert len(last_page) == len(captured)  # type: ignore[arg-type]
     mine = client.get(queue_url(project, f"?runs={run.pk}&mine=1")).context["queue"]
-    assert mine.page.paginator.count == 100
-    assert statistics.median(times) <= 0.100, times
+    assert mine.page.paginator.count == 10
