@@ -190,7 +190,8 @@ def test_the_parser_refuses_datetimes_beyond_what_the_databases_hold() -> None:
 def test_the_fuzz_and_schemathesis_also_hold_on_sqlite() -> None:
     """CI runs the suite on PostgreSQL; this runs the fuzz tests above and the schemathesis run
     (test_api_fuzz.py, ten generated requests an operation instead of thirty) again in a child
-    pytest with DATABASE_URL unset, so on its own SQLite database. On SQLite already, they just ran on it: nothing more to do."""
+    pytest with DATABASE_URL unset, so on its own SQLite database. On SQLite already, they just
+    ran on it: nothing more to do."""
     if connection.vendor == "sqlite":
         return
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
