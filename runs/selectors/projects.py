@@ -69,9 +69,7 @@ class LastRun:
     @property
     def status_reason(self) -> StatusReason:
         """Why it has its status (no causes: a list reads no case rows)."""
-        return run_status_reason(
-            status=self.status, counts=self.counts, run_error=self.error
-        )
+        return run_status_reason(status=self.status, counts=self.counts, run_error=self.error)
 
     @property
     def partial_text(self) -> str:

@@ -99,9 +99,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     posts |= {"project_role_set", "project_category_save"}
     posts |= {"case_review", "turn_review", "turn_review_confirm", "turn_review_reopen"}
     posts |= {"queue_triage", "queue_confirm", "queue_assign"}
-    assert names - posts <= {
-        url_name(url) for url in urls
-    }
+    assert names - posts <= {url_name(url) for url in urls}
     for url in urls:
         assert writes_of(client, url) == [], url
     run.refresh_from_db()
