@@ -15,6 +15,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,9 @@ from runs.verdicts.outcomes import COUNTED_OUTCOMES
 from runs.verdicts.summary import OutcomeCounts
 from runs.wire.models import COUNTS_KEY
 from tests.web.factories import RunSpec, build_run, make_not_graded, running_case
+from tests.web.services_helpers import eager_celery
+
+__all__ = ["eager_celery"]  # a fixture, imported for this module
 
 pytestmark = pytest.mark.django_db
 
@@ -46,22 +50,24 @@ class Plan:
     running: int  # pending cases made running, with ``written`` turns written
     written: int
     errored: int  # pending cases whose attempt failed (``case_fail``)
-    ending: str  # live, stopping (cancelled, its running cases still going), cancelled, finished
+    ending: str  # queued, live, stopping (cancelled, its running cases still going), cancelled,
+    # finished
 
 
 @st.composite
 def plans(draw: st.DrawFn) -> Plan:
     cases = draw(st.integers(2, 6))
     turns = draw(st.integers(1, 3))
-    done = draw(st.integers(1, cases))
+    ending = draw(st.sampled_from(["queued", "live", "stopping", "cancelled", "finished"]))
+    queued = ending == "queued"  # nothing has run yet
+    done = 0 if queued else draw(st.integers(1, cases))
     failing = draw(st.frozensets(st.integers(1, done - 1), max_size=done)) if done > 1 else set()
-    ending = draw(st.sampled_from(["live", "stopping", "cancelled", "finished"]))
     rest = cases - done
-    running = 0 if ending == "finished" else draw(st.integers(0, rest))
-    errored = draw(st.integers(0, rest - running))
+    running = 0 if ending in ("finished", "queued") else draw(st.integers(0, rest))
+    errored = 0 if queued else draw(st.integers(0, rest - running))
     passed = [index for index in range(1, done) if index not in failing]
     not_graded: frozenset[int] = frozenset()
-    if ending != "live" and passed:
+    if ending not in ("live", "queued") and passed:
         not_graded = draw(st.frozensets(st.sampled_from(passed)))
     return Plan(
         cases=cases,
@@ -77,9 +83,9 @@ def plans(draw: st.DrawFn) -> Plan:
 
 
 def built(plan: Plan, project: AgentProject) -> Run:
+    status = Run.Status.QUEUED if plan.ending == "queued" else Run.Status.RUNNING
     spec = RunSpec(
-        cases=plan.cases, turns=plan.turns, failing=plan.failing, status=Run.Status.RUNNING,
-        done=plan.done,
+        cases=plan.cases, turns=plan.turns, failing=plan.failing, status=status, done=plan.done,
     )  # fmt: skip
     run = build_run(project, spec)
     pending = list(run.cases.filter(status=CaseResult.Status.PENDING).order_by("index"))
@@ -111,7 +117,7 @@ def built(plan: Plan, project: AgentProject) -> Run:
 
 def expected_cases(plan: Plan) -> dict[str, int]:
     settled_pending = plan.cases - plan.done - plan.running - plan.errored
-    cancelled = {"live": 0, "stopping": settled_pending, "cancelled": settled_pending
+    cancelled = {"queued": 0, "live": 0, "stopping": settled_pending, "cancelled": settled_pending
                  + plan.running, "finished": 0}[plan.ending]  # fmt: skip
     errored = plan.errored + (settled_pending if plan.ending == "finished" else 0)
     counts = {
@@ -175,17 +181,25 @@ def test_every_surface_states_the_same_counts_of_a_run_in_any_state_and_they_add
     plan: Plan, viewer_client: Client, project: AgentProject
 ) -> None:
     run = built(plan, project)
-    cases = expected_cases(plan)
-    api = viewer_client.get(f"/api/v1/runs/{run.pk}").json()
+    turns = surfaces_agree(viewer_client, run, project, expected_cases(plan))
+    assert turns["total"] == plan.cases * plan.turns
+
+
+def surfaces_agree(
+    client: Client, run: Run, project: AgentProject, cases: dict[str, int]
+) -> dict[str, int]:
+    """Every surface states ``cases`` (and one count of the turns, which it answers) for
+    ``run``, and they add up."""
+    api = client.get(f"/api/v1/runs/{run.pk}").json()
     turns = as_dict(api["summary"]["turns"])
     assert as_dict(api["summary"]["cases"]) == cases
     assert as_dict(api["cases"]) == cases  # the counters say what the rows say
     assert adds_up(cases) and adds_up(turns)
-    assert turns["total"] == plan.cases * plan.turns == run.total_turns
+    assert turns["total"] == run.total_turns
 
-    page = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    page = client.get(reverse("run_detail", args=[run.pk])).text
     check_tiles(page, cases, turns)
-    poll = viewer_client.get(reverse("run_progress", args=[run.pk])).text
+    poll = client.get(reverse("run_progress", args=[run.pk])).text
     check_tiles(poll, cases, turns)
 
     from runs.selectors.compare import compare_runs
@@ -195,6 +209,41 @@ def test_every_surface_states_the_same_counts_of_a_run_in_any_state_and_they_add
     if not run.is_live:
         check_exports(run, cases, turns)
         check_gate_and_trends(run, project, cases)
+    return turns
+
+
+def rows_cases(run: Run) -> dict[str, int]:
+    """The run's cases by their stored outcome (no outcome yet: pending), as rows hold them."""
+    counts = dict.fromkeys(FIELDS, 0)
+    for outcome in CaseResult.objects.filter(run=run).values_list("outcome", flat=True):
+        counts[outcome or "pending"] += 1
+        counts["total"] += 1
+    return counts
+
+
+@pytest.mark.django_db(transaction=True)  # the launch is queued on commit: eager, it runs then
+def test_repeated_regraded_and_partly_rerun_runs_state_the_same_counts_everywhere(
+    tmp_path: Path, eager_celery: None, viewer_client: Client
+) -> None:
+    from runs.services import launch
+    from runs.services.regrade import run_regrade_create
+    from runs.services.rerun import run_rerun
+    from tests.web.services_helpers import example_project
+
+    project = example_project(tmp_path)  # its third case fails on purpose
+    repeated = launch.run_create(project=project, repeats=2)  # eager: it runs to its end here
+    regraded = run_regrade_create(original=Run.objects.get(pk=repeated.pk))
+    rerun = run_rerun(original=Run.objects.get(pk=repeated.pk), cases="failed")
+    for made in (repeated, regraded, rerun):
+        run = Run.objects.get(pk=made.pk)
+        assert not run.is_live, run
+        cases = rows_cases(run)
+        assert cases["failed"] or cases["error"], run  # each holds the failing case
+        surfaces_agree(viewer_client, run, project, cases)
+    assert Run.objects.get(pk=repeated.pk).repeats == 2 and regraded.regrade_of_id == repeated.pk
+    assert (
+        0 < Run.objects.get(pk=rerun.pk).total_cases < Run.objects.get(pk=repeated.pk).total_cases
+    )
 
 
 def check_exports(run: Run, cases: dict[str, int], turns: dict[str, int]) -> None:
