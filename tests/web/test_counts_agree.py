@@ -172,7 +172,7 @@ def adds_up(counts: dict[str, int]) -> bool:
 
 
 @settings(
-    max_examples=30,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -27,6 +27,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The values a database reads differently (integers past 64 bits, dates past its range) come
+# first; the others are refused by the parameters' parsing, before any query.
+DATABASE_HOSTILE = 8
 HOSTILE = [
     str(2**63),
     str(2**64),
@@ -44,6 +47,10 @@ HOSTILE = [
     "",
     "9" * 5000,
 ]
+# The SQLite re-run (test_the_fuzz_and_schemathesis_also_hold_on_sqlite) sends only the values a
+# database reads differently: the parsing of the others does not depend on it.
+if os.environ.get("HOLODECK_HOSTILE_DATABASE_ONLY"):
+    HOSTILE = HOSTILE[:DATABASE_HOSTILE]
 
 # Page -> the query parameters its view reads. {run}/{case} are filled in with real ids.
 PAGE_PARAMS: dict[str, list[str]] = {
@@ -197,6 +204,7 @@ def test_the_fuzz_and_schemathesis_also_hold_on_sqlite() -> None:
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     env.pop("HOLODECK_DATA_DIR", None)  # the child's own data folder (tests/testenv.py)
     env["HOLODECK_FUZZ_EXAMPLES"] = "10"  # every operation again, fewer generated requests
+    env["HOLODECK_HOSTILE_DATABASE_ONLY"] = "1"  # the values a database reads differently
     result = subprocess.run(
         [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
