@@ -4,21 +4,27 @@ nothing. A run without a project (an import without one) is written to by staff 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from runs.review_models import ProjectRole
 from runs.reviewing.vocabulary import Role
 
 
-def project_role(*, user: Any, project_id: int | None) -> Role | None:
+def project_role(
+    *, user: Any, project_id: int | None, roles: Mapping[int, Role] | None = None
+) -> Role | None:
     """The user's role in the project: admin for staff, None for anonymous, viewer when none
-    was given."""
+    was given. ``roles``: every role the user was given, by project id, when the caller has
+    read them already (``runs.selectors.people.roles_of``); else one query."""
     if user is None or not user.is_authenticated:
         return None
     if user.is_staff:
         return Role.ADMIN
     if project_id is None:
         return Role.VIEWER
+    if roles is not None:
+        return roles.get(int(project_id), Role.VIEWER)
     stored = (
         ProjectRole.objects.filter(project_id=project_id, user=user)
         .values_list("role", flat=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from runs import selectors
 from runs.reviewing.vocabulary import Role
-from runs.selectors.access import user_can
+from runs.selectors.access import project_role, user_can
 from runs.selectors.people import roles_of
 
 # Where a user's roles are kept for the rest of the request (on the request's user object).
@@ -36,14 +36,10 @@ def role_in(*, user: Any, project_id: int | None) -> Role | None:
     """The user's role in the project, as the buttons of a page (and the API's answers) show
     it: None for anonymous, admin for staff, viewer without a role. Every role of the user is
     read once per request, in one query (none for staff); the guards ask ``user_can`` anew."""
-    if user is None or not user.is_authenticated:
-        return None
-    if user.is_staff:
-        return Role.ADMIN
-    if project_id is None:
-        return Role.VIEWER
-    roles: dict[int, Role] | None = getattr(user, _ROLES, None)
-    if roles is None:
-        roles = roles_of(user=user)
-        setattr(user, _ROLES, roles)
-    return roles.get(int(project_id), Role.VIEWER)
+    roles: dict[int, Role] | None = None
+    if user is not None and user.is_authenticated and not user.is_staff:
+        roles = getattr(user, _ROLES, None)
+        if roles is None:
+            roles = roles_of(user=user)
+            setattr(user, _ROLES, roles)
+    return project_role(user=user, project_id=project_id, roles=roles)
