@@ -53,6 +53,11 @@ def _private_state() -> None:
 
 _private_state()
 
+# The workers the tests start import a backend's SDK on first use, as a case needs it: preloading
+# Semantic Kernel and the Claude Agent SDK (about 2.4 s) would add to every worker start. The
+# tests of preloading (tests/web/test_warm_sessions.py) set their own.
+os.environ.setdefault("HOLODECK_WORKER_PRELOAD", "none")
+
 
 # Libraries that register a pytest plugin (deepeval, hypothesis, schemathesis, anyio) are marked
 # for assertion rewriting whole; their asserts are not the tests', and rewriting deepeval's ~800
