@@ -220,6 +220,23 @@ if HOLODECK_HEARTBEAT_SECONDS * 3 > HOLODECK_CASE_STALE_SECONDS:
         f"HOLODECK_HEARTBEAT_SECONDS={HOLODECK_HEARTBEAT_SECONDS} must be at most a third of "
         f"HOLODECK_CASE_STALE_SECONDS={HOLODECK_CASE_STALE_SECONDS}"
     )
+# A worker process keeps the agent sessions of a run (Claude Code processes) between its case
+# tasks: at most this many per worker process (0: a new session per case), each stopped after
+# this many seconds unused (runs/services/warm_sessions.py, docs/configuration.md).
+HOLODECK_WORKER_SESSIONS = env_int("HOLODECK_WORKER_SESSIONS", 2, minimum=0)
+HOLODECK_WORKER_SESSION_IDLE_SECONDS = env_int(
+    "HOLODECK_WORKER_SESSION_IDLE_SECONDS", 60, minimum=1
+)
+# The backends whose SDKs a worker imports in its main process before it starts its pool
+# processes, so that no case pays for the import (the Claude Agent SDK about 0.4 s, Semantic
+# Kernel about 2 s): "anthropic", "openai" (Semantic Kernel), "scripted"; "none" for none.
+HOLODECK_WORKER_PRELOAD = env_list("HOLODECK_WORKER_PRELOAD", ["anthropic", "openai"])
+PRELOAD_CHOICES = ("anthropic", "openai", "azure_openai", "ollama", "scripted", "none")
+if set(HOLODECK_WORKER_PRELOAD) - set(PRELOAD_CHOICES):
+    raise ImproperlyConfigured(
+        f"HOLODECK_WORKER_PRELOAD={','.join(HOLODECK_WORKER_PRELOAD)}: each name must be one of "
+        f"{', '.join(PRELOAD_CHOICES)}"
+    )
 # How often each worker looks for stale cases, lost messages and runs to settle.
 HOLODECK_SWEEP_SECONDS = env_int("HOLODECK_SWEEP_SECONDS", 15, minimum=0)  # 0: off
 # Each worker stamps its WorkerHeartbeat row every HOLODECK_HEARTBEAT_SECONDS; one not seen for

@@ -12,11 +12,12 @@ from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import close_old_connections
 
-from runs.services import execution, recovery, retention, workers
+from runs.backends.base import backends_preload
+from runs.services import execution, recovery, retention, warm_sessions, workers
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,21 @@ def _worker_queues(consumer: Any) -> str:
     return ",".join(names)[:200] or settings.HOLODECK_QUEUE
 
 
+@worker_init.connect
+def prepare_worker(**_: Any) -> None:
+    """Before the pool processes start (they inherit both): the backends' SDKs imported once
+    (HOLODECK_WORKER_PRELOAD), and the case tasks set to keep a run's agent sessions between
+    them (runs.services.warm_sessions)."""
+    started = time.perf_counter()
+    modules = backends_preload(settings.HOLODECK_WORKER_PRELOAD)
+    if modules:
+        log.info("imported %s in %.2f s", ", ".join(modules), time.perf_counter() - started)
+    warm_sessions.sessions_enable()
+
+
 @worker_process_shutdown.connect
 def forget_agents(**_: Any) -> None:
+    warm_sessions.sessions_close_all()  # the agent sessions kept between case tasks
     execution.run_agents_forget()  # removes the git worktrees of kept agents
 
 

@@ -106,3 +106,13 @@ def backend_for(agent: LoadedAgent, **options: Any) -> AgentBackend:
     factory = getattr(importlib.import_module(module_name), attr)
     backend: AgentBackend = factory(agent, **options)
     return backend
+
+
+def backends_preload(providers: list[str]) -> list[str]:
+    """Import the backends of ``providers`` now (a worker's main process, before it starts its
+    pool processes): the modules they import are then shared, and no case waits for them. The
+    modules imported; a provider with no backend is left out."""
+    modules = sorted({BACKENDS[p].partition(":")[0] for p in providers if p in BACKENDS})
+    for name in modules:
+        importlib.import_module(name)
+    return modules

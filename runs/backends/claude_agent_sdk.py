@@ -29,12 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +70,8 @@ from runs.wire.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
+
+log = logging.getLogger(__name__)
 
 MAX_RETRIES = 2
 # Starts a new, empty conversation on the CLI process (the Agent SDK's documented slash command).
@@ -107,31 +111,60 @@ class ClaudeAgentBackend:
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
         self.cases_per_process = limit if reuse_allowed(agent) else 1
-        self._pool: SessionPool[ClaudeAgentSession] | None = None
+        # The pool of the scope a case runs in (a ContextVar: cases of other scopes may run on
+        # the same event loop), and the pools kept past their scope, by key.
+        self._scope: ContextVar[SessionPool[ClaudeAgentSession] | None] = ContextVar(
+            f"claude-session-scope-{id(self)}", default=None
+        )
+        self._kept: dict[Hashable, SessionPool[ClaudeAgentSession]] = {}
         self.processes_started = 0  # CLI processes this backend started
 
     @contextlib.asynccontextmanager
-    async def session_scope(self) -> AsyncIterator[None]:
-        """One run's cases (one event loop): a case's process is cleared and kept for a later
-        case instead of stopped; every kept process stops when the scope ends."""
-        if self.cases_per_process <= 1 or self._pool is not None:
+    async def session_scope(self, key: Hashable | None = None) -> AsyncIterator[None]:
+        """One run's cases: a case's process is cleared and kept for a later case instead of
+        stopped. Without ``key`` (one ``Engine.run``) every kept process stops when the scope
+        ends; with one (a worker's run id) they outlive it, for the next scope of that key,
+        until :meth:`sessions_close` stops them."""
+        if self.cases_per_process <= 1 or self._scope.get() is not None:
             yield
             return
-        pool: SessionPool[ClaudeAgentSession] = SessionPool(self.cases_per_process)
-        self._pool = pool
+        pool = self._kept.get(key) if key is not None else None
+        if pool is None:
+            pool = SessionPool(self.cases_per_process)
+            if key is not None:
+                self._kept[key] = pool
+        token = self._scope.set(pool)
         try:
             yield
         finally:
-            self._pool = None
-            await pool.close()
+            self._scope.reset(token)
+            if key is None:
+                await pool.close()
+
+    def sessions_kept(self, key: Hashable) -> int:
+        """How many processes the scopes of ``key`` keep now (ready, or being cleared)."""
+        pool = self._kept.get(key)
+        return pool.size if pool is not None else 0
+
+    async def sessions_close(self, key: Hashable | None = None) -> None:
+        """Stop the processes kept for ``key`` (every key's, without one)."""
+        keys = list(self._kept) if key is None else [key]
+        pools = [self._kept.pop(each) for each in keys if each in self._kept]
+        await asyncio.gather(*(pool.close() for pool in pools))
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ClaudeAgentSession:
-        pool = self._pool
+        pool = self._scope.get()
         kept = await pool.take() if pool is not None else None
         if kept is not None:
             kept.begin_case(pool)
+            log.info(
+                "case %s takes a kept Claude Code process (its case %s)",
+                case_index,
+                kept.cases_served,
+            )
             return kept
         self.processes_started += 1
+        log.info("case %s starts a Claude Code process", case_index)
         try:
             session = ClaudeAgentSession(self.agent)
         except Exception as exc:

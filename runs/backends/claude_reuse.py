@@ -71,6 +71,11 @@ class SessionPool[S: Reusable]:
         self._clearing: set[asyncio.Task[None]] = set()
         self._closed = False
 
+    @property
+    def size(self) -> int:
+        """The processes kept: ready, or being cleared."""
+        return len(self._idle) + len(self._clearing)
+
     async def take(self) -> S | None:
         """A cleared process for the next case: one ready, else the next one whose ``/clear``
         finishes; None when there is none (the case starts a new process)."""

@@ -36,8 +36,12 @@ class CaseRecorder:
         watch_cancel: bool = False,
         claim_in: Run | None = None,
         write_within: float = 0.0,
+        first_at_once: bool = False,
     ) -> None:
         self.per_turn = per_turn
+        # The first turn written at once, not within ``write_within``: the run's first turn,
+        # which a reviewer who just launched the run waits for on an empty page.
+        self.first_at_once = first_at_once
         self.claim_in = claim_in  # claim each case of this run as the engine starts it (CLI)
         self.watch_cancel = watch_cancel
         self.write_within = write_within
@@ -66,9 +70,10 @@ class CaseRecorder:
         case, attempt = owned
         if event.kind == "turn_finished" and event.turn is not None and self.per_turn:
             self.unwritten.setdefault(index, []).append(event.turn)
-            if self.write_within > 0:
+            if self.write_within > 0 and not self.first_at_once:
                 self._write_later(index)
             else:
+                self.first_at_once = False
                 await self._write(index)
         elif event.kind == "case_finished" and event.result is not None:
             await self._writes_stop(index)

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
@@ -43,6 +44,7 @@ from runs.engine.events import emit
 from runs.logcontext import log_context, log_context_set
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
+from runs.services import warm_sessions
 from runs.services.queue import EXECUTE_CASE, task_enqueue
 from runs.services.run_agents import (
     agent_backend,
@@ -151,7 +153,7 @@ def case_execute(*, case_id: int) -> None:
     for each in touched:  # the runs whose cases it ran: refilled, and finished when done
         case_pump(run=each)
         if recorder.run_settle(each):
-            run_agent_forget(each.pk)
+            _run_ended(each.pk)
 
 
 # A task that finished its case takes the next case itself, for this long, instead of ending
@@ -207,8 +209,15 @@ def _runs_settle_ended(runs: dict[int, Run], loads: Mapping[int, RunLoad]) -> No
     ``loads``) now, not when the task ends; they are dropped from ``runs``."""
     for run_id, each in list(runs.items()):
         if run_id not in loads and recorder.run_settle(each):
-            run_agent_forget(run_id)
+            _run_ended(run_id)
             del runs[run_id]
+
+
+def _run_ended(run_id: int) -> None:
+    """What this process kept for a run it saw end: its agent (a run without a snapshot) and
+    its agent sessions."""
+    run_agent_forget(run_id)
+    warm_sessions.run_sessions_close(run_id)
 
 
 @dataclass
@@ -389,7 +398,9 @@ def _case_run(
                 if original:
                     _regrade(agent, case, attempt, original)
                 else:
-                    asyncio.run(_execute(agent, agent_backend(agent), case, attempt))
+                    backend = agent_backend(agent)
+                    run_case = partial(_execute, agent, backend, case, attempt)
+                    warm_sessions.WARM.case_run(backend, case.run_id, run_case)
         except recorder.CaseSuperseded:
             log.info("case %s of run %s was taken over by another attempt", case.index, case.run_id)
         except Exception as exc:
@@ -483,7 +494,10 @@ async def _execute(
     # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
     await _in_recorder_thread(close_old_connections)
     writer = recorder.CaseRecorder(
-        per_turn=True, watch_cancel=True, write_within=TURN_WRITE_SECONDS
+        per_turn=True,
+        watch_cancel=True,
+        write_within=TURN_WRITE_SECONDS,
+        first_at_once=case.run.turns_done == 0,  # the run page shows no turn yet
     )
     writer.track(case, attempt)
     engine = Engine(

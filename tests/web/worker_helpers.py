@@ -86,8 +86,11 @@ class Workers:
             if not k.startswith("HOLODECK_") or k == "HOLODECK_REQUIRE_SERVICES"
         }
         self.env.update(
-            DATABASE_URL=database_url(), HOLODECK_DATA_DIR=str(self.data_dir), **(env or {})
+            DATABASE_URL=database_url(),
+            HOLODECK_DATA_DIR=str(self.data_dir),
+            HOLODECK_WORKER_PRELOAD=os.environ.get("HOLODECK_WORKER_PRELOAD", "none"),
         )
+        self.env.update(env or {})
         if cwd != REPO:  # the project's code, not the working directory's
             self.env["PYTHONPATH"] = str(REPO)
         self.tmp_path = tmp_path
@@ -105,14 +108,14 @@ class Workers:
     ) -> None:
         self.stop()
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, concurrency: int = 2) -> subprocess.Popen[bytes]:
         log = self.tmp_path / f"worker-{len(self.procs)}.log"
         # A node name of its own: no clash with another worker on this host and broker.
         name = f"holodeck-test-{uuid.uuid4().hex[:8]}@%h"
         quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [*worker_command(2, loglevel="INFO"), "-n", name, *quiet],
+                [*worker_command(concurrency, loglevel="INFO"), "-n", name, *quiet],
                 cwd=self.cwd,
                 env=self.env,
                 stdout=out,
