@@ -386,7 +386,11 @@ def _case_run(
 ) -> LoadedAgent | None:
     """Run the claimed case with ``agent`` (the run's, loaded here when not given); the agent,
     for the task's next case of the run, or None when it could not be loaded. Every line logged
-    meanwhile carries the run's and the case's ids (runs/logcontext.py)."""
+    meanwhile carries the run's and the case's ids (runs/logcontext.py).
+
+    The task's first case of the run (``agent`` not given) writes its first turn at once when
+    the run had none when the task read it: the run page that launched it waits for one."""
+    first_at_once = agent is None and case.run.turns_done == 0
     ids = log_context(run_id=case.run_id, case_id=case.pk, case_index=case.index, turn=None)
     with ids:
         log.info("case %s of run %s started (attempt %s)", case.index, case.run_id, attempt)
@@ -399,7 +403,7 @@ def _case_run(
                     _regrade(agent, case, attempt, original)
                 else:
                     backend = agent_backend(agent)
-                    run_case = partial(_execute, agent, backend, case, attempt)
+                    run_case = partial(_execute, agent, backend, case, attempt, first_at_once)
                     warm_sessions.WARM.case_run(backend, case.run_id, run_case)
         except recorder.CaseSuperseded:
             log.info("case %s of run %s was taken over by another attempt", case.index, case.run_id)
@@ -487,7 +491,11 @@ TURN_WRITE_SECONDS = 0.2
 
 
 async def _execute(
-    agent: LoadedAgent, backend: AgentBackend, case: CaseResult, attempt: int
+    agent: LoadedAgent,
+    backend: AgentBackend,
+    case: CaseResult,
+    attempt: int,
+    first_at_once: bool = False,
 ) -> None:
     from runs.engine.executor import Engine
 
@@ -497,7 +505,7 @@ async def _execute(
         per_turn=True,
         watch_cancel=True,
         write_within=TURN_WRITE_SECONDS,
-        first_at_once=case.run.turns_done == 0,  # the run page shows no turn yet
+        first_at_once=first_at_once,
     )
     writer.track(case, attempt)
     engine = Engine(

@@ -367,3 +367,13 @@ def test_a_turn_stopped_by_a_timeout_keeps_what_it_did_before_in_its_partial_tra
 
     assert [e["type"] for e in events] == ["model_call", "tool_call"]
     assert events[1]["result"] == 25587
+
+
+def test_every_session_verifies_tls_with_one_certificate_store_loaded_once() -> None:
+    import ssl
+
+    from runs.backends.semantic_kernel import tls_context
+
+    context = tls_context()
+    assert context is tls_context()  # loaded once per process, not per session
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname

@@ -96,6 +96,25 @@ def test_turns_that_finish_close_together_are_written_with_their_cases_result() 
     assert Run.objects.get(pk=case.run_id).turns_done == 2
 
 
+def test_the_runs_first_turn_is_written_at_once_and_the_next_ones_within_the_delay() -> None:
+    case, attempt = claimed_case()
+    seen: list[int] = []
+
+    async def flow() -> None:
+        writer = recorder.CaseRecorder(per_turn=True, write_within=60, first_at_once=True)
+        writer.track(case, attempt)
+        await writer(finished(case, 0))
+        seen.append(await turn_rows(case))  # on the page that waits for it, at once
+        await writer(finished(case, 1))
+        seen.append(await turn_rows(case))  # the next one waits for the delay or the result
+        await writer(case_finished(case))
+
+    run_in_a_task(flow)
+    assert seen == [1, 1]
+    assert TurnResult.objects.filter(case=case).count() == 2
+    assert Run.objects.get(pk=case.run_id).turns_done == 2
+
+
 def test_a_finished_turn_is_written_while_its_case_runs_once_the_write_delay_passed() -> None:
     case, attempt = claimed_case()
     seen: list[tuple[int, int]] = []
@@ -213,9 +232,11 @@ def test_a_task_runs_its_runs_next_cases_with_a_few_queries_each_whatever_their_
     assert not run.is_active
     kinds = statements.kinds
     # One write of each case's turns and of their metrics, one claim and one result per case,
-    # one counter update per case: none per turn.
-    assert kinds["INSERT runs_turnresult"] == 3
-    assert kinds["INSERT runs_metricresult"] == 3
+    # one counter update per case: none per turn; and the run's first turn, written at once
+    # (the page that launched the run waits for it).
+    assert kinds["INSERT runs_turnresult"] == 3 + 1
+    assert kinds["INSERT runs_metricresult"] == 3 + 1
     assert kinds["UPDATE runs_caseresult"] <= 3 + 3 + 1  # claims, results (+ a heartbeat)
-    assert kinds["UPDATE runs_run"] <= 3 + 2  # the cases' counters, the run's end
-    assert sum(kinds.values()) <= 45, kinds  # 31 to 34: the rest is per task (load, pump, end)
+    assert kinds["UPDATE runs_run"] <= 3 + 2 + 1  # the cases' counters, the run's end
+    # 31 to 34, and 5 for the first turn's own write: the rest is per task (load, pump, end)
+    assert sum(kinds.values()) <= 50, kinds

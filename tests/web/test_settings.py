@@ -60,6 +60,8 @@ def manage_check(tmp_path: Path, *args: str, **env: str) -> subprocess.Completed
         ("LOG_LEVEL", "loud", "LOG_LEVEL='loud' must be one of DEBUG, INFO"),
         ("HTTPS", "sure", "HTTPS='sure' is not a boolean"),
         ("HOLODECK_HEARTBEAT_SECONDS", "30", "must be at most a third of"),
+        ("HOLODECK_WORKER_PRELOAD", "anthropic,gemini", "each name must be one of anthropic"),
+        ("HOLODECK_WORKER_SESSIONS", "-1", "HOLODECK_WORKER_SESSIONS"),
     ],
 )
 def test_a_malformed_setting_stops_start_up_with_a_clear_message(
@@ -138,3 +140,18 @@ def test_the_gates_public_url_comes_from_its_variable_else_the_trusted_origin_el
     monkeypatch.setenv("HOLODECK_PUBLIC_URL", "ftp://holodeck.example")
     with pytest.raises(ImproperlyConfigured, match="HOLODECK_PUBLIC_URL"):
         load_settings(tmp_path, monkeypatch)
+
+
+def test_a_worker_preloads_every_real_backend_by_default_and_can_name_any_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runs.backends.base import BACKENDS
+
+    monkeypatch.delenv("HOLODECK_WORKER_PRELOAD", raising=False)
+    names = load_settings(tmp_path, monkeypatch)
+    assert names["HOLODECK_WORKER_PRELOAD"] == ["anthropic", "openai"]
+    assert set(names["PRELOAD_CHOICES"]) == {*BACKENDS, "none"}  # no backend left out
+    assert (names["HOLODECK_WORKER_SESSIONS"], names["HOLODECK_WORKER_SESSION_IDLE_SECONDS"]) == (
+        2,
+        60,
+    )

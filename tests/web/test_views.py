@@ -523,6 +523,19 @@ def test_a_markdown_response_is_rendered(viewer_client: Client, project: AgentPr
 # --- live progress --------------------------------------------------------------------------
 
 
+def test_a_run_with_no_turn_done_yet_polls_every_250_ms_and_every_second_once_one_is_in(
+    viewer_client: Client, project: AgentProject
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=2, status=Run.Status.RUNNING, done=0))
+    Run.objects.filter(pk=run.pk).update(turns_done=0, cases_done=0)
+    detail = viewer_client.get(reverse("run_detail", args=[run.pk])).text
+    assert 'hx-trigger="every 250ms"' in detail and "every 1s" not in detail
+    Run.objects.filter(pk=run.pk).update(turns_done=1)
+    url = reverse("run_progress", args=[run.pk])
+    polled = viewer_client.get(url, {"known": "2"}, headers=HTMX)
+    assert 'hx-trigger="every 1s"' in polled.text and "every 250ms" not in polled.text
+
+
 def test_progress_polls_while_running_and_stops_with_286_when_finished(
     viewer_client: Client, project: AgentProject
 ) -> None:
