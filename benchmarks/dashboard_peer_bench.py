@@ -332,7 +332,8 @@ def wait_for_web(base: str, token: str) -> None:
 
 def api(base: str, token: str, path: str, body: dict | None = None) -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(base + path, data=data, method="POST" if body else "GET")
+    method = "GET" if body is None else "POST"
+    request = urllib.request.Request(base + path, data=data, method=method)
     request.add_header("Authorization", f"Bearer {token}")
     if data is not None:
         request.add_header("Content-Type", "application/json")

@@ -10,13 +10,16 @@ agent (``../shared/peer-bench``: the real Claude Code CLI against its fake Anthr
 ConvFinQA dialogues). Headless Chromium logs in, and for each launch opens the project's launch
 form and clicks Run (parallel 1); the clock starts at the click and stops when the run page's
 progress box counts a turn done. Each launch is a new run of the same project on the same
-running worker (the first one also unpacks the snapshot on the worker).
+running worker, idle: the previous run is cancelled and its case stopped first (the first launch
+also unpacks the snapshot and loads the agent on the worker).
 
-Printed per launch, from the click: the run page loaded (the launch request answered and the
-redirect followed), the run claimed by ``start_run`` (queue hand-off), its first case claimed by
-``execute_case`` (second hand-off), the first case's agent session open (``session_start_ms``),
-its first turn done (the turn's ``execution_time_ms``) and the turn on screen. Timestamps are
-the database's (``timezone.now()`` on this machine) and this script's wall clock.
+Printed per launch, in seconds: from the click, the run page loaded (the launch request answered
+and the redirect followed), the run claimed by ``start_run`` and its first case claimed by
+``execute_case`` (the two queue hand-offs); then how long the case's agent session took to open
+(``session_start_ms``) and its first turn (its ``execution_time_ms``); "the rest" is what is left
+of the time from the claim to the turn on screen (loading the agent, writing the turn, the
+page's next poll); and the turn on screen, from the click. Timestamps are the database's
+(``timezone.now()`` on this machine) and this script's wall clock.
 """
 
 from __future__ import annotations
@@ -55,7 +58,15 @@ print("TIMELINE " + json.dumps({{
     "turn_ms": turn.execution_time_ms if turn else None,
 }}))
 """
-STEPS = ("page", "start_run", "case claimed", "session open", "first turn", "on screen")
+STEPS = (
+    "page",
+    "start_run",
+    "case claimed",
+    "session open",
+    "first turn",
+    "the rest",
+    "on screen",
+)
 
 
 def main() -> None:
@@ -177,13 +188,15 @@ def launch_once(
     run_id = int(page.url.rstrip("/").rsplit("/", 1)[1])  # type: ignore[attr-defined]
     out = bench.manage(env, "shell", "-c", TIMELINE.format(run=run_id))
     times = json.loads(out.split("TIMELINE ", 1)[1].splitlines()[0])
-    session_open = times["claimed"] + (times["session_ms"] or 0) / 1000
+    session = (times["session_ms"] or 0) / 1000
+    turn = (times["turn_ms"] or 0) / 1000
     return {
         "page": loaded - clicked,
         "start_run": times["started"] - clicked,
         "case claimed": times["claimed"] - clicked,
-        "session open": session_open - clicked,
-        "first turn": session_open + (times["turn_ms"] or 0) / 1000 - clicked,
+        "session open": session,
+        "first turn": turn,
+        "the rest": shown - times["claimed"] - session - turn,
         "on screen": shown - clicked,
     }, run_id
 
