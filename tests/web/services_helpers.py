@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,11 +38,50 @@ def example_project(tmp_path: Path, name: str = "convfinqa") -> AgentProject:
 
 def git(directory: Path, *args: str) -> str:
     """Run git in ``directory`` with a throwaway identity; its output."""
-    import subprocess
-
     return subprocess.run(
         ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.strip()
+
+
+# Tests that start processes on the embedded defaults (serve, workers, manage.py commands) give
+# them a fresh data folder. `manage.py migrate` in a child costs 3-5 s (Django's start-up and
+# every migration): it runs once per test process, and each folder gets a copy of its database.
+
+
+def embedded_env(data_dir: Path) -> dict[str, str]:
+    """This process's environment for a child on the embedded defaults (SQLite and the embedded
+    broker) in ``data_dir``: no database, Redis or broker URL, no settings module."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"REDIS_URL", "CELERY_BROKER_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env["HOLODECK_DATA_DIR"] = str(data_dir)
+    return env
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder in which ``manage.py migrate`` made the SQLite database and nothing else
+    ran; ``with_migrated_database`` copies it."""
+    data = tmp_path_factory.mktemp("migrated-data")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        cwd=REPO,
+        env=embedded_env(data),
+        check=True,
+        timeout=120,
+    )
+    return data
+
+
+def with_migrated_database(data_dir: Path, migrated: Path) -> Path:
+    """``data_dir`` (made if absent) holding a copy of the database in ``migrated`` (the
+    ``migrated_sqlite`` fixture's folder): what ``manage.py migrate`` would have made there."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for path in migrated.glob("db.sqlite3*"):  # the database, and a write-ahead log if left
+        shutil.copy2(path, data_dir / path.name)
+    return data_dir

@@ -5,7 +5,6 @@ process (whichever server ``serve --no-worker`` runs) on SQLite and the embedded
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.services_helpers import EXAMPLES, REPO
+from tests.web.services_helpers import EXAMPLES, REPO, embedded_env, with_migrated_database
 from tests.web.test_serve import answers, free_port, kill_tree, wait_for
 
 pytestmark = pytest.mark.process
@@ -33,18 +32,13 @@ print(project.pk, token_create(user=user, name="t")[1])
 
 
 @pytest.fixture
-def fresh_server(tmp_path: Path) -> Iterator[tuple[int, int, str]]:
+def fresh_server(tmp_path: Path, migrated_sqlite: Path) -> Iterator[tuple[int, int, str]]:
     """(port, project id, staff token) of a just-started server that has answered nothing."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"REDIS_URL", "CELERY_BROKER_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env.update(HOLODECK_DATA_DIR=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
+    data = with_migrated_database(tmp_path / "data", migrated_sqlite)
+    env = {**embedded_env(data), "PYTHONUNBUFFERED": "1"}
     agent = tmp_path / "agent"
     shutil.copytree(EXAMPLES / "convfinqa", agent, ignore=shutil.ignore_patterns("results"))
     manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=REPO, env=env, check=True, timeout=120)
     out = subprocess.run(
         [*manage, "shell", "-c", SETUP.format(agent=str(agent / "agent.yaml"))],
         cwd=REPO, env=env, check=True, timeout=120, capture_output=True, text=True,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -27,7 +26,13 @@ from django.test import Client
 from holodeck_web.logs import JsonFormatter, LogContextFilter
 from runs.models import CaseResult, Run
 from runs.services import execution, launch
-from tests.web.services_helpers import EXAMPLES, REPO, example_project
+from tests.web.services_helpers import (
+    EXAMPLES,
+    REPO,
+    embedded_env,
+    example_project,
+    with_migrated_database,
+)
 from tests.web.test_settings import load_settings, manage_check
 
 Lines = Callable[[], list[dict[str, Any]]]
@@ -233,18 +238,15 @@ print(run.pk)
 
 
 @pytest.mark.process
-def test_manage_py_with_log_format_json_writes_only_json_lines(tmp_path: Path) -> None:
+def test_manage_py_with_log_format_json_writes_only_json_lines(
+    tmp_path: Path, migrated_sqlite: Path
+) -> None:
     import shutil
 
     agent_dir = tmp_path / "convfinqa"
     shutil.copytree(EXAMPLES / "convfinqa", agent_dir, ignore=shutil.ignore_patterns("results"))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"REDIS_URL", "CELERY_BROKER_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
-    }
+    env = embedded_env(with_migrated_database(tmp_path / "data", migrated_sqlite))
     env.update(
-        HOLODECK_DATA_DIR=str(tmp_path / "data"),
         LOG_FORMAT="json",
         LOG_LEVEL="INFO",
         HOLODECK_CELERY_EAGER="true",  # the run's cases run in the command, as in a worker
@@ -262,7 +264,6 @@ def test_manage_py_with_log_format_json_writes_only_json_lines(tmp_path: Path) -
         assert done.returncode == 0, done.stderr[-3000:]
         return done
 
-    manage("migrate", "-v0")
     done = manage("shell", "-c", LAUNCH.format(path=str(agent_dir / "agent.yaml")))
 
     run_id = int(done.stdout.strip().splitlines()[-1])
@@ -281,22 +282,15 @@ WORKER_OPTIONS = (
 
 @pytest.mark.process
 def test_a_celery_worker_with_log_format_json_writes_json_lines_with_the_case_ids(
-    tmp_path: Path,
+    tmp_path: Path, migrated_sqlite: Path
 ) -> None:
     import shutil
     import time
 
     agent_dir = tmp_path / "convfinqa"
     shutil.copytree(EXAMPLES / "convfinqa", agent_dir, ignore=shutil.ignore_patterns("results"))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"REDIS_URL", "CELERY_BROKER_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env.update(HOLODECK_DATA_DIR=str(tmp_path / "data"), LOG_FORMAT="json", PYTHONUNBUFFERED="1")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True, timeout=120
-    )
+    env = embedded_env(with_migrated_database(tmp_path / "data", migrated_sqlite))
+    env.update(LOG_FORMAT="json", PYTHONUNBUFFERED="1")
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:  # the embedded broker: SQLite and a folder, nothing else
         worker = subprocess.Popen(
