@@ -14,6 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from runs.management.commands.serve import (
     web_command,
     worker_command,
 )
-from tests.web.services_helpers import REPO
+from tests.web.services_helpers import REPO, embedded_env, with_migrated_database
 
 pytestmark = pytest.mark.process
 
@@ -181,32 +182,25 @@ def wait_for[T](what: str, check: Callable[[], T], timeout: float, log: Path) ->
 
 
 @pytest.fixture(scope="module")
-def serve_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """SQLite and the embedded broker in a fresh data folder, migrated once for the module."""
-    data = tmp_path_factory.mktemp("serve-data")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"REDIS_URL", "CELERY_BROKER_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env.update(HOLODECK_DATA_DIR=str(data), PYTHONUNBUFFERED="1")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True, timeout=120
-    )
-    return env
+def serve_env(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path) -> dict[str, str]:
+    """SQLite and the embedded broker in a fresh data folder with a migrated database."""
+    data = with_migrated_database(tmp_path_factory.mktemp("serve-data"), migrated_sqlite)
+    return {**embedded_env(data), "PYTHONUNBUFFERED": "1"}
 
 
-@pytest.fixture
-def serve(
-    serve_env: dict[str, str], tmp_path: Path
-) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
-    """A running ``manage.py serve`` whose login page answers: (process, port, log file)."""
-    port, log_path = free_port(), tmp_path / "serve.log"
+Serve = tuple[subprocess.Popen[bytes], int, Path]
+
+
+@contextmanager
+def running_serve(env: dict[str, str], log_path: Path) -> Iterator[Serve]:
+    """A running ``manage.py serve`` whose login page answers and whose worker runs its pool:
+    (process, port, log file); killed with all it started on the way out."""
+    port = free_port()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--addr", f"127.0.0.1:{port}", "--workers", "1"],
             cwd=REPO,
-            env=serve_env,
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as in a terminal
@@ -224,28 +218,16 @@ def serve(
             kill_tree(proc)
 
 
-@linux_only
-def test_serve_restarts_a_killed_worker_and_keeps_serving_pages(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
-) -> None:
-    proc, port, log = serve
-    first = worker_pid(proc)
-    assert first is not None
-    os.kill(first, signal.SIGKILL)
-
-    second = wait_for(
-        "a new worker runs", lambda: (pid := worker_pid(proc)) != first and pid, 30, log
-    )
-    assert proc.poll() is None
-    assert answers(f"http://127.0.0.1:{port}/login/")
-    lines = [line for line in log.read_text().splitlines() if line.startswith("serve:")]
-    assert f"serve: the worker (pid {first}) was killed by SIGKILL; restarting it in 1 s" in lines
-    assert f"serve: restarted the worker (pid {second})" in lines
+@pytest.fixture
+def serve(serve_env: dict[str, str], tmp_path: Path) -> Iterator[Serve]:
+    """A serve of the test's own, for a test that ends it."""
+    with running_serve(serve_env, tmp_path / "serve.log") as started:
+        yield started
 
 
 @linux_only
 def test_serve_killed_with_sigkill_takes_its_children_with_it_and_frees_the_port(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
+    serve: Serve,
 ) -> None:
     proc, port, log = serve
     family = descendants_of(proc.pid)  # the web server, the worker and its pool process
@@ -262,7 +244,7 @@ def test_serve_killed_with_sigkill_takes_its_children_with_it_and_frees_the_port
 
 @linux_only
 def test_serve_stops_the_worker_and_exits_non_zero_when_the_web_server_dies(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
+    serve: Serve,
 ) -> None:
     proc, _, log = serve
     family = descendants_of(proc.pid)
@@ -277,21 +259,10 @@ def test_serve_stops_the_worker_and_exits_non_zero_when_the_web_server_dies(
     wait_for("every child is gone", lambda: not any(map(proc_stat, family)), 10, log)
 
 
-@linux_only
-@pytest.mark.parametrize(
-    ("send", "name"),
-    [(os.kill, "SIGTERM"), (os.killpg, "SIGINT")],
-    ids=["sigterm-to-serve", "ctrl-c-to-the-process-group"],
-)
-def test_serve_stops_both_children_cleanly_on_sigterm_or_ctrl_c(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
-    send: Callable[[int, int], None],
-    name: str,
-) -> None:
+def assert_stopped_cleanly(serve: Serve, family: set[int], name: str) -> None:
+    """serve ended with status 0 on the signal ``name``: gunicorn's graceful shutdown, its
+    children gone, its port free."""
     proc, port, log = serve
-    family = descendants_of(proc.pid)
-    send(proc.pid, signal.Signals[name])
-
     assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
     text = log.read_text()
     assert f"serve: stopped on {name}" in text
@@ -302,28 +273,17 @@ def test_serve_stops_both_children_cleanly_on_sigterm_or_ctrl_c(
     assert port_is_free(port)
 
 
+@linux_only
+def test_serve_stops_both_children_cleanly_on_ctrl_c(serve: Serve) -> None:
+    proc, _, _ = serve
+    family = descendants_of(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole process group
+    assert_stopped_cleanly(serve, family, "SIGINT")
+
+
 def get(url: str) -> tuple[int, dict[str, str], bytes]:
     with urllib.request.urlopen(url, timeout=10) as response:
         return response.status, dict(response.headers), response.read()
-
-
-@linux_only
-def test_serve_answers_with_gunicorn_and_whitenoise_serves_the_static_files(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
-) -> None:
-    _, port, log = serve
-    status, headers, _ = get(f"http://127.0.0.1:{port}/login/")
-    assert status == 200 and headers["Server"] == "gunicorn"
-
-    # Collected nowhere (no collectstatic here): WhiteNoise serves the source folder's file,
-    # with its own headers (Django's development static view sends neither).
-    status, headers, body = get(f"http://127.0.0.1:{port}/static/css/app.css")
-    assert status == 200 and headers["Server"] == "gunicorn"
-    assert body == (REPO / "static" / "css" / "app.css").read_bytes()
-    assert headers["Access-Control-Allow-Origin"] == "*"
-    assert headers["Cache-Control"] == "max-age=60, public"
-    # The access line (the project's middleware, not gunicorn's) goes to stderr.
-    assert "GET /static/css/app.css 200" in log.read_text()
 
 
 def send_login_headers(port: int) -> tuple[socket.socket, bytes]:
@@ -352,11 +312,14 @@ def read_response(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+# SIGTERM with a request in flight, then the same clean stop as on Ctrl-C: one serve for both
+# (each serve costs 4-6 s to start and 5-8 s to stop).
 @linux_only
-def test_sigterm_to_serve_lets_a_request_in_flight_finish_before_it_exits(
-    serve: tuple[subprocess.Popen[bytes], int, Path],
+def test_sigterm_to_serve_lets_a_request_in_flight_finish_and_stops_both_children_cleanly(
+    serve: Serve,
 ) -> None:
     proc, port, log = serve
+    family = descendants_of(proc.pid)
     sock, rest = send_login_headers(port)
     with sock:
         time.sleep(1)  # the request reaches a gunicorn thread, which waits for the body
@@ -373,5 +336,54 @@ def test_sigterm_to_serve_lets_a_request_in_flight_finish_before_it_exits(
 
     assert response.startswith(b"HTTP/1.1 200 "), response[:300]
     assert b'name="password"' in response  # the login page again: a wrong password
-    assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
-    assert port_is_free(port)
+    assert_stopped_cleanly(serve, family, "SIGTERM")
+
+
+# --- one serve for the tests that leave it serving (last: it stops with the module) ---------
+
+
+@pytest.fixture(scope="module")
+def lasting_serve(
+    serve_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Serve]:
+    """One serve for the tests that leave it serving (each serve costs 4-6 s to start and 5-8 s
+    to stop): its pages and static files, and a worker killed under it."""
+    log = tmp_path_factory.mktemp("lasting-serve") / "serve.log"
+    with running_serve(serve_env, log) as started:
+        yield started
+
+
+@linux_only
+def test_serve_answers_with_gunicorn_and_whitenoise_serves_the_static_files(
+    lasting_serve: Serve,
+) -> None:
+    _, port, log = lasting_serve
+    status, headers, _ = get(f"http://127.0.0.1:{port}/login/")
+    assert status == 200 and headers["Server"] == "gunicorn"
+
+    # Collected nowhere (no collectstatic here): WhiteNoise serves the source folder's file,
+    # with its own headers (Django's development static view sends neither).
+    status, headers, body = get(f"http://127.0.0.1:{port}/static/css/app.css")
+    assert status == 200 and headers["Server"] == "gunicorn"
+    assert body == (REPO / "static" / "css" / "app.css").read_bytes()
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert headers["Cache-Control"] == "max-age=60, public"
+    # The access line (the project's middleware, not gunicorn's) goes to stderr.
+    assert "GET /static/css/app.css 200" in log.read_text()
+
+
+@linux_only
+def test_serve_restarts_a_killed_worker_and_keeps_serving_pages(lasting_serve: Serve) -> None:
+    proc, port, log = lasting_serve
+    first = worker_pid(proc)
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+
+    second = wait_for(
+        "a new worker runs", lambda: (pid := worker_pid(proc)) != first and pid, 30, log
+    )
+    assert proc.poll() is None
+    assert answers(f"http://127.0.0.1:{port}/login/")
+    lines = [line for line in log.read_text().splitlines() if line.startswith("serve:")]
+    assert f"serve: the worker (pid {first}) was killed by SIGKILL; restarting it in 1 s" in lines
+    assert f"serve: restarted the worker (pid {second})" in lines
