@@ -116,7 +116,7 @@ def test_importing_the_result_file_of_a_cli_run_finds_that_run(tmp_path: Path) -
 
 
 def test_three_concurrent_imports_of_the_same_history_add_each_run_once(
-    tmp_path: Path, shared_dir: Path
+    tmp_path: Path, shared_dir: Path, request: pytest.FixtureRequest
 ) -> None:
     import os
     import sqlite3
@@ -125,6 +125,8 @@ def test_three_concurrent_imports_of_the_same_history_add_each_run_once(
 
     from django.db import connection
 
+    from tests.web.services_helpers import with_migrated_database
+
     repo = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env["HOLODECK_DATA_DIR"] = str(tmp_path / "data")
@@ -132,9 +134,7 @@ def test_three_concurrent_imports_of_the_same_history_add_each_run_once(
         db = connection.settings_dict
         env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     else:  # the test database is in memory: use a file the three processes share
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=repo, env=env, check=True
-        )
+        with_migrated_database(tmp_path / "data", request.getfixturevalue("migrated_sqlite"))
     path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
     command = [sys.executable, "manage.py", "import_results", str(path)]
     procs = [

@@ -228,19 +228,18 @@ def test_deeply_nested_json_is_refused_with_a_clear_error(tmp_path: Path, depth:
         load_eval_runs({"report": nested})
 
 
-def test_the_import_command_reports_deep_json_without_a_traceback(tmp_path: Path) -> None:
-    import os
+def test_the_import_command_reports_deep_json_without_a_traceback(
+    tmp_path: Path, migrated_sqlite: Path
+) -> None:
     import subprocess
     import sys
+
+    from tests.web.services_helpers import embedded_env, with_migrated_database
 
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     repo = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env["HOLODECK_DATA_DIR"] = str(tmp_path / "data")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=repo, env=env, check=True
-    )
+    env = embedded_env(with_migrated_database(tmp_path / "data", migrated_sqlite))
     done = subprocess.run(
         [sys.executable, "manage.py", "import_results", str(path)],
         cwd=repo,
