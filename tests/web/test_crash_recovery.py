@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.web.services_helpers import kill_at_once
 from tests.web.worker_helpers import (
     Workers,
     assert_run_whole,
@@ -24,6 +25,7 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
     require_redis_and_postgresql()
     with Workers(tmp_path) as pool:
         yield pool
+        kill_at_once(pool.procs)  # the run has ended: no warm shutdown to wait for
 
 
 def test_a_case_whose_pool_child_is_killed_runs_again(tmp_path: Path, workers: Workers) -> None:

@@ -27,6 +27,7 @@ from pytest_django.fixtures import Settings
 import runs.tasks  # noqa: F401 - registers the tasks with the app made below
 from holodeck_web.celery import configure
 from runs.models import CaseResult
+from tests.web.services_helpers import kill_at_once
 from tests.web.worker_helpers import (
     Workers,
     assert_run_page_shows_the_cases,
@@ -120,6 +121,7 @@ def workers(tmp_path: Path, rabbitmq: Broker) -> Iterator[Workers]:
     pool.env.pop("REDIS_URL", None)  # RabbitMQ and PostgreSQL only: no Redis, even as the cache
     try:
         yield pool
+        kill_at_once(pool.procs)  # the run has ended: no warm shutdown to wait for
     finally:
         pool.stop()
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from runs.models import Run, TurnResult
-from tests.web.services_helpers import example_project
+from tests.web.services_helpers import example_project, kill_at_once
 from tests.web.worker_helpers import (
     Workers,
     assert_run_page_shows_the_cases,
@@ -27,6 +27,7 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
     require_redis_and_postgresql()
     with Workers(tmp_path) as pool:
         yield pool
+        kill_at_once(pool.procs)  # the run has ended: no warm shutdown to wait for
 
 
 def test_a_worker_runs_a_run_launched_from_the_view_turn_by_turn(

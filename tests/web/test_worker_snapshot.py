@@ -13,6 +13,7 @@ import pytest
 from holodeck_web.celery import app as celery_app
 from runs.models import Run
 from runs.services import launch
+from tests.web.services_helpers import kill_at_once
 from tests.web.snapshot_helpers import (
     edit_prompt,
     metric_outcomes,
@@ -49,6 +50,7 @@ def test_a_worker_without_the_projects_directory_runs_the_launched_run_from_its_
                 break
             workers.assert_alive(worker)
             time.sleep(0.1)
+        kill_at_once(workers.procs)  # the run has ended: no warm shutdown to wait for
 
     run.refresh_from_db()
     original.refresh_from_db()
