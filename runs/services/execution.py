@@ -23,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -45,6 +43,7 @@ from runs.logcontext import log_context, log_context_set
 from runs.models import CaseResult, Run, TurnResult
 from runs.owner import owner_dead
 from runs.services import warm_sessions
+from runs.services.heartbeats import case_heartbeat
 from runs.services.queue import EXECUTE_CASE, task_enqueue
 from runs.services.run_agents import (
     agent_backend,
@@ -80,6 +79,22 @@ def run_start(*, run_id: int) -> None:
         recorder.case_rows_ensure(run)  # runs queued before case rows were made at launch
         case_pump(run=run)
         recorder.run_settle(run)  # a run with no case left to run finishes here
+
+
+def run_start_with_first_case(*, run_id: int) -> None:
+    """The ``start_run`` task: :func:`run_start`, then the run's first queued case run here at
+    once rather than after its message reaches a worker process (one broker hand-off less
+    before the first turn is on the page). Its message then finds it taken, or, where another
+    process took it first, this one finds it taken and only refills the run."""
+    run_start(run_id=run_id)
+    first = (
+        CaseResult.objects.filter(run_id=run_id, enqueued=True, status=CaseResult.Status.PENDING)
+        .order_by("index", "repetition")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if first is not None:
+        case_execute(case_id=first)
 
 
 def run_execute_inline(*, run_id: int) -> Run:
@@ -395,7 +410,7 @@ def _case_run(
     with ids:
         log.info("case %s of run %s started (attempt %s)", case.index, case.run_id, attempt)
         try:
-            with _heartbeat(case, attempt):
+            with case_heartbeat(case, attempt):
                 if agent is None:
                     agent = run_agent(case.run)
                 original = case.run.run_options.regrade_of
@@ -428,60 +443,6 @@ def _recorder_connection() -> Iterator[None]:
 
 async def _in_recorder_thread(fn: Callable[[], object]) -> None:
     await sync_to_async(fn, thread_sensitive=True)()
-
-
-@contextlib.contextmanager
-def _heartbeat(case: CaseResult, attempt: int) -> Iterator[None]:
-    """Stamp the attempt's heartbeat every HOLODECK_HEARTBEAT_SECONDS while the case runs, so a
-    long turn is not taken for a dead worker (one thread per process stamps every case it runs).
-    """
-    _HEARTBEATS.add(case, attempt)
-    try:
-        yield
-    finally:
-        _HEARTBEATS.remove(case, attempt)
-
-
-class _Heartbeats:
-    """The cases this process is running, and the one thread that keeps their heartbeats."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.running: dict[tuple[int, int], CaseResult] = {}
-        self.thread: threading.Thread | None = None
-        self.pid = 0
-
-    def add(self, case: CaseResult, attempt: int) -> None:
-        with self.lock:
-            self.running[(case.pk, attempt)] = case
-            # A forked pool child inherits the parent's object but not its thread.
-            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
-                self.pid = os.getpid()
-                self.thread = threading.Thread(
-                    target=self._beat, name="holodeck-heartbeat", daemon=True
-                )
-                self.thread.start()
-
-    def remove(self, case: CaseResult, attempt: int) -> None:
-        with self.lock:
-            self.running.pop((case.pk, attempt), None)
-
-    def _beat(self) -> None:
-        try:
-            while True:
-                time.sleep(settings.HOLODECK_HEARTBEAT_SECONDS)
-                with self.lock:
-                    running = list(self.running.items())
-                for (_, attempt), case in running:
-                    try:
-                        recorder.case_heartbeat(case, attempt)
-                    except Exception:  # a database hiccup: the next beat tries again
-                        log.warning("heartbeat of case %s failed", case.pk, exc_info=True)
-        finally:
-            recorder.close_thread_connection()
-
-
-_HEARTBEATS = _Heartbeats()
 
 
 # A finished turn is written within this many seconds (with the turns of its case that finish
