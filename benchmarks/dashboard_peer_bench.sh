@@ -13,20 +13,9 @@
 # DATABASE_URL's PostgreSQL and a queue of its own on REDIS_URL); PEER_BENCH, HD_VENV and
 # PEER_PYTHON as for benchmarks/peer_bench.sh. Run it on a quiet machine.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PEER_BENCH="${PEER_BENCH:-$ROOT/../shared/peer-bench}"
-if [[ ! -f "$PEER_BENCH/run_peer.sh" ]]; then
-  echo "dashboard_peer_bench: $PEER_BENCH/run_peer.sh is missing (set PEER_BENCH)" >&2
-  exit 2
-fi
-HD_VENV="${HD_VENV:-$ROOT/.peer-venv}"
-if [[ ! -x "$HD_VENV/bin/holodeck" ]]; then
-  echo "dashboard_peer_bench: installing holodeck-ai==0.7.1 into $HD_VENV (once)"
-  "${PEER_PYTHON:-python3}" -m venv "$HD_VENV"
-  "$HD_VENV/bin/pip" install -q --disable-pip-version-check holodeck-ai==0.7.1
-fi
-[[ -x "$ROOT/.venv/bin/python" ]] || python3 "$ROOT/dev.py" setup
-"$ROOT/.venv/bin/python" -m compileall -q -j 0 "$ROOT/holodeck_web" "$ROOT/runs" "$ROOT/graders" >/dev/null
+NAME=dashboard_peer_bench NEEDS=run_peer.sh
+# shellcheck source=benchmarks/peer_setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/peer_setup.sh"
 exec "$ROOT/.venv/bin/python" "$ROOT/benchmarks/dashboard_peer_bench.py" --hd-venv "$HD_VENV" \
   --peer-bench "$PEER_BENCH" --cases "${N_CASES:-20}" --rounds "${ROUNDS:-3}" \
   --parallel "${PARALLEL:-1}" --workers "${WORKERS:-2}" --services "${SERVICES:-embedded}"
