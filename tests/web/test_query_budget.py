@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 import pytest
 from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from pytest_django import DjangoDbBlocker
 
 from runs.models import AgentProject, Run
 from runs.web.views import RUNS_PER_PAGE
-from tests.web.factories import RunSpec, build_run, failing_case, make_not_graded
+from tests.web.factories import (
+    RunSpec,
+    build_run,
+    failing_case,
+    make_not_graded,
+    make_project,
+)
+from tests.web.shared_rows import rows_shared_by_the_module
 
 pytestmark = pytest.mark.django_db
 
@@ -36,89 +45,6 @@ def detail_queries(client: Client, run: Run, assert_max: AssertQueries) -> tuple
         response = client.get(reverse("run_detail", args=[run.pk]))
     assert response.status_code == 200
     return len(captured), len(response.content)  # type: ignore[arg-type]
-
-
-def test_the_run_page_and_expanding_a_case_stay_within_budget_for_1000_cases_of_5_turns(
-    viewer_client: Client,
-    project: AgentProject,
-    django_assert_max_num_queries: AssertQueries,
-) -> None:
-    small = build_run(project, RunSpec(cases=10, turns=5))
-    big = build_run(project, RunSpec(cases=1000, turns=5, failing=range(1, 1000, 7)))
-
-    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
-    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
-    assert big_queries == small_queries  # no query per case
-    assert big_size <= MAX_PAGE_BYTES
-
-    with django_assert_max_num_queries(DETAIL_BUDGET):
-        failures = viewer_client.get(reverse("run_detail", args=[big.pk]) + "?failures=1")
-    assert len(failures.content) <= MAX_PAGE_BYTES
-
-    case = failing_case(big)
-    with django_assert_max_num_queries(EXPAND_BUDGET):
-        expanded = viewer_client.get(
-            reverse("case_turns", args=[big.pk, case.pk]), headers={"HX-Request": "true"}
-        )
-    assert expanded.status_code == 200
-    assert expanded.text.count('<section class="turn') == 5
-
-
-def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cases(
-    viewer_client: Client,
-    project: AgentProject,
-    django_assert_max_num_queries: AssertQueries,
-) -> None:
-    """Each filter is one query on stored, indexed columns (a metric's or a tool verdict's a
-    bounded semi-join; a text search a scan in the same query), and the header's reason reads
-    at most one bounded query per cause, whatever the size."""
-    small = build_run(project, RunSpec(cases=10, turns=5))
-    big = build_run(project, RunSpec(cases=1000, turns=5, failing=range(1, 1000, 7)))
-    for index in (2, 500, 998):
-        make_not_graded(big, index)
-    make_not_graded(small, 2)
-    for query in (
-        "?outcome=not_graded",
-        "?outcome=error",
-        "?metric=rouge",
-        "?tools=failed",
-        "?text=order+5-1&tools=failed",
-    ):
-        counts = []
-        for run in (small, big):
-            with django_assert_max_num_queries(DETAIL_BUDGET) as captured:
-                response = viewer_client.get(reverse("run_detail", args=[run.pk]) + query)
-            assert response.status_code == 200
-            assert len(response.content) <= MAX_PAGE_BYTES
-            counts.append(len(captured))  # type: ignore[arg-type]
-        assert counts[0] == counts[1], query
-
-
-def test_a_repeated_runs_page_and_poll_cost_the_same_queries_for_few_or_many_cases(
-    viewer_client: Client,
-    django_assert_max_num_queries: AssertQueries,
-) -> None:
-    from tests.web.factories import repeated_run
-
-    small = repeated_run(None, [0.5] * 3, repeats=5, seed=1)
-    big = repeated_run(None, [0.5] * 400, repeats=5, seed=2, commit="b" * 40)
-    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
-    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
-    assert big_queries == small_queries  # no query per case or repetition
-    assert big_size <= MAX_PAGE_BYTES
-    for run in (small, big):
-        with django_assert_max_num_queries(DETAIL_BUDGET):
-            filtered = viewer_client.get(reverse("run_detail", args=[run.pk]), {"failures": "1"})
-        assert filtered.status_code == 200
-
-    Run.objects.filter(pk=big.pk).update(status=Run.Status.RUNNING)
-    with django_assert_max_num_queries(DETAIL_BUDGET):
-        polled = viewer_client.get(
-            reverse("run_progress", args=[big.pk]),
-            {"known": "400", "since": "2020-01-01T00:00:00Z"},
-            headers={"HX-Request": "true"},
-        )
-    assert polled.status_code == 200
 
 
 def test_the_progress_poll_stays_within_budget(
@@ -222,19 +148,98 @@ def compare_queries(
     return len(captured), len(response.content)  # type: ignore[arg-type]
 
 
-def test_comparing_runs_of_1000_cases_of_5_turns_stays_within_budget(
-    viewer_client: Client,
-    project: AgentProject,
-    django_assert_max_num_queries: AssertQueries,
-) -> None:
+# --- runs of 1,000 cases, made once for the tests below ---------------------------------------
+# Building a run of 1,000 cases of 5 turns takes 2-3 s; each test used to build its own. Last in
+# the module: the rows stay until its end (tests/web/shared_rows.py), and no test above sees
+# them (the run list's lists one run).
+
+
+@dataclass(frozen=True)
+class SizedRuns:
+    small: list[Run]  # two runs of 10 cases of 5 turns
+    # Two runs of 1,000 cases of 5 turns (against two of 10: no query per case or turn), then
+    # six of 200 for the compare of eight (the count of runs, not their size, is what eight
+    # measures; building 6,000 more cases took 30 s of the suite).
+    big: list[Run]
+
+
+def make_sized_runs() -> SizedRuns:
+    project = make_project("sized-runs", "/srv/agents/sized")
     small = [build_run(project, RunSpec(cases=10, turns=5)) for _ in range(2)]
-    # Two runs of 1,000 cases (against two of 10: no query per case or turn), then eight runs,
-    # the six others of 200 cases (the count of runs, not their size, is what eight measures;
-    # building 6,000 more cases took 30 s of the suite).
     big = [
         build_run(project, RunSpec(cases=size, turns=5, failing=range(n, size, 7)))
         for n, size in enumerate([1000, 1000, 200, 200, 200, 200, 200, 200])
     ]
+    return SizedRuns(small=small, big=big)
+
+
+@pytest.fixture(scope="module")
+def sized_runs(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[SizedRuns]:
+    """Each test reads them in a savepoint of its own, rolled back after it (a test's own
+    changes, such as cases made not graded, stay its own)."""
+    yield from rows_shared_by_the_module(django_db_blocker, make_sized_runs)
+
+
+def test_the_run_page_and_expanding_a_case_stay_within_budget_for_1000_cases_of_5_turns(
+    viewer_client: Client,
+    sized_runs: SizedRuns,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    small, big = sized_runs.small[0], sized_runs.big[1]
+
+    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
+    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
+    assert big_queries == small_queries  # no query per case
+    assert big_size <= MAX_PAGE_BYTES
+
+    with django_assert_max_num_queries(DETAIL_BUDGET):
+        failures = viewer_client.get(reverse("run_detail", args=[big.pk]) + "?failures=1")
+    assert len(failures.content) <= MAX_PAGE_BYTES
+
+    case = failing_case(big)
+    with django_assert_max_num_queries(EXPAND_BUDGET):
+        expanded = viewer_client.get(
+            reverse("case_turns", args=[big.pk, case.pk]), headers={"HX-Request": "true"}
+        )
+    assert expanded.status_code == 200
+    assert expanded.text.count('<section class="turn') == 5
+
+
+def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cases(
+    viewer_client: Client,
+    sized_runs: SizedRuns,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    """Each filter is one query on stored, indexed columns (a metric's or a tool verdict's a
+    bounded semi-join; a text search a scan in the same query), and the header's reason reads
+    at most one bounded query per cause, whatever the size."""
+    small, big = sized_runs.small[0], sized_runs.big[1]
+    for index in (2, 500, 998):
+        make_not_graded(big, index)
+    make_not_graded(small, 2)
+    for query in (
+        "?outcome=not_graded",
+        "?outcome=error",
+        "?metric=rouge",
+        "?tools=failed",
+        "?text=order+5-1&tools=failed",
+    ):
+        counts = []
+        for run in (small, big):
+            with django_assert_max_num_queries(DETAIL_BUDGET) as captured:
+                response = viewer_client.get(reverse("run_detail", args=[run.pk]) + query)
+            assert response.status_code == 200
+            assert len(response.content) <= MAX_PAGE_BYTES
+            counts.append(len(captured))  # type: ignore[arg-type]
+        assert counts[0] == counts[1], query
+
+
+def test_comparing_runs_of_1000_cases_of_5_turns_stays_within_budget(
+    viewer_client: Client,
+    sized_runs: SizedRuns,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    small, big = sized_runs.small, sized_runs.big
     budget = django_assert_max_num_queries
     two_small, _ = compare_queries(viewer_client, small, budget, COMPARE_2_BUDGET)
     two_big, size = compare_queries(viewer_client, big[:2], budget, COMPARE_2_BUDGET)
@@ -261,3 +266,35 @@ def test_comparing_runs_of_1000_cases_of_5_turns_stays_within_budget(
         searched = viewer_client.get(reverse("compare"), {**base, **settings})
     assert searched.status_code == 200 and searched.context["page"].paginator.count >= 1
     assert len(captured) == len(plain) + 2  # type: ignore[arg-type]
+
+
+def test_a_repeated_runs_page_and_poll_cost_the_same_queries_for_few_or_many_cases(
+    viewer_client: Client,
+    sized_runs: SizedRuns,
+    django_assert_max_num_queries: AssertQueries,
+) -> None:
+    """``sized_runs`` only fills the tables: on a fresh PostgreSQL test database (no statistics)
+    the poll's query of a run of 2,000 cases is planned as nested loops and ran for over 15
+    minutes when the tables held nothing else; the tests before it used to leave their rolled
+    back rows behind."""
+    from tests.web.factories import repeated_run
+
+    small = repeated_run(None, [0.5] * 3, repeats=5, seed=1)
+    big = repeated_run(None, [0.5] * 400, repeats=5, seed=2, commit="b" * 40)
+    small_queries, _ = detail_queries(viewer_client, small, django_assert_max_num_queries)
+    big_queries, big_size = detail_queries(viewer_client, big, django_assert_max_num_queries)
+    assert big_queries == small_queries  # no query per case or repetition
+    assert big_size <= MAX_PAGE_BYTES
+    for run in (small, big):
+        with django_assert_max_num_queries(DETAIL_BUDGET):
+            filtered = viewer_client.get(reverse("run_detail", args=[run.pk]), {"failures": "1"})
+        assert filtered.status_code == 200
+
+    Run.objects.filter(pk=big.pk).update(status=Run.Status.RUNNING)
+    with django_assert_max_num_queries(DETAIL_BUDGET):
+        polled = viewer_client.get(
+            reverse("run_progress", args=[big.pk]),
+            {"known": "400", "since": "2020-01-01T00:00:00Z"},
+            headers={"HX-Request": "true"},
+        )
+    assert polled.status_code == 200
