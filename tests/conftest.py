@@ -36,12 +36,17 @@ def repo_root() -> Path:
 
 # --- one at a time under pytest-xdist ----------------------------------------------------------
 # `python3 dev.py test` spreads the suite over one pytest-xdist worker per core (--dist
-# loadgroup). Tests that start processes (serve, Celery workers), drive a browser or load the
-# machine on purpose run one after another on one worker, beside the in-process tests on the
-# others: next to each other they would fight for the cores, and their timeouts would measure
-# that fight.
-ONE_AT_A_TIME = ("process", "browser", "stress")
-GROUP = "one-at-a-time"
+# loadgroup). Tests that start processes (serve, Celery workers) or load the machine on purpose
+# run one after another on one worker, and so do the tests that drive a browser (one Chromium):
+# two of the same kind side by side would fight for the cores, and their timeouts would measure
+# that fight. The kinds are two groups: xdist sends the largest work units first
+# (--loadscope-reorder, its default), so on two workers each group starts at once on a worker
+# of its own, and the in-process tests follow on both. A browser test and a process test run
+# side by side, as each ran beside the in-process tests before (their timeouts are generous:
+# the process tests took up to 20% longer so). As one group they were the suite's longest
+# path, on one worker while the other ran out of tests (measured on two workers: the 74 tests
+# took 266 s as two groups, 4 min and 3 min; their durations add up to 415 s).
+GROUPS = {"process": "processes", "stress": "processes", "browser": "browser"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -49,8 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         return
     for item in items:
-        if any(item.get_closest_marker(name) for name in ONE_AT_A_TIME):
-            join_group(item, GROUP)
+        group = next((g for mark, g in GROUPS.items() if item.get_closest_marker(mark)), None)
+        if group is not None:
+            join_group(item, group)
 
 
 def join_group(item: pytest.Item, group: str) -> None:

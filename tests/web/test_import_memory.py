@@ -43,7 +43,7 @@ def big_list(seed_runs: list[dict[str, Any]], size: int) -> bytes:
 # every EvalRun held at once) peaks at 6.4-8.2 times it, alike at 5, 10 and 15 MB. 10 MB (about
 # 190 items) tells the two apart as 40 MB did, in 7 s of one core under tracemalloc rather than
 # 36-54 s. One process, measured by tracemalloc (not by the clock), so it runs beside the other
-# in-process tests rather than in the one-at-a-time group.
+# in-process tests rather than in a one-at-a-time group (tests/conftest.py).
 def test_a_10_mb_json_list_imports_within_twice_its_size_in_memory(
     seed_runs: list[dict[str, Any]],
 ) -> None:
