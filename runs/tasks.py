@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 @shared_task(acks_late=True, ignore_result=True)
 def start_run(run_id: int) -> None:
-    execution.run_start_with_first_case(run_id=run_id)
+    execution.run_start(run_id=run_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)

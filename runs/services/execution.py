@@ -81,22 +81,6 @@ def run_start(*, run_id: int) -> None:
         recorder.run_settle(run)  # a run with no case left to run finishes here
 
 
-def run_start_with_first_case(*, run_id: int) -> None:
-    """The ``start_run`` task: :func:`run_start`, then the run's first queued case run here at
-    once rather than after its message reaches a worker process (one broker hand-off less
-    before the first turn is on the page). Its message then finds it taken, or, where another
-    process took it first, this one finds it taken and only refills the run."""
-    run_start(run_id=run_id)
-    first = (
-        CaseResult.objects.filter(run_id=run_id, enqueued=True, status=CaseResult.Status.PENDING)
-        .order_by("index", "repetition")
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if first is not None:
-        case_execute(case_id=first)
-
-
 def run_execute_inline(*, run_id: int) -> Run:
     """Run a queued run's cases in this process, one after another, without a worker (the
     ``regrade`` command's default). Each case is claimed like a worker would; a case a worker
