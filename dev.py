@@ -139,7 +139,8 @@ def cmd_run(argv):
 def parallel_args(argv):
     """pytest-xdist's options: one worker per core (at most 8; each has a Redis database of its
     own, tests/testenv.py), unless the caller chose (-n ..., -p no:xdist). Tests that start
-    processes or a browser run one at a time on one worker (tests/conftest.py)."""
+    processes run one at a time on one worker, and those that drive a browser on another
+    (tests/conftest.py)."""
     for arg in argv:
         if arg.startswith(("-n", "--numprocesses", "--dist")) or arg in ("no:xdist", "-pno:xdist"):
             return []
