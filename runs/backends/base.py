@@ -76,7 +76,10 @@ class AgentBackend(Protocol):
     made for one case (``case_name``/``case_index``) and used by that case only. A backend may
     also have ``session_scope()``, an async context manager ``Engine.run`` holds for the whole
     run: inside it a finished case's resources may serve a later case, each case still on a
-    conversation of its own (the Claude backend's processes: ``runs.backends.claude_reuse``)."""
+    conversation of its own (the Claude backend's processes: ``runs.backends.claude_reuse``).
+    A worker holds ``session_scope(key=<run id>)`` around each case instead, and a backend that
+    keeps resources past such a scope also has ``sessions_kept(key)`` and ``async
+    sessions_close(key)`` (``runs.services.warm_sessions``)."""
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> AgentSession: ...
 

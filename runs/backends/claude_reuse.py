@@ -1,9 +1,10 @@
 """Claude Code processes kept from one test case for the next, within one run.
 
 A Claude session is a CLI process: about 0.3 s of CPU to start, most of a short case's cost. Inside
-:meth:`ClaudeAgentBackend.session_scope` (one ``Engine.run``: one event loop) a case's process is
-not stopped when the case ends; it starts a new, empty conversation (the CLI's ``/clear``) and
-the run's next case takes it:
+:meth:`ClaudeAgentBackend.session_scope` (one ``Engine.run``: one event loop; or, in a worker,
+one case task's scope keyed by its run id, whose processes outlive it: runs.services.
+warm_sessions) a case's process is not stopped when the case ends; it starts a new, empty
+conversation (the CLI's ``/clear``) and the run's next case takes it:
 
 - a process serves one case at a time and every case starts on an empty conversation (a new CLI
   session id; none of the earlier cases' messages are sent again);
@@ -15,7 +16,8 @@ the run's next case takes it:
 - only an agent whose process holds nothing but its conversation between turns reuses it
   (``claude_agent_sdk.reuse_allowed``): no MCP tool (a stdio server is the CLI's child, an HTTP
   server's MCP session is the process's), no built-in tool, and the CLI in ``--bare`` mode;
-- when the run ends every kept process is stopped.
+- when the run ends every kept process is stopped (a worker also stops them on cancel, when idle
+  and on its shutdown).
 
 The one trace of reuse the model sees: the CLI records the ``/clear`` it ran in the new
 conversation (a caveat and the command, three short text blocks before the case's first

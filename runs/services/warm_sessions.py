@@ -63,8 +63,12 @@ class SessionLoop:
     def running(self) -> asyncio.AbstractEventLoop | None:
         """This process's loop, when it has one."""
         with self._lock:
-            alive = self._thread is not None and self._thread.is_alive()
-            return self._loop if alive and self._pid == os.getpid() else None
+            return self._loop if self._alive() else None
+
+    def _alive(self) -> bool:
+        """Whether the loop's thread runs in this process (with the lock held)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and self._pid == os.getpid()
 
     def run[T](self, coroutine: Awaitable[T]) -> T:
         """Run ``coroutine`` on the loop and wait for it; if the caller is interrupted, the
@@ -85,8 +89,7 @@ class SessionLoop:
 
     def _get(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            alive = self._thread is not None and self._thread.is_alive()
-            if self._loop is None or not alive or self._pid != os.getpid():
+            if self._loop is None or not self._alive():
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(
                     target=_serve, args=(loop,), name="holodeck-sessions", daemon=True
