@@ -3,6 +3,10 @@
     .venv/bin/python benchmarks/compare_bench.py                      # temporary SQLite
     DATABASE_URL=postgres://... .venv/bin/python benchmarks/compare_bench.py --use-configured-db
     (PostgreSQL, add --analyze: VACUUM ANALYZE once built, as autovacuum does in time)
+    DATABASE_URL=postgres://.../cb100k .venv/bin/python benchmarks/compare_bench.py \
+        --cases 100000 --use-configured-db --analyze [--keep]
+    (100,000 cases × 5 turns a run: the first run built by the factories, the 7 others cloned
+    from it in SQL, about 5 minutes; --keep leaves the rows in the database to study them)
 
 Builds the runs (every 7th case failing, shifted per run, so there are regressions and fixes),
 each ended by the recorder's ``run_finish`` as a real run is (its summary stored), then times
@@ -20,13 +24,16 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from pages_bench import measure, vacuum_analyze  # noqa: E402
 
+CLONE_FROM = 10_000  # cases: building 8 such runs through the factories takes too long
 TARGET_MS, TARGET_BYTES = 300.0, 400 * 1024
 # page -> (median ms, bytes or None)
 TARGETS = {"2 runs": (TARGET_MS, TARGET_BYTES), "8 runs": (TARGET_MS, None)}
@@ -38,6 +45,18 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--use-configured-db", action="store_true")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="with --use-configured-db: leave the built rows in the database (to study them)",
+    )
+    parser.add_argument(
+        "--clone-from",
+        type=int,
+        default=CLONE_FROM,
+        help="at this many cases or more, build the first run with the factories and clone "
+        f"the others from it in SQL (default {CLONE_FROM:,})",
+    )
     parser.add_argument(
         "--analyze",
         action="store_true",
@@ -67,21 +86,26 @@ def main() -> int:
 
     started = time.perf_counter()
     project = make_project(f"bench-{os.getpid()}", "/tmp/bench-agent")
+    cloned = args.cases >= args.clone_from
     runs = [
         build_run(
             project,
             RunSpec(cases=args.cases, turns=args.turns, failing=range(n, args.cases, 7)),
         )
-        for n in range(8)
+        for n in range(1 if cloned else 8)
     ]
+    runs += [run_clone(runs[0], shift=n, cases=args.cases) for n in range(1, 8) if cloned]
     for run in runs:
         run_finish(run.pk)  # stores its summary, as every finished run has
     if args.analyze:
         vacuum_analyze()
     print(
         f"8 runs of {args.cases} cases × {args.turns} turns built in "
-        f"{time.perf_counter() - started:.1f} s on {connection.vendor}\n"
+        f"{time.perf_counter() - started:.1f} s on {connection.vendor}"
+        f"{' (7 cloned in SQL)' if cloned else ''}\n"
     )
+    if args.keep:
+        print(f"runs kept: {','.join(str(run.pk) for run in runs)}\n")
     client = Client()
     client.force_login(make_user(f"bench-{os.getpid()}"))
     ids = [str(run.pk) for run in runs]
@@ -112,12 +136,94 @@ def main() -> int:
             kb = f", ≤ {limit_bytes // 1024} KB" if limit_bytes else ""
             line += f"  target ≤ {limit_ms:.0f} ms{kb} {verdict}"
         print(line)
-    if args.use_configured_db:
+    if args.use_configured_db and not args.keep:
         for run in runs:
             run.delete()
         project.delete()
     scratch.cleanup()
     return 1 if failed else 0
+
+
+def run_clone(source: Any, *, shift: int, cases: int) -> Any:
+    """A copy of ``source`` (built with ``failing=range(0, cases, 7)``) whose failing cases are
+    ``range(shift, cases, 7)``, as ``build_run`` would make them, copied in SQL: case ``i``
+    from a source case of the same verdict, its name and its turns' texts renumbered. Three
+    INSERT … SELECT through a temporary table of (source case, new index)."""
+    from django.db import connection, transaction
+
+    from runs.models import Run
+
+    by_index = dict(Run.objects.get(pk=source.pk).cases.values_list("index", "id"))
+    # Case i >= shift fails as i - shift does in the source; the first ``shift`` cases pass,
+    # each copied from a passing source case (1–6, then 8).
+    passing = [1, 2, 3, 4, 5, 6, 8]
+    mapping = [(by_index[i - shift], i - shift, i) for i in range(shift, cases)]
+    mapping += [(by_index[passing[i]], passing[i], i) for i in range(min(shift, cases))]
+    with transaction.atomic(), connection.cursor() as cursor:
+        clone = Run.objects.get(pk=source.pk)
+        clone.pk = None
+        clone.summary = {}
+        clone.uid = uuid.uuid4()
+        clone.save()
+        cursor.execute("DROP TABLE IF EXISTS bench_map")
+        cursor.execute(
+            "CREATE TEMPORARY TABLE bench_map (src integer, src_index integer, idx integer)"
+        )
+        for start in range(0, len(mapping), 5000):
+            chunk = mapping[start : start + 5000]
+            cursor.execute(
+                "INSERT INTO bench_map VALUES " + ",".join(["(%s, %s, %s)"] * len(chunk)),
+                [value for row in chunk for value in row],
+            )
+        for statement in _clone_statements(clone.pk):
+            cursor.execute(statement)
+        cursor.execute("DROP TABLE bench_map")
+    return clone
+
+
+def _columns(model: Any, *skip: str) -> list[str]:
+    return [
+        field.column
+        for field in model._meta.concrete_fields
+        if not field.primary_key and field.column not in skip
+    ]
+
+
+def _clone_statements(run_id: int) -> list[str]:
+    """INSERT … SELECT of the cases, turns and metrics of the source cases in ``bench_map``
+    into run ``run_id``."""
+    from runs.models import CaseResult, MetricResult, TurnResult
+
+    case_cols = _columns(CaseResult, "run_id", "index", "name")
+    turn_cols = _columns(TurnResult, "run_id", "case_id", "input", "response")
+    metric_cols = _columns(MetricResult, "run_id", "turn_id")
+    old = "'order ' || m.src_index || '-'"
+    new = "'order ' || m.idx || '-'"
+    cases_in, turns_in, metrics_in = (
+        ", ".join(map(_q, cols)) for cols in (case_cols, turn_cols, metric_cols)
+    )
+    new_case = f"JOIN runs_caseresult nc ON nc.run_id = {run_id} AND nc.{_q('index')} = m.idx"
+    return [
+        f"INSERT INTO runs_caseresult (run_id, {_q('index')}, name, {cases_in}) "
+        f"SELECT {run_id}, m.idx, CASE WHEN c.name LIKE 'failing%%' THEN 'failing refund case ' "
+        f"ELSE 'refund case ' END || m.idx, {', '.join('c.' + _q(c) for c in case_cols)} "
+        "FROM runs_caseresult c JOIN bench_map m ON m.src = c.id",
+        f"INSERT INTO runs_turnresult (run_id, case_id, input, response, {turns_in}) "
+        f"SELECT {run_id}, nc.id, replace(t.input, {old}, {new}), "
+        f"replace(t.response, {old}, {new}), {', '.join('t.' + _q(c) for c in turn_cols)} "
+        f"FROM runs_turnresult t JOIN bench_map m ON m.src = t.case_id {new_case}",
+        f"INSERT INTO runs_metricresult (run_id, turn_id, {metrics_in}) "
+        f"SELECT {run_id}, nt.id, {', '.join('r.' + _q(c) for c in metric_cols)} "
+        "FROM runs_metricresult r JOIN runs_turnresult st ON st.id = r.turn_id "
+        f"JOIN bench_map m ON m.src = st.case_id {new_case} "
+        f"JOIN runs_turnresult nt ON nt.case_id = nc.id AND nt.{_q('index')} = st.{_q('index')}",
+    ]
+
+
+def _q(column: str) -> str:
+    from django.db import connection
+
+    return connection.ops.quote_name(column)
 
 
 if __name__ == "__main__":
