@@ -6,7 +6,8 @@
     DATABASE_URL=postgres://.../cb100k .venv/bin/python benchmarks/compare_bench.py \
         --cases 100000 --use-configured-db --analyze [--keep]
     (100,000 cases × 5 turns a run: the first run built by the factories, the 7 others cloned
-    from it in SQL, about 5 minutes; --keep leaves the rows in the database to study them)
+    from it in SQL, 24 minutes on the shared 2-core machine; --keep leaves the rows in the
+    database to study them between changes)
 
 Builds the runs (every 7th case failing, shifted per run, so there are regressions and fixes),
 each ended by the recorder's ``run_finish`` as a real run is (its summary stored), then times
