@@ -10,7 +10,7 @@ Builds, in a throwaway SQLite database (or the configured one with ``--use-confi
   ended by the recorder's ``run_finish`` as a real run is (so its summary is stored);
 - a running run of the same size, half of its cases done;
 - a finished repeated run of ``--cases`` single-turn case rows: ``--cases`` / ``--repeats``
-  cases, each ``--repeats`` times (its page lists one row per case);
+  cases, each ``--repeats`` times (its page lists one row per case), ended by ``run_finish``;
 - ``--projects`` projects with ``--runs-per-project`` runs each (the home page lists them).
 
 Then it times Django test Client requests (median of N, after one warm-up request). The polls
@@ -88,6 +88,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--use-configured-db", action="store_true")
     parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="with --use-configured-db: leave the built rows in the database (to study them)",
+    )
+    parser.add_argument(
         "--analyze",
         action="store_true",
         help="PostgreSQL: VACUUM ANALYZE the tables once built, as autovacuum does in time "
@@ -138,6 +143,7 @@ def main() -> int:
     running = build_run(project, spec)
     chances = [0.8] * max(1, args.cases // args.repeats)
     repeated = repeated_run(project, chances, repeats=args.repeats, seed=1)
+    run_finish(repeated.pk)  # its summary and list counts stored, as a finished run's are
     projects = home_projects(tag, args.projects, args.runs_per_project)
     if args.analyze:
         vacuum_analyze()
@@ -194,7 +200,7 @@ def main() -> int:
     queued = queue_project(tag, args.queue_failures)
     report("review queue, 1,000 failures", f"/projects/{queued.pk}/review/")
 
-    if args.use_configured_db:
+    if args.use_configured_db and not args.keep:
         Run.objects.filter(project__in=[project, *projects]).delete()
         AgentProject.objects.filter(pk__in=[p.pk for p in [project, *projects]]).delete()
     scratch.cleanup()

@@ -166,6 +166,9 @@ class Run(models.Model):
     total_tokens = models.BigIntegerField(default=0)
     # The run's summary (runs.verdicts.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
+    # What its case list counts under each filter, its status reason's causes and a repeated
+    # run's tile, counted when it ended (runs.selectors.case_counts); null: counted on read.
+    list_counts = models.JSONField(null=True, blank=True)
     # Kept by retention (manage.py prune_runs never deletes a kept run).
     keep = models.BooleanField(default=False)
     # A launch's, re-grade's or re-run's idempotency key (the form's hidden field, the API's
@@ -377,7 +380,20 @@ class CaseResult(models.Model):
         indexes = [
             models.Index(fields=["run", "passed"]),
             models.Index(fields=["run", "status"]),
-            models.Index(fields=["run", "outcome"]),
+            # The lists by verdict, in their order: a page is the first rows of the index.
+            models.Index(
+                fields=["run", "outcome", "index", "repetition"], name="case_run_outcome_order"
+            ),
+            models.Index(
+                fields=["run", "index", "repetition"],
+                condition=models.Q(outcome__in=("error", "failed")),
+                name="case_run_failures",
+            ),
+            models.Index(
+                fields=["run", "index", "repetition"],
+                condition=models.Q(kind_outcomes__tools="failed"),
+                name="case_run_tools_failed",
+            ),
             # The live poll's "started or finished since".
             models.Index(fields=["run", "finished_at"]),
             models.Index(fields=["run", "started_at"], name="case_run_started"),
@@ -476,11 +492,18 @@ class MetricResult(models.Model):
     judge_usage = models.JSONField(null=True, blank=True)
     judge_cost_usd = models.FloatField(null=True, blank=True)
     position = models.IntegerField(default=0)
+    # Its case's index: the "a metric failed" list reads ``metric_failures_by_case`` in order.
+    case_index = models.IntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["turn", "position"]
         indexes = [
             models.Index(fields=["run", "kind", "metric_name"]),
+            models.Index(
+                fields=["run", "metric_name", "case_index"],
+                condition=models.Q(outcome="failed"),
+                name="metric_failures_by_case",
+            ),
             # Covering: a live summary's metric counts and the compare page's judge sums.
             models.Index(
                 fields=[

@@ -261,6 +261,7 @@ def turn_rows_insert(rows_of_turns: Sequence[TurnRows]) -> None:
     for row, unsaved in zip(rows, rows_of_turns, strict=True):
         for metric in unsaved.metrics:
             metric.turn = row
+            metric.case_index = unsaved.turn.case.index
             metrics.append(metric)
         if unsaved.transcript is not None:
             unsaved.transcript.turn = row

@@ -19,12 +19,14 @@ no model: they call these (import-linter checks it).
 The names of the first four are re-exported here (``selectors.run_get``).
 """
 
+from runs.selectors.case_counts import list_count_stored, listed, repeats_stored
 from runs.selectors.cases import (
     CASE_OUTCOMES,
     CASE_PAGE_UNUSED_RUN_FIELDS,
     CASE_ROW_FIELDS,
     TOOL_VERDICTS,
     CaseFilters,
+    MetricFailureList,
     case_get,
     case_group_indices,
     case_groups,
@@ -82,6 +84,7 @@ __all__ = [
     "TOOL_VERDICTS",
     "CaseFilters",
     "JSONListHas",
+    "MetricFailureList",
     "RunFacets",
     "RunListFilters",
     "agent_names",
@@ -98,6 +101,8 @@ __all__ = [
     "case_summary",
     "case_version",
     "case_version_get",
+    "list_count_stored",
+    "listed",
     "next_failed_case",
     "project_choices",
     "project_find",
@@ -105,6 +110,7 @@ __all__ = [
     "project_list",
     "project_listed",
     "projects_with_last_run",
+    "repeats_stored",
     "run_eval_run",
     "run_facets",
     "run_get",

@@ -20,8 +20,10 @@ from runs.verdicts.outcomes import BAD, Outcome
 from runs.verdicts.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.verdicts.summary import RunSummary
 
-# "Only failures": cases that failed or errored (not those that could not be graded).
-FAILURES = tuple(outcome.value for outcome in BAD)
+# "Only failures": cases that failed or errored (not those that could not be graded), in the
+# order of the partial index that holds them (``case_run_failures``: SQLite uses it only for
+# the very same list).
+FAILURES = tuple(sorted(outcome.value for outcome in BAD))
 # The outcomes a case list can be filtered to (``?outcome=``): a case's stored verdicts.
 CASE_OUTCOMES = (
     Outcome.PASSED.value,
@@ -139,6 +141,35 @@ def _cases_failing_metric(run: Run, metric: str) -> QuerySet[Any, Any]:
         .order_by()
         .values("turn__case_id")
     )
+
+
+class MetricFailureList:
+    """The case list filtered to one metric's failures (``?metric=`` alone), paged through the
+    index ``metric_failures_by_case``: a page reads the index's next case indices in case
+    order, then their rows (a repeated run's list: the indices). What a ``Paginator`` pages:
+    ``count()`` and slices; two small queries a page, whatever the run's size."""
+
+    def __init__(self, *, run: Run, metric: str, fields: Sequence[str] = CASE_ROW_FIELDS):
+        self.run = run
+        self.rows = case_rows(run=run, fields=fields)
+        self.keys = (
+            MetricResult.objects.filter(run=run, metric_name=metric, outcome=Outcome.FAILED)
+            .order_by("case_index")
+            .values_list("case_index", flat=True)
+            .distinct()
+        )
+
+    def count(self) -> int:
+        return int(self.keys.count())
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, page: slice) -> list[Any]:
+        indices = [index for index in self.keys[page] if index is not None]
+        if self.run.repeats > 1:
+            return indices
+        return list(self.rows.filter(index__in=indices))
 
 
 def _cases_with_text(run: Run, text: str) -> Q:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from runs.models import CaseResult, Run
 from runs.runoptions import RERUN_FAILED
+from runs.selectors.case_counts import list_count_stored
+from runs.selectors.cases import CaseFilters
 from runs.verdicts.numbers import case_text
 from runs.verdicts.outcomes import Outcome
 
@@ -29,12 +31,19 @@ def run_rerun_state(*, run: Run) -> RerunState:
     if run.is_live:  # nothing to re-run yet, and no re-run of it yet
         return RerunState(text=rerun_text(run), reruns=[], failed=0)
     bad = run.failed_cases + run.errored_cases  # the cases a re-run of its failures takes
-    failed = len(failed_case_indices(run=run)) if bad and run_rerunnable(run) else 0
+    failed = _failed_cases(run) if bad and run_rerunnable(run) else 0
     return RerunState(
         text=rerun_text(run),
         reruns=list(run.reruns.order_by("pk").values_list("pk", flat=True)),
         failed=failed,
     )
+
+
+def _failed_cases(run: Run) -> int:
+    """How many cases a re-run of its failures takes: its list of failures counts them (stored
+    when it ended), else counted from its rows."""
+    stored = list_count_stored(run=run, filters=CaseFilters(failures=True))
+    return stored if stored is not None else len(failed_case_indices(run=run))
 
 
 def run_rerunnable(run: Run) -> bool:

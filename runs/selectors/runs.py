@@ -13,9 +13,10 @@ from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
 from runs.mapping import counts_of_rows, summaries_of_rows, tool_counts_of_rows
-from runs.models import CaseResult, MetricResult, Run
+from runs.models import Run
+from runs.selectors.case_counts import case_cause
 from runs.verdicts.outcomes import Outcome, RunState
-from runs.verdicts.status import StatusReason, most_common_cause, run_status_reason
+from runs.verdicts.status import StatusReason, run_status_reason
 from runs.verdicts.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
@@ -268,56 +269,22 @@ def _with_tools(summaries: dict[int, RunSummary]) -> dict[int, RunSummary]:
     }
 
 
-# How many not-graded or errored rows (of how many cases) a reason reads to name their most
-# common cause: enough to find it, bounded whatever the size of the run (the cases are found
-# through the index on run and outcome, their metrics through their turns).
-CAUSE_SAMPLE = 500
-CAUSE_CASES = 100
-
-
 def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
     """Why ``run`` (with ``summary``, stored or live) has its status (``runs.verdicts.status``),
     naming the most common error of its not-graded and of its errored cases once it has ended
-    (one bounded query each, only when it has such cases; none while it runs)."""
+    (stored with it; else one bounded query each, only when it has such cases; none while it
+    runs)."""
     counts = summary.cases
     ended = not run.is_live
     return run_status_reason(
         status=run.status,
         counts=counts,
         run_error=run.error,
-        not_graded_cause=_not_graded_cause(run) if ended and counts.not_graded else "",
-        error_cause=_error_cause(run) if ended and counts.error else "",
+        not_graded_cause=case_cause(run=run, outcome=Outcome.NOT_GRADED)
+        if ended and counts.not_graded
+        else "",
+        error_cause=case_cause(run=run, outcome=Outcome.ERROR) if ended and counts.error else "",
     )
-
-
-def _not_graded_cause(run: Run) -> str:
-    """The most common error of the metrics that could not grade in the run's not-graded
-    cases; else (a case with nothing to grade) of those cases' own errors."""
-    cases = CaseResult.objects.filter(run=run, outcome=Outcome.NOT_GRADED).order_by()
-    errors = (
-        MetricResult.objects.filter(
-            turn__case__in=cases.values("pk")[:CAUSE_CASES],
-            outcome__in=(Outcome.NOT_GRADED, Outcome.ERROR),
-        )
-        .exclude(error=None)
-        .order_by()
-        .values_list("error", flat=True)[:CAUSE_SAMPLE]
-    )
-    return most_common_cause(errors) or _case_error_cause(run, Outcome.NOT_GRADED)
-
-
-def _error_cause(run: Run) -> str:
-    return _case_error_cause(run, Outcome.ERROR)
-
-
-def _case_error_cause(run: Run, outcome: Outcome) -> str:
-    """The most common first error of the run's cases with ``outcome``."""
-    rows = (
-        CaseResult.objects.filter(run=run, outcome=outcome)
-        .order_by()
-        .values_list("errors", flat=True)[:CAUSE_SAMPLE]
-    )
-    return most_common_cause([str(errors[0]) for errors in rows if errors])
 
 
 def run_row(*, run_id: int, only: Sequence[str] = (), defer: Sequence[str] = ()) -> Run:

@@ -4,14 +4,14 @@ and what it says when empty. The run page draws it, its poll and its "load more"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from runs import selectors
-from runs.selectors.cases import CaseFilters
+from runs.selectors.cases import CaseFilters, MetricFailureList
 from runs.selectors.review_panels import (
     DISAGREES,
     REVIEW_FILTERS,
@@ -50,15 +50,22 @@ class RunCaseFilters(CaseFilters):
 def _case_page(request: HtmxHttpRequest, run: Run, filters: RunCaseFilters) -> Page[Any]:
     """One page of the case list: of case rows, or of case indices for a repeated run (one row
     per case, its repetitions under it: ``selectors.case_groups``)."""
+    # A MetricFailureList pages as a query does (its count and slices).
+    paginator = Paginator(cast("QuerySet[Any, Any]", _case_list(run, filters)), CASES_PER_PAGE)
+    stored = selectors.list_count_stored(run=run, filters=filters)
+    if stored is not None:  # a finished run's count under this filter, stored when it ended
+        paginator.count = stored  # type: ignore[misc]
+    return paginator.get_page(page_param(request, "page"))
+
+
+def _case_list(run: Run, filters: RunCaseFilters) -> QuerySet[Any, Any] | MetricFailureList:
+    """What the case list pages: the run's case rows (a repeated run's case indices) that pass
+    ``filters``; a metric's failures alone through their own index."""
+    if filters == RunCaseFilters(metric=filters.metric) and filters.metric:
+        return selectors.MetricFailureList(run=run, metric=filters.metric)
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
     cases = cases_by_review(cases, run=run, which=filters.review)
-    return Paginator(listed(run, cases), CASES_PER_PAGE).get_page(page_param(request, "page"))
-
-
-def listed(run: Run, cases: QuerySet[CaseResult]) -> QuerySet[Any, Any]:
-    """What the case list counts and pages: the case rows, or a repeated run's case indices
-    (one row per case, its repetitions under it)."""
-    return selectors.case_group_indices(cases) if run.repeats > 1 else cases
+    return selectors.listed(run, cases)
 
 
 def _case_rows_html(run: Run, case_page: Page[Any]) -> SafeString:

@@ -24,9 +24,9 @@ from runs import selectors
 from runs.reviewing.vocabulary import Role
 from runs.selectors.costs import Priced, run_cost
 from runs.selectors.reruns import run_rerun_state
-from runs.verdicts.repeats import run_repeat_stats
+from runs.verdicts.repeats import RunRepeatStats, run_repeat_stats
 from runs.verdicts.summary import RunSummary
-from runs.web.case_list import case_filters, case_list_context, case_query, listed
+from runs.web.case_list import case_filters, case_list_context, case_query
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import choice_param, datetime_param, int_param, text_param
 from runs.web.rows import case_group_rows_html, case_rows_html
@@ -101,8 +101,6 @@ _polled_cost = _LiveCache[Priced](lambda run: run_cost(run=run)).get
 
 def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
     """What the header, the tiles and the progress box show of the run."""
-    # A repeated run's stats per case ({}: each case ran once; no query then).
-    repeated = selectors.case_repeat_stats(run=run)
     # Stored when the run ended; while it runs, live from its rows (the poll's metrics at most
     # LIVE_SUMMARY_SECONDS old, its cases and turns counted now: the tiles and the progress
     # box read the same counts, which add up).
@@ -124,15 +122,25 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         "elapsed_ms": _elapsed_ms(run),
         "version": run_version(run),
         # A repeated run's tile: flaky cases, pass@k and pass^k (None: each case ran once).
-        "repeat_stats": run_repeat_stats(repeated, run.repeats, live=run.is_live)
-        if repeated
-        else None,
+        "repeat_stats": _repeat_stats(run),
         # What it re-ran, its re-runs, its failed cases to re-run (the button's form's key).
         # HoloDeck's own summary of the result file counts the cases that ran, passed or not.
         **_holodeck_counts(summary),
         "rerun": run_rerun_state(run=run),
         "rerun_key": uuid.uuid4().hex,
     }
+
+
+def _repeat_stats(run: Run) -> RunRepeatStats | None:
+    """A repeated run's tile: stored when it ended, else counted from its rows (one query);
+    None for a run that ran each case once (no query)."""
+    if run.repeats == 1:
+        return None
+    stored = selectors.repeats_stored(run=run)
+    if stored is not None:
+        return stored
+    repeated = selectors.case_repeat_stats(run=run)
+    return run_repeat_stats(repeated, run.repeats, live=run.is_live) if repeated else None
 
 
 def _holodeck_counts(summary: RunSummary) -> dict[str, int]:
@@ -219,7 +227,7 @@ def _progress_response(
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
     rows = selectors.case_rows(run=run, filters=filters)
-    count = listed(run, rows).count()
+    count = selectors.listed(run, rows).count()
     changed_html = None
     if since is not None and known == count and run.is_live:
         changed_html = _changed_rows_html(run, rows, since)

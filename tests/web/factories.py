@@ -321,6 +321,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
         MetricResult(
             run=run,
             turn=turn,
+            case_index=turn.case.index,
             metric_name="rouge",
             kind="standard",
             score=0.31 if failed else 0.82,
@@ -332,6 +333,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
         MetricResult(
             run=run,
             turn=turn,
+            case_index=turn.case.index,
             metric_name="refund_grader",
             kind="code",
             score=0.0 if failed else 1.0,
@@ -344,6 +346,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
         MetricResult(
             run=run,
             turn=turn,
+            case_index=turn.case.index,
             metric_name="politeness",
             kind="geval",
             score=None if failed else 0.9,
@@ -529,6 +532,7 @@ def repeated_run(
             MetricResult(
                 run=run,
                 turn=turn,
+                case_index=turn.case.index,
                 metric_name="rouge",
                 kind="standard",
                 score=min(1.0, max(0.0, means[turn.case.index] + rng.normal(0, 0.05))),

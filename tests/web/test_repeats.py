@@ -372,7 +372,7 @@ def test_the_launch_form_takes_repeats_and_a_rerun_keeps_them(
     assert refused.status_code == 400 and Run.objects.count() == 1
 
 
-def test_the_run_page_and_its_poll_read_the_repetitions_stats_once(
+def test_the_run_page_and_its_poll_read_the_stored_repetitions_stats_or_count_them_once(
     tmp_path: Path, client: Client
 ) -> None:
     from django.db import connection
@@ -381,11 +381,21 @@ def test_the_run_page_and_its_poll_read_the_repetitions_stats_once(
     run = flaky_example_run(tmp_path)
     client.force_login(make_user("viewer"))
     stats_sql = 'SELECT "runs_caseresult"."index" AS "index", COUNT("runs_caseresult"."id") AS'
-    for url in (
+    urls = (
         reverse("run_detail", args=[run.pk]),
         reverse("run_progress", args=[run.pk]) + "?known=9&since=2000-01-01T00:00:00Z",
-    ):
-        with CaptureQueriesContext(connection) as captured:
-            assert client.get(url, headers={"HX-Request": "true"}).status_code in (200, 286)
-        reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith(stats_sql)]
-        assert len(reads) == 1, url
+    )
+    shown = {}
+    # Stored when it ended (list_counts), then (a run that ended before they were) counted.
+    for stored, expected_reads in ((True, 0), (False, 1)):
+        if not stored:
+            Run.objects.filter(pk=run.pk).update(list_counts=None)
+        for url in urls:
+            with CaptureQueriesContext(connection) as captured:
+                page = client.get(url, headers={"HX-Request": "true"})
+            assert page.status_code in (200, 286)
+            reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith(stats_sql)]
+            assert len(reads) == expected_reads, url
+            tile = re.search(r'<div class="tile repeat-tile">.*?</div>', page.text, re.S)
+            shown.setdefault(url, set()).add(tile.group(0) if tile else "")
+    assert all(len(tiles) == 1 for tiles in shown.values())  # the same tile either way

@@ -1,0 +1,215 @@
+"""A finished run's case-list counts are stored when it ends (``Run.list_counts``): the run page
+reads them instead of counting its rows, and they equal a recount of the rows whichever way the
+run ended — on its own, recovered after its worker went silent, as a re-grade, as a re-run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.models import CaseResult, Run
+from runs.recorder import run_finish
+from runs.selectors.case_counts import list_count_stored, list_counts_count, listed
+from runs.selectors.cases import CASE_OUTCOMES, CaseFilters, case_rows
+from runs.services import launch, recovery
+from runs.services.execution import run_execute_inline
+from runs.services.regrade import run_regrade_create
+from runs.services.rerun import run_rerun
+from tests.web.factories import (
+    RunSpec,
+    build_run,
+    make_not_graded,
+    make_project,
+    make_user,
+    repeated_run,
+)
+from tests.web.services_helpers import example_project
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the launches run on commit
+
+# Every filter whose count is stored: each alone, as the toolbar's links set them.
+SINGLE_FILTERS = [
+    CaseFilters(),
+    CaseFilters(failures=True),
+    *(CaseFilters(outcome=outcome) for outcome in CASE_OUTCOMES),
+    CaseFilters(tools="failed"),
+    CaseFilters(metric="rouge"),
+    CaseFilters(metric="refund_grader"),
+    CaseFilters(metric="no such metric"),
+    CaseFilters(flaky=True),
+]
+
+
+def recounted(run: Run) -> dict[CaseFilters, int]:
+    return {
+        filters: listed(run, case_rows(run=run, filters=filters)).count()
+        for filters in SINGLE_FILTERS
+    }
+
+
+def stored(run: Run) -> dict[CaseFilters, int | None]:
+    run = Run.objects.get(pk=run.pk)
+    return {filters: list_count_stored(run=run, filters=filters) for filters in SINGLE_FILTERS}
+
+
+def assert_stored_equal_a_recount(run: Run) -> None:
+    run.refresh_from_db()
+    assert not run.is_live and run.list_counts is not None
+    assert stored(run) == recounted(run)
+    assert run.list_counts == list_counts_count(run=run)
+
+
+def test_a_finished_runs_stored_list_counts_equal_a_recount_of_its_rows() -> None:
+    project = make_project("lists", "/tmp/lists")
+    run = build_run(project, RunSpec(cases=60, turns=3, failing=range(1, 60, 7)))
+    for index in (3, 10):
+        make_not_graded(run, index)
+    run_finish(run.pk)
+    assert_stored_equal_a_recount(run)
+    counts = stored(run)
+    assert counts[CaseFilters()] == 60 and counts[CaseFilters(failures=True)] == 9
+    assert counts[CaseFilters(metric="no such metric")] == 0
+
+
+def test_a_repeated_runs_stored_counts_count_its_cases_not_its_repetitions() -> None:
+    project = make_project("lists-repeated", "/tmp/lists-repeated")
+    run = repeated_run(project, [0.5] * 12, repeats=4, seed=3)
+    run_finish(run.pk)
+    assert_stored_equal_a_recount(run)
+    assert stored(run)[CaseFilters()] == 12
+    run.refresh_from_db()
+    assert run.list_counts["repeats"]["cases"] == 12
+
+
+def test_a_live_run_a_search_or_two_filters_are_counted_not_read() -> None:
+    project = make_project("lists-live", "/tmp/lists-live")
+    run = build_run(project, RunSpec(cases=20, turns=2, failing=range(0, 20, 3)))
+    run_finish(run.pk)
+    run.refresh_from_db()
+    assert list_count_stored(run=run, filters=CaseFilters(failures=True)) == 7
+    assert list_count_stored(run=run, filters=CaseFilters(failures=True, query="1")) is None
+    assert list_count_stored(run=run, filters=CaseFilters(failures=True, metric="rouge")) is None
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    run.refresh_from_db()
+    assert list_count_stored(run=run, filters=CaseFilters(failures=True)) is None
+
+
+def case_count_queries(client: Client, url: str) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith("SELECT COUNT(*)")
+        and ('"runs_caseresult"' in q["sql"] or '"runs_metricresult"' in q["sql"])
+    ]
+
+
+def test_the_run_page_reads_each_filters_stored_count_and_counts_without_one(
+    client: Client,
+) -> None:
+    project = make_project("lists-page", "/tmp/lists-page")
+    run = build_run(project, RunSpec(cases=30, turns=2, failing=range(1, 30, 4)))
+    run_finish(run.pk)
+    client.force_login(make_user("viewer"))
+    page = reverse("run_detail", args=[run.pk])
+    queries = ("", "failures=1", "outcome=not_graded", "outcome=error", "tools=failed",
+               "metric=rouge")  # fmt: skip
+    for query in queries:
+        assert case_count_queries(client, f"{page}?{query}") == [], query
+    # A search is counted; so is every list of a run that ended before counts were stored.
+    assert case_count_queries(client, f"{page}?failures=1&q=case")
+    Run.objects.filter(pk=run.pk).update(list_counts=None)
+    for query in queries:
+        assert case_count_queries(client, f"{page}?{query}"), query
+
+
+def test_the_stored_counts_equal_a_recount_after_a_run_and_its_regrade(
+    tmp_path: Path, eager_celery: None
+) -> None:
+    project = example_project(tmp_path)
+    run = launch.run_create(project=project, user=None)  # eager: it ran to its end
+    assert_stored_equal_a_recount(run)
+    regrade = run_execute_inline(
+        run_id=run_regrade_create(original=run, agent_path=project.agent_path, enqueue=False).pk
+    )
+    assert regrade.source == Run.Source.REGRADE
+    assert_stored_equal_a_recount(regrade)
+
+
+def test_the_stored_counts_equal_a_recount_after_a_rerun(
+    tmp_path: Path, eager_celery: None
+) -> None:
+    project = example_project(tmp_path)
+    run = launch.run_create(project=project, user=None)
+    run.refresh_from_db()
+    rerun = run_rerun(original=run, cases=1)  # eager: it ran
+    rerun.refresh_from_db()
+    assert rerun.rerun_of_id == run.pk and not rerun.is_live
+    assert_stored_equal_a_recount(rerun)
+
+
+def test_the_stored_counts_equal_a_recount_after_crash_recovery(
+    tmp_path: Path, settings: Any, eager_celery: None
+) -> None:
+    project = example_project(tmp_path)
+    run = launch.run_create(project=project, user=None)
+    case = run.cases.order_by("index").first()
+    assert case is not None
+    # Its worker went silent mid-case (another machine's), the run not ended yet.
+    long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
+        enqueued_at=long_ago, claimed_by="elsewhere:1:1",
+    )  # fmt: skip
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, cases_done=run.cases_done - 1, list_counts=None
+    )
+    assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
+    assert_stored_equal_a_recount(run)
+
+
+def plan(rows: Any) -> str:
+    """The database's plan of ``rows`` (a query set), with sequential scans priced out on
+    PostgreSQL: a table this small is read whole otherwise, and the test is whether the index
+    fits the filter (at 100,000 cases the planner takes it: benchmarks/pages_bench.py)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+    return str(rows.explain())
+
+
+@pytest.mark.parametrize(
+    ("filters", "indexes"),
+    [
+        (CaseFilters(failures=True), {"case_run_failures"}),
+        (CaseFilters(outcome="not_graded"), {"case_run_outcome_order"}),
+        (CaseFilters(outcome="error"), {"case_run_outcome_order", "case_run_failures"}),
+        (CaseFilters(tools="failed"), {"case_run_tools_failed"}),
+    ],
+)
+def test_each_filter_of_the_case_list_reads_its_page_through_an_index_in_its_order(
+    filters: CaseFilters, indexes: set[str]
+) -> None:
+    run = build_run(make_project("plans", "/tmp/plans"), RunSpec(cases=40, turns=2))
+    found = plan(case_rows(run=run, filters=filters)[:100])
+    if connection.vendor == "postgresql":
+        assert any(index in found for index in indexes), found
+    else:  # SQLite matches a partial index to constants only, not to a query's parameters:
+        # it walks the run's cases in the list's order (an index), sorting nothing.
+        assert "USING INDEX" in found and "TEMP B-TREE" not in found, found
+
+
+def test_a_metrics_failures_are_paged_through_their_index() -> None:
+    from runs.selectors.cases import MetricFailureList
+
+    run = build_run(make_project("plans-metric", "/tmp/plans-metric"), RunSpec(cases=40, turns=2))
+    keys = MetricFailureList(run=run, metric="rouge").keys[:100]
+    assert "metric_failures_by_case" in plan(keys)
