@@ -73,6 +73,7 @@ TARGETS: dict[str, tuple[float | None, int | None]] = {
     "run page's review tile": (60.0, 300 * KB),
     "review queue, 1,000 failures": (100.0, 300 * KB),
 }
+LOAD_MORE_URL = re.compile(r'class="btn btn-small load-more" hx-get="([^"]+)"')
 POLL_URL = re.compile(r'id="run-progress"[^>]*?hx-get="([^"]+)"', re.S)
 
 
@@ -178,7 +179,7 @@ def main() -> int:
     report("run page, tools failed", f"/runs/{run.pk}/?tools=failed")
     # A scan of every response of the run (the text is in one of them).
     report("run page, text search", f"/runs/{run.pk}/?text=order+{args.cases // 2}-2")
-    report("run page, next 100 cases", f"/runs/{run.pk}/?page=2", htmx)
+    report("run page, next 100 cases", load_more_url(client, run), htmx)
     report("repeated run page", f"/runs/{repeated.pk}/")
     report("repeated, only failures", f"/runs/{repeated.pk}/?failures=1")
     report("expand one case", f"/runs/{run.pk}/cases/{case.pk}/turns/", htmx)
@@ -365,6 +366,16 @@ def poll_url(client: Any, run: Any) -> str:
     page = client.get(f"/runs/{run.pk}/")
     found = POLL_URL.search(page.content.decode())
     assert found, "the running run's page does not poll"
+    return html.unescape(found.group(1))
+
+
+def load_more_url(client: Any, run: Any) -> str:
+    """The URL of the run page's "load more" button (the next 100 cases), as a browser reads it."""
+    import html
+
+    page = client.get(f"/runs/{run.pk}/")
+    found = LOAD_MORE_URL.search(page.content.decode())
+    assert found, "the run page has no load-more button"
     return html.unescape(found.group(1))
 
 

@@ -3,6 +3,7 @@ summary. Verdicts are the stored ``outcome`` of each row; pages draw them as the
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -161,6 +162,12 @@ class MetricFailureList:
 
     def count(self) -> int:
         return int(self.keys.count())
+
+    def after(self, index: int) -> MetricFailureList:
+        """The list of the failures after the case at ``index`` (a "load more": keyset)."""
+        following = copy.copy(self)
+        following.keys = self.keys.filter(case_index__gt=index)
+        return following
 
     def __len__(self) -> int:
         return self.count()

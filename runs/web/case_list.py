@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from django.core.paginator import Page, Paginator
+from django.core.paginator import InvalidPage, Page, Paginator
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
@@ -24,6 +24,7 @@ from runs.web.params import (
     Query,
     choice_param,
     flag_param,
+    int_param,
     page_param,
     params_or_errors,
     shown_value,
@@ -51,11 +52,26 @@ def _case_page(request: HtmxHttpRequest, run: Run, filters: RunCaseFilters) -> P
     """One page of the case list: of case rows, or of case indices for a repeated run (one row
     per case, its repetitions under it: ``selectors.case_groups``)."""
     # A MetricFailureList pages as a query does (its count and slices).
-    paginator = Paginator(cast("QuerySet[Any, Any]", _case_list(run, filters)), CASES_PER_PAGE)
+    listed = _case_list(run, filters)
+    paginator = Paginator(cast("QuerySet[Any, Any]", listed), CASES_PER_PAGE)
     stored = selectors.list_count_stored(run=run, filters=filters)
     if stored is not None:  # a finished run's count under this filter, stored when it ended
         paginator.count = stored  # type: ignore[misc]
-    return paginator.get_page(page_param(request, "page"))
+    after = int_param(request, "after")
+    if after is None:
+        return paginator.get_page(page_param(request, "page"))
+    # "Load more" (keyset): the rows after the last one shown, read from the index where the
+    # last page ended rather than counted past; ``page`` numbers what it says.
+    try:
+        number = paginator.validate_number(page_param(request, "page") or 2)
+    except InvalidPage:  # a page past the last: numbered as the last
+        number = paginator.num_pages
+    following = (
+        listed.after(after)
+        if isinstance(listed, MetricFailureList)
+        else (listed.filter(index__gt=after))
+    )
+    return Page(list(following[:CASES_PER_PAGE]), number, paginator)
 
 
 def _case_list(run: Run, filters: RunCaseFilters) -> QuerySet[Any, Any] | MetricFailureList:
@@ -66,6 +82,15 @@ def _case_list(run: Run, filters: RunCaseFilters) -> QuerySet[Any, Any] | Metric
     cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
     cases = cases_by_review(cases, run=run, which=filters.review)
     return selectors.listed(run, cases)
+
+
+def _last_index(case_page: Page[Any]) -> int | None:
+    """The case index of the last row of ``case_page`` (a case row, or a repeated run's index)."""
+    rows = list(case_page.object_list)
+    if not rows:
+        return None
+    last = rows[-1]
+    return last if isinstance(last, int) else int(last.index)
 
 
 def _case_rows_html(run: Run, case_page: Page[Any]) -> SafeString:
@@ -119,6 +144,8 @@ def case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "filter_links": links,
         "only_flaky": filters.flaky,
         "next_page_size": min(remaining, CASES_PER_PAGE),
+        # The last row's case index: "load more" reads the rows after it (keyset).
+        "after_index": _last_index(case_page),
         "only_failures": filters.failures,
         "query": query,
         "failures_query": case_query(filters),

@@ -4,6 +4,8 @@ run ended — on its own, recovered after its worker went silent, as a re-grade,
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +215,27 @@ def test_a_metrics_failures_are_paged_through_their_index() -> None:
     run = build_run(make_project("plans-metric", "/tmp/plans-metric"), RunSpec(cases=40, turns=2))
     keys = MetricFailureList(run=run, metric="rouge").keys[:100]
     assert "metric_failures_by_case" in plan(keys)
+
+
+LOAD_MORE = re.compile(r'class="btn btn-small load-more" hx-get="([^"]+)"')
+
+
+def row_ids(html: str) -> list[str]:
+    return re.findall(r'<details class="case[^"]*" id="case-(\d+)"', html)
+
+
+@pytest.mark.parametrize("query", ["", "failures=1", "metric=rouge", "tools=failed"])
+def test_load_more_reads_the_rows_after_the_last_one_shown_as_the_next_page_has_them(
+    client: Client, query: str
+) -> None:
+    project = make_project("keyset", "/tmp/keyset")
+    run = build_run(project, RunSpec(cases=260, turns=1, failing=range(0, 260, 2)))
+    run_finish(run.pk)
+    client.force_login(make_user("viewer"))
+    first = client.get(f"/runs/{run.pk}/?{query}").content.decode()
+    more = LOAD_MORE.search(first)
+    assert more is not None and "after=" in more.group(1)
+    keyset = client.get(html.unescape(more.group(1)), headers={"HX-Request": "true"})
+    offset = client.get(f"/runs/{run.pk}/?{query}&page=2", headers={"HX-Request": "true"})
+    assert row_ids(keyset.text) == row_ids(offset.text) != []
+    assert len(row_ids(keyset.text)) == (100 if query == "" else 30)
