@@ -227,10 +227,13 @@ def _progress_response(
         return HttpResponse(status=204)
     run = selectors.run_get(run_id=run_id)
     rows = selectors.case_rows(run=run, filters=filters)
-    count = selectors.listed(run, rows).count()
-    changed_html = None
-    if since is not None and known == count and run.is_live:
-        changed_html = _changed_rows_html(run, rows, since)
+    changed_html, count = None, None
+    # While it runs, the rows that changed since the page's render replace theirs, when the
+    # page lists as many rows as there are; once it has ended, the whole list is drawn.
+    if since is not None and run.is_live:
+        count = selectors.listed(run, rows).count()
+        if known == count:
+            changed_html = _changed_rows_html(run, rows, since)
     if changed_html is None:
         cases = case_list_context(request, run) | {"full_list": True}
     else:
