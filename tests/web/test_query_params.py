@@ -59,7 +59,7 @@ PAGE_PARAMS: dict[str, list[str]] = {
         "model", "tag", "min_pass", "q",
     ],
     "/runs/{run}/": [
-        "page", "failures", "q", "flaky", "outcome", "metric", "tools", "text", "review",
+        "page", "after", "failures", "q", "flaky", "outcome", "metric", "tools", "text", "review",
     ],
     "/runs/{run}/export.json": ["format"],
     "/runs/{run}/progress/": [
