@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("runs", "0020_reviews")]
+    dependencies = [("runs", "0021_text_search")]
 
     operations = [
         migrations.AddField(
