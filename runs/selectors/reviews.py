@@ -14,6 +14,7 @@ from runs.models import TurnResult
 from runs.review_models import Review, TriageCategory
 from runs.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict
 from runs.verdicts.outcomes import Outcome
+from runs.verdicts.summary import RunSummary
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -123,7 +124,8 @@ def run_review_tally(*, run: Run) -> ReviewTally:
     failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
     own = Review.objects.filter(run=run, turn__outcome__in=FAILURE_OUTCOMES)
     triaging = own.filter(reopened=False).filter(~Q(verdict="") | Q(category__isnull=False))
-    tally = ReviewTally(failures=failing.count())
+    stored = _failing_turns_stored(run)
+    tally = ReviewTally(failures=failing.count() if stored is None else stored)
     against = (HumanVerdict.SHOULD_PASS.value, HumanVerdict.SHOULD_FAIL.value)
     by_category: list[tuple[int, int, str]] = []  # (-count, position, name)
     for name, position, count, disagreeing in (
@@ -141,6 +143,15 @@ def run_review_tally(*, run: Run) -> ReviewTally:
     return tally
 
 
+def _failing_turns_stored(run: Run) -> int | None:
+    """How many of a finished run's turns failed, errored or could not be graded, from its
+    stored summary (its rows change no more); None while it runs (then they are counted)."""
+    summary = None if run.is_live else RunSummary.stored(run.summary)
+    if summary is None:
+        return None
+    return summary.turns.failed + summary.turns.error + summary.turns.not_graded
+
+
 def _known_count(run: Run, turns: QuerySet[TurnResult]) -> int:
     """How many of ``turns`` (of ``run``, with no review of their own) carry a known review:
     the newest review of the same place from another run (``carried_reviews``) was made on the
@@ -154,6 +165,14 @@ def _known_count(run: Run, turns: QuerySet[TurnResult]) -> int:
         .exclude(verdict="")
         .order_by("-updated_at", "-id")
     )  # fmt: skip
+    reviewed = Review.objects.filter(project_id=run.project_id, reopened=False).exclude(
+        run_id=run.pk
+    )
+    if not reviewed.exclude(verdict="").exists():  # no review from another run: none known
+        return 0
+    # Only the turns of a place some other run's review names (a hash of those places, not an
+    # index seek per failing turn of the run).
+    turns = turns.filter(turn_key__in=reviewed.exclude(verdict="").values("turn_key"))
     return (
         turns.annotate(
             earlier_definition=Subquery(newest.values("definition")[:1]),

@@ -336,7 +336,10 @@ def case_review(request: HtmxHttpRequest, run_id: int, case_id: int) -> HttpResp
 def run_review_tile(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run's review state in counts, all of them from people's reviews (the run page loads
     it once the page is drawn: three queries over the run's failing turns)."""
-    run = selectors.run_row(run_id=run_id, only=("id", "project_id", "status"))
+    run = selectors.run_row(
+        run_id=run_id,
+        only=("id", "project_id", "status", "summary", "cases_done", "total_cases"),
+    )
     tally = run_review_tally(run=run) if run.project_id is not None else None
     base = reverse("run_detail", args=[run.pk])
     context = {

@@ -191,15 +191,22 @@ def test_confirming_a_carried_review_keeps_whom_the_turn_is_assigned_to(
     assert confirmed.assignee_id == someone.pk and confirmed.carried_from_id == earlier.pk
 
 
-def test_a_runs_review_tally_is_counted_in_three_queries_whatever_its_reviews(
+def test_a_runs_review_tally_is_counted_in_four_queries_whatever_its_reviews(
     project: AgentProject, staff: User, django_assert_num_queries: object
 ) -> None:
+    from runs.recorder import run_finish
+
     _, _, earlier = reviewed(project, staff)
     run = build_run(project, RunSpec(cases=8, turns=2, failing=(1, 3, 5)))
     for turn in TurnResult.objects.filter(run=run, outcome="failed").exclude(case__index=1):
         review_save(user=staff, case=turn.case, turn=turn,
                     data=ReviewInput(verdict="should_pass", category="grader wrong"))  # fmt: skip
-    with django_assert_num_queries(3):  # type: ignore[operator]
+    with django_assert_num_queries(4):  # type: ignore[operator]
         tally = run_review_tally(run=run)
     assert (tally.failures, tally.triaged, tally.known, tally.disagrees) == (3, 2, 1, 2)
     assert tally.by_category == {"grader wrong": 2} and earlier.turn_key
+    # Once it has ended, its failing turns are its stored summary's: one query fewer.
+    run_finish(run.pk)
+    run.refresh_from_db()
+    with django_assert_num_queries(3):  # type: ignore[operator]
+        assert run_review_tally(run=run) == tally
