@@ -249,13 +249,34 @@ def cases_by_review(cases: QuerySet[CaseResult], *, run: Run, which: str) -> Que
     if which == DISAGREES:
         disagreeing = Review.objects.filter(run=run, reopened=False, verdict__in=DISAGREEING)
         return cases.filter(pk__in=disagreeing.values("case_id"))
-    triaged = Review.objects.filter(_triaging(), turn=OuterRef("pk"))
-    untriaged_turns = (
-        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
-        .filter(~Exists(triaged))
-        .values("case_id")
-    )
+    untriaged_turns = _untriaged_turns(run)
     if which == UNTRIAGED:
         return cases.filter(pk__in=untriaged_turns)
     failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES).values("case_id")
     return cases.filter(pk__in=failing).exclude(pk__in=untriaged_turns)
+
+
+def _untriaged_turns(run: Run) -> QuerySet[Any, Any]:
+    """The case ids of the run's failing turns no review of their own triages."""
+    triaged = Review.objects.filter(_triaging(), turn=OuterRef("pk"))
+    return (
+        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+        .filter(~Exists(triaged))
+        .values("case_id")
+    )
+
+
+def review_list_count(*, run: Run, which: str) -> int | None:
+    """How many cases the review filter ``which`` alone lists, counted from the run's failing
+    turns and reviews (thousands of rows) rather than by matching its 100,000 case rows; None
+    without a filter, or for a repeated run (its list counts case indices)."""
+    if not which or run.repeats > 1:
+        return None
+    if which == DISAGREES:
+        disagreeing = Review.objects.filter(run=run, reopened=False, verdict__in=DISAGREEING)
+        return int(disagreeing.exclude(case_id=None).values("case_id").distinct().count())
+    untriaged = int(_untriaged_turns(run).distinct().count())
+    if which == UNTRIAGED:
+        return untriaged
+    failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+    return int(failing.values("case_id").distinct().count()) - untriaged

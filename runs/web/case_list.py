@@ -18,6 +18,7 @@ from runs.selectors.review_panels import (
     TRIAGED,
     UNTRIAGED,
     cases_by_review,
+    review_list_count,
 )
 from runs.verdicts.outcomes import Outcome
 from runs.web.params import (
@@ -55,6 +56,8 @@ def _case_page(request: HtmxHttpRequest, run: Run, filters: RunCaseFilters) -> P
     listed = _case_list(run, filters)
     paginator = Paginator(cast("QuerySet[Any, Any]", listed), CASES_PER_PAGE)
     stored = selectors.list_count_stored(run=run, filters=filters)
+    if stored is None and filters == RunCaseFilters(review=filters.review):
+        stored = review_list_count(run=run, which=filters.review)  # from the reviews' side
     if stored is not None:  # a finished run's count under this filter, stored when it ended
         paginator.count = stored  # type: ignore[misc]
     after = int_param(request, "after")

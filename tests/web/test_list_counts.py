@@ -239,3 +239,28 @@ def test_load_more_reads_the_rows_after_the_last_one_shown_as_the_next_page_has_
     offset = client.get(f"/runs/{run.pk}/?{query}&page=2", headers={"HX-Request": "true"})
     assert row_ids(keyset.text) == row_ids(offset.text) != []
     assert len(row_ids(keyset.text)) == (100 if query == "" else 30)
+
+
+def test_a_review_filters_count_read_from_its_reviews_equals_the_cases_it_lists() -> None:
+    from runs.models import TurnResult
+    from runs.selectors.review_panels import (
+        REVIEW_FILTERS,
+        cases_by_review,
+        review_list_count,
+    )
+    from runs.services.reviews import ReviewInput, review_save
+
+    project = make_project("review-counts", "/tmp/review-counts")
+    run = build_run(project, RunSpec(cases=30, turns=2, failing=range(0, 30, 3)))
+    staff = make_user("reviewer", staff=True)
+    failing = TurnResult.objects.filter(run=run, outcome="failed").select_related("case")
+    for n, turn in enumerate(failing.order_by("case__index", "index")[:7]):
+        verdict = "should_pass" if n % 2 else "agrees"
+        review_save(user=staff, case=turn.case, turn=turn, data=ReviewInput(verdict=verdict))
+    counts = {which: review_list_count(run=run, which=which) for which in REVIEW_FILTERS}
+    listed_cases = {
+        which: cases_by_review(case_rows(run=run), run=run, which=which).count()
+        for which in REVIEW_FILTERS
+    }
+    assert counts == listed_cases and all(counts.values()), counts
+    assert review_list_count(run=run, which="") is None
