@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class RunsConfig(AppConfig):
@@ -12,3 +15,14 @@ class RunsConfig(AppConfig):
         from runs.services.queue import tasks_register
 
         tasks_register()  # before the first request can enqueue (see tasks_register)
+        post_migrate.connect(_text_index_ensure, sender=self)
+
+
+def _text_index_ensure(sender: Any, using: str = "default", **kwargs: Any) -> None:
+    """The text search's SQLite index back in place after a migration that rebuilt its table
+    (``runs.selectors.text_search.text_index_ensure``)."""
+    from django.db import connections
+
+    from runs.selectors.text_search import text_index_ensure
+
+    text_index_ensure(connections[using])

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.selectors.text_search import cases_with_text
 from runs.verdicts.kinds import METRIC_KINDS, TOOLS_KIND
 from runs.verdicts.numbers import case_text
 from runs.verdicts.outcomes import BAD, Outcome
@@ -182,17 +183,9 @@ class MetricFailureList:
 def _cases_with_text(run: Run, text: str) -> Q:
     """The run's cases whose response contains ``text``, case-insensitively as the database
     folds it (SQLite: ASCII letters only): a turn's response, or the case's own
-    ``agent_response``. Their ids are read once (one scan of the responses, in the database:
-    no row is loaded) and the list filters on them; a text found in more than ``TEXT_IDS``
-    cases is matched by the list's own queries instead (a scan for its count, one for its page)."""
-    turns = TurnResult.objects.filter(run=run, response__icontains=text).order_by()
-    own = CaseResult.objects.filter(run=run, agent_response__icontains=text).order_by()
-    matched = turns.values_list("case_id", flat=True).union(own.values_list("pk", flat=True))
-    # A UNION takes the model's default ordering back, which it cannot apply: order by nothing.
-    ids = list(matched.order_by()[: TEXT_IDS + 1])
-    if len(ids) <= TEXT_IDS:
-        return Q(pk__in=ids)
-    return Q(agent_response__icontains=text) | Q(pk__in=Subquery(turns.values("case_id")))
+    ``agent_response``, found through the text index (``runs.selectors.text_search``); up to
+    ``TEXT_IDS`` of them by id, more matched by the list's own queries."""
+    return cases_with_text(run=run, text=text, limit=TEXT_IDS)
 
 
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:

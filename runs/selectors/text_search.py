@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Exists, OuterRef, Q, Value
 from django.db.models.functions import StrIndex, Upper
 from django.db.models.lookups import GreaterThan
@@ -159,6 +160,22 @@ def text_index_create(apps: Any, schema_editor: Any) -> None:
         _postgresql_create(database)
     elif database.vendor == "sqlite":
         _sqlite_create(database)
+
+
+def text_index_ensure(database: BaseDatabaseWrapper) -> bool:
+    """After every ``migrate`` (``post_migrate``): SQLite's FTS5 tables and triggers put back
+    where a migration after 0021 rebuilt a table (SQLite drops a rebuilt table's triggers),
+    refilled from the rows; True when it did. Nothing while 0021 is not applied, nothing on
+    PostgreSQL (its indexes outlive a table change)."""
+    if database.vendor != "sqlite":
+        return False
+    applied = MigrationRecorder(database).applied_migrations()
+    if ("runs", "0021_text_search") not in applied or _sqlite_index_present(database):
+        return False
+    log.warning("text search: SQLite's FTS5 tables or triggers were missing: built again")
+    _sqlite_ready.clear()
+    _sqlite_create(database)
+    return True
 
 
 def text_index_drop(apps: Any, schema_editor: Any) -> None:

@@ -23,7 +23,9 @@ from tests.web.factories import RunSpec, build_run
 
 pytestmark = pytest.mark.django_db
 
-on_sqlite = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's FTS5 index")
+# SQLite's FTS5 index: on PostgreSQL these are left out of the run (tests/conftest.py) and
+# ``test_the_sqlite_index_tests_pass_on_sqlite_in_a_process_of_their_own`` runs them on SQLite.
+on_sqlite = pytest.mark.sqlite
 on_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL's trigram index (DATABASE_URL)"
 )
@@ -151,7 +153,10 @@ def test_the_search_looks_only_in_its_own_run(tricky_run: Run, project: AgentPro
 def test_a_text_in_a_later_turn_is_found_through_the_index(tricky_run: Run) -> None:
     queries = searched_sql(tricky_run, "Order 5-1")
     assert found(tricky_run, "Order 5-1") == [5]
-    search = [sql for sql in queries if "runs_turnresult_text" in sql]
+    # (the first search of a process also looks up the tables in sqlite_master, once)
+    search = [
+        sql for sql in queries if "runs_turnresult_text" in sql and "sqlite_master" not in sql
+    ]
     assert len(search) == 1 and "runs_caseresult_text" in search[0]
     # The FTS5 tables lead, and each row they name is read by its id: no scan of the run.
     with connection.cursor() as cursor:
@@ -225,6 +230,22 @@ def test_a_database_whose_triggers_are_gone_is_scanned_until_the_index_is_built_
 
 
 @on_sqlite
+def test_every_migrate_puts_back_the_triggers_a_table_rebuild_dropped(tricky_run: Run) -> None:
+    from django.core.management import call_command
+
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TRIGGER "runs_turnresult_text_insert"')
+    assert not text_search._sqlite_index_present(connection)
+    call_command("migrate", "runs", verbosity=0)  # nothing to apply: post_migrate still runs
+    assert text_search._sqlite_index_present(connection)
+    case = CaseResult.objects.get(run=tricky_run, index=4)
+    TurnResult.objects.create(run=tricky_run, case=case, index=2, response="rebuilt parcel")
+    assert any("_text" in sql for sql in searched_sql(tricky_run, "rebuilt parcel"))
+    assert found(tricky_run, "rebuilt parcel") == [4]
+    assert not text_search.text_index_ensure(connection)  # in place: nothing to do
+
+
+@on_sqlite
 def test_a_sqlite_without_fts5_leaves_the_migration_to_its_log_and_the_search_to_the_scan(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -283,3 +304,22 @@ def test_on_postgresql_a_text_without_a_trigram_is_not_looked_up_in_the_trigram_
             plan = "\n".join(row[0] for row in cursor.fetchall())
             cursor.execute("RESET enable_seqscan")
         assert "trgm" not in plan, plan
+
+
+@pytest.mark.process
+@on_postgresql
+def test_the_sqlite_index_tests_pass_on_sqlite_in_a_process_of_their_own() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:deepeval", "-p", "no:cacheprovider", "-n", "0",
+         "-q", "-m", "sqlite", __file__],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]
