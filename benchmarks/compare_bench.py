@@ -7,7 +7,7 @@
         --cases 100000 --use-configured-db --analyze [--keep]
     (100,000 cases × 5 turns a run: the first run built by the factories, the 7 others cloned
     from it in SQL, 24 minutes on the shared 2-core machine; --keep leaves the rows in the
-    database to study them between changes)
+    database to study them between changes, --reuse times the 8 runs kept instead of building)
 
 Builds the runs (every 7th case failing, shifted per run, so there are regressions and fixes),
 each ended by the recorder's ``run_finish`` as a real run is (its summary stored), then times
@@ -52,6 +52,17 @@ def main() -> int:
         help="with --use-configured-db: leave the built rows in the database (to study them)",
     )
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --use-configured-db: time the last 8 runs of --cases cases a --keep left "
+        "(migrated since, if need be) instead of building them",
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="the pages to time, by name, separated by ';' (default: every page)",
+    )
+    parser.add_argument(
         "--clone-from",
         type=int,
         default=CLONE_FROM,
@@ -82,30 +93,22 @@ def main() -> int:
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
-    from runs.recorder import run_finish
-    from tests.web.factories import RunSpec, build_run, make_project, make_user
+    from tests.web.factories import make_user
 
     started = time.perf_counter()
-    project = make_project(f"bench-{os.getpid()}", "/tmp/bench-agent")
-    cloned = args.cases >= args.clone_from
-    runs = [
-        build_run(
-            project,
-            RunSpec(cases=args.cases, turns=args.turns, failing=range(n, args.cases, 7)),
-        )
-        for n in range(1 if cloned else 8)
-    ]
-    runs += [run_clone(runs[0], shift=n, cases=args.cases) for n in range(1, 8) if cloned]
-    for run in runs:
-        run_finish(run.pk)  # stores its summary, as every finished run has
+    if args.reuse:
+        project, runs = runs_kept(args.cases)
+    else:
+        project, runs = runs_built(args)
     if args.analyze:
         vacuum_analyze()
     print(
-        f"8 runs of {args.cases} cases × {args.turns} turns built in "
+        f"8 runs of {args.cases} cases × {args.turns} turns "
+        f"{'found' if args.reuse else 'built'} in "
         f"{time.perf_counter() - started:.1f} s on {connection.vendor}"
-        f"{' (7 cloned in SQL)' if cloned else ''}\n"
+        f"{' (7 cloned in SQL)' if args.cases >= args.clone_from and not args.reuse else ''}\n"
     )
-    if args.keep:
+    if args.keep or args.reuse:
         print(f"runs kept: {','.join(str(run.pk) for run in runs)}\n")
     client = Client()
     client.force_login(make_user(f"bench-{os.getpid()}"))
@@ -120,12 +123,19 @@ def main() -> int:
         "8 runs, rouge by drop": f"/compare/?runs={','.join(ids)}&metric=rouge&sort=delta",
         "8 runs, search": f"/compare/?runs={','.join(ids)}&q=order+7-",
     }
-    print(f"{'page':<28} {'median ms':>10} {'max ms':>8} {'KB':>8}")
+    print(f"{'page':<28} {'median ms':>10} {'max ms':>8} {'KB':>8} {'first ms':>9}")
     failed = False
+    only = [name for name in args.only.split(";") if name]
     for name, url in pages.items():
+        if only and name not in only:
+            continue
+        first = time.perf_counter()  # the first view in this process: nothing kept yet
+        assert client.get(url).status_code == 200, url
+        first_ms = (time.perf_counter() - first) * 1000
         times, size = measure(client, url, {}, args.repeat)
         line = (
             f"{name:<28} {statistics.median(times):>10.1f} {max(times):>8.1f} {size / 1024:>8.1f}"
+            f" {first_ms:>9.1f}"
         )
         if name in TARGETS:
             limit_ms, limit_bytes = TARGETS[name]
@@ -137,12 +147,46 @@ def main() -> int:
             kb = f", ≤ {limit_bytes // 1024} KB" if limit_bytes else ""
             line += f"  target ≤ {limit_ms:.0f} ms{kb} {verdict}"
         print(line)
-    if args.use_configured_db and not args.keep:
+    if args.use_configured_db and not (args.keep or args.reuse):
         for run in runs:
             run.delete()
         project.delete()
     scratch.cleanup()
     return 1 if failed else 0
+
+
+def runs_built(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """A project and its 8 runs, each ended by the recorder (its summary stored)."""
+    from runs.recorder import run_finish
+    from tests.web.factories import RunSpec, build_run, make_project
+
+    project = make_project(f"bench-{os.getpid()}", "/tmp/bench-agent")
+    cloned = args.cases >= args.clone_from
+    runs = [
+        build_run(
+            project,
+            RunSpec(cases=args.cases, turns=args.turns, failing=range(n, args.cases, 7)),
+        )
+        for n in range(1 if cloned else 8)
+    ]
+    runs += [run_clone(runs[0], shift=n, cases=args.cases) for n in range(1, 8) if cloned]
+    for run in runs:
+        run_finish(run.pk)  # stores its summary, as every finished run has
+    return project, runs
+
+
+def runs_kept(cases: int) -> tuple[Any, list[Any]]:
+    """The last 8 runs of ``cases`` cases a bench left (``--keep``), oldest first."""
+    from runs.models import Run
+
+    runs = list(
+        Run.objects.filter(project__name__startswith="bench-", total_cases=cases).order_by("-pk")[
+            :8
+        ]
+    )[::-1]
+    if len(runs) != 8:
+        raise SystemExit(f"--reuse: {len(runs)} kept runs of {cases} cases, not 8")
+    return runs[0].project, runs
 
 
 def run_clone(source: Any, *, shift: int, cases: int) -> Any:

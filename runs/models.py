@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.agentconfig.test_cases import case_label
+from runs.compare_columns import CompareColumns
 from runs.runoptions import RunOptions, partial_text, run_launch_options
 from runs.verdicts.numbers import case_text
 from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
@@ -324,9 +325,8 @@ CASE_COUNTERS: dict[Outcome, str] = {
 }
 
 
-class CaseResult(models.Model):
-    # The states are the verdict vocabulary's (runs.verdicts.outcomes.CaseState).
-    Status = CaseState
+class CaseResult(CompareColumns):
+    Status = CaseState  # the verdict vocabulary's states (runs.verdicts.outcomes.CaseState)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
     index = models.IntegerField()

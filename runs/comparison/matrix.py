@@ -157,7 +157,9 @@ class Row:
 class Matrix:
     run_ids: list[int]  # the columns, in order
     baseline_id: int
-    rows: list[Row]
+    # Every row, or (a compare of finished runs tallied by the database) a sequence that reads
+    # the rows of the slice asked (``runs.selectors.compare_tally.PagedRows``).
+    rows: Sequence[Row]
     # kind -> run id -> (regressions, fixes) against its compared run, turn-level
     by_kind: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
     # run id -> the run it is compared with (every run but the reference column has one)
@@ -316,14 +318,23 @@ def _forward_in_time(significance: TurnSignificance, backwards: frozenset[int]) 
 
 def _keyed(cases: Sequence[CaseData]) -> dict[str, CaseData]:
     """Cases by name (else ``#index``); a name repeated within a run gets ``name (2)`` etc."""
-    keyed: dict[str, CaseData] = {}
-    for case in sorted(cases, key=lambda c: c.index):
-        key, n = case.key, 1
-        while key in keyed:
+    ordered = sorted(cases, key=lambda c: c.index)
+    return dict(zip(keys_of(case.key for case in ordered), ordered, strict=True))
+
+
+def keys_of(names: Iterable[str]) -> list[str]:
+    """The compare keys of a run's cases, given in index order by name (else ``#index``): a
+    name repeated gets `` (2)``, `` (3)``... (what ``CaseResult.compare_key`` stores)."""
+    taken: set[str] = set()
+    keys = []
+    for name in names:
+        key, n = name, 1
+        while key in taken:
             n += 1
-            key = f"{case.key} ({n})"
-        keyed[key] = case
-    return keyed
+            key = f"{name} ({n})"
+        taken.add(key)
+        keys.append(key)
+    return keys
 
 
 def _keys(run_ids: list[int], by_run: dict[int, dict[str, CaseData]]) -> list[str]:

@@ -4,7 +4,7 @@ metric's scores and the search's hits given to the rows they are read for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from runs.comparison.matrix import Matrix, Row
 
@@ -15,7 +15,7 @@ SHOW_ALIASES = {"flaky": "unstable"}
 SORTS = ("case", "regressions", "name", "delta")
 
 
-def select_rows(rows: list[Row], show: str) -> list[Row]:
+def select_rows(rows: Sequence[Row], show: str) -> list[Row]:
     """``all``, ``regressions``, ``fixes``, ``unstable`` (``flaky``, its old name),
     ``changed`` or ``partial``."""
     show = SHOW_ALIASES.get(show, show)
@@ -29,7 +29,7 @@ def select_rows(rows: list[Row], show: str) -> list[Row]:
         return [row for row in rows if row.changed or row.partial]
     if show == "partial":
         return [row for row in rows if row.partial]
-    return rows
+    return list(rows)
 
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:

@@ -31,6 +31,7 @@ from runs.selectors.cases import (
     case_repeat_stats,
     case_rows,
 )
+from runs.selectors.compare_store import compare_store
 from runs.verdicts.kinds import METRIC_KINDS
 from runs.verdicts.outcomes import Outcome
 from runs.verdicts.repeats import RunRepeatStats, run_repeat_stats
@@ -70,6 +71,8 @@ def list_counts_count(*, run: Run) -> dict[str, Any]:
             Outcome.ERROR.value: _case_error_cause(run, Outcome.ERROR),
         },
         "repeats": _stored_repeats(repeats) if repeats is not None else None,
+        # What a compare reads instead of the run's turns (runs.selectors.compare_store).
+        "compare": compare_store(run=run),
     }
 
 

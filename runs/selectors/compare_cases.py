@@ -51,7 +51,7 @@ def case_rows(
     """
     turns_of: dict[int, tuple[TurnData, ...]] = {}
     totals: dict[int, RunTotals] = defaultdict(RunTotals)
-    parsed = _TurnsCache()
+    parsed = TurnsCache()
     for run_id, case_id, text, agent_ms in (
         TurnResult.objects.filter(run_id__in=run_ids)
         .order_by()
@@ -115,7 +115,7 @@ def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
     """Run id -> its cases that have turns, with their turns' verdicts (the cases' own state
     and verdict left out): for counting changes between runs along a series (1 query: one
     text per case, as ``case_rows`` reads them, with the case's name and index)."""
-    parsed = _TurnsCache()
+    parsed = TurnsCache()
     found: dict[int, list[CaseData]] = defaultdict(list)
     for run_id, case_id, name, index, text in (
         TurnResult.objects.filter(run_id__in=run_ids)
@@ -130,7 +130,7 @@ def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
 
 
 @dataclass(frozen=True)
-class _CaseTurns:
+class CaseTurns:
     """A case's turns in order, and how many of them passed and failed their tool assertions."""
 
     turns: tuple[TurnData, ...]
@@ -138,29 +138,29 @@ class _CaseTurns:
     tools_failed: int
 
 
-class _TurnsCache:
+class TurnsCache:
     """Parses the turn texts of ``case_rows`` and the stored verdicts by kind, once per distinct
     text: a run of thousands of turns has a handful of distinct combinations, so decoding each
     row would be waste."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, _CaseTurns] = {}
+        self.seen: dict[str, CaseTurns] = {}
         self.kinds = KindsCache()
 
-    def __call__(self, text: str | None) -> _CaseTurns:
+    def __call__(self, text: str | None) -> CaseTurns:
         found = self.seen.get(text or "")
         if found is None:
             found = self.seen[text or ""] = self._parse(text or "")
         return found
 
-    def _parse(self, text: str) -> _CaseTurns:
+    def _parse(self, text: str) -> CaseTurns:
         turns = []
         for line in text.split(TURNS_SEPARATOR) if text else ():
             index, outcome, kinds = line.split("|", 2)
             turns.append(TurnData(index=int(index), outcome=outcome, kinds=self.kinds(kinds)))
         turns.sort(key=lambda turn: turn.index)
         tools = [turn.kinds[TOOLS_KIND] for turn in turns if TOOLS_KIND in turn.kinds]
-        return _CaseTurns(tuple(turns), tools.count(Outcome.PASSED), tools.count(Outcome.FAILED))
+        return CaseTurns(tuple(turns), tools.count(Outcome.PASSED), tools.count(Outcome.FAILED))
 
 
 class KindsCache:

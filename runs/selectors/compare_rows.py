@@ -9,6 +9,7 @@ significantly over its repetitions; a search adds the turns where the text occur
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
@@ -29,6 +30,7 @@ from runs.selectors.compare import (
     comparison_for,
     turn_hits,
 )
+from runs.selectors.compare_tally import PagedRows, comparison_tallied
 from runs.stats.significance import ScoreResult, classify_score_changes
 
 
@@ -39,19 +41,34 @@ class ComparedRows:
     baseline: Baseline
     comparison: Comparison
     query: ComparisonQuery  # as the runs take it: a refused setting left out
-    rows: list[Row]
+    rows: Sequence[Row]
     errors: dict[str, str]  # parameter -> why the runs refuse it (empty when none)
 
 
 def compare_rows(query: ComparisonQuery) -> ComparedRows:
     """The comparison of ``query.run_ids`` and the rows ``query`` keeps. Raises ``RunsMissing``
     and ``NoBaseline`` as ``comparison_for``; a setting the runs refuse (``checked``) is left
-    out and said in ``errors``."""
-    baseline, comparison = comparison_for(
+    out and said in ``errors``. Every row in the runs' order, of finished runs: tallied by the
+    database and read per slice (``runs.selectors.compare_tally``)."""
+    read = comparison_tallied if every_row(query) else comparison_for
+    baseline, comparison = read(
         query.run_ids, chosen=query.chosen, kinds=query.kinds, order=query.order
     )
     query, errors = checked(query, comparison.metric_names)
+    if isinstance(comparison.matrix.rows, PagedRows):
+        return ComparedRows(baseline, comparison, query, comparison.matrix.rows, errors)
     return ComparedRows(baseline, comparison, query, rows_of(comparison, query), errors)
+
+
+def every_row(query: ComparisonQuery) -> bool:
+    """The query keeps every row in the runs' order, and reads no metric nor search."""
+    return (
+        query.show == "all"
+        and query.sort == "case"
+        and not query.metric
+        and not query.q
+        and query.min_drop is None
+    )
 
 
 def rows_of(comparison: Comparison, query: ComparisonQuery) -> list[Row]:
