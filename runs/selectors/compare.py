@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from django.db.models import Avg, Count, OuterRef, Prefetch, Q, Subquery, Sum
 
@@ -48,7 +49,8 @@ from runs.selectors.compare_baseline import (
     runs_for_compare,
 )
 from runs.selectors.compare_cases import RunTotals, case_rows, case_turns
-from runs.selectors.costs import Priced, runs_costs
+from runs.selectors.compare_store import judge_of, stored_values
+from runs.selectors.costs import Priced, run_cost, runs_costs
 from runs.selectors.runs import run_summaries
 from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
 from runs.stats.significance import ScoreResult
@@ -207,7 +209,12 @@ def compare_runs(
     them, only significant changes are regressions and fixes (``runs.comparison.matrix``)."""
     runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
-    cases, totals, repetitions = case_rows(ids)
+    # Every run ended with its compare values stored: its turns and metrics are not read.
+    stored = {run.pk: found for run in runs if (found := _stored(run)) is not None}
+    every = len(stored) == len(runs)
+    agent_ms = {run_id: found["agent_ms"] for run_id, found in stored.items()}
+    cases, totals, repetitions = case_rows(ids, stored_agent_ms=agent_ms if every else None)
+    judge, costs = _judge_and_costs(runs, kinds, stored if every else None)
     against = compared_with(ids, baseline.pk, order)
     significance = _repetition_significance(runs, against) if repetitions else {}
     matrix = build_matrix(
@@ -219,8 +226,6 @@ def compare_runs(
         significance=_turn_classes(significance) if significance and only_significant else None,
     )
     summaries = run_summaries(runs)
-    judge = _judge_sums(ids, kinds)
-    costs = runs_costs(run_ids=ids)
     headlines = [
         _headline(
             run,
@@ -246,6 +251,24 @@ def compare_runs(
         significance=significance,
         repetitions=repetitions if significance else {},
     )
+
+
+def _judge_and_costs(
+    runs: list[Run], kinds: list[str], stored: dict[int, dict[str, Any]] | None
+) -> tuple[dict[int, tuple[int, float | None]], dict[int, Priced]]:
+    """Each run's judge time and cost over the selected kinds, and its cost: from the values
+    ``stored`` with every run (and each finished run's cost kept per process), else summed
+    over their rows (4 queries)."""
+    if stored is not None:
+        judge = {run_id: judge_of(found["judge"], kinds) for run_id, found in stored.items()}
+        return judge, {run.pk: run_cost(run=run) for run in runs}
+    ids = [run.pk for run in runs]
+    return _judge_sums(ids, kinds), runs_costs(run_ids=ids)
+
+
+def _stored(run: Run) -> dict[str, Any] | None:
+    """A finished run's stored compare values (``runs.selectors.compare_store``)."""
+    return None if run.is_live else stored_values(run)
 
 
 def _repetition_significance(

@@ -38,20 +38,67 @@ TURNS_SEPARATOR = "\n"  # JSON text holds no raw line break
 
 
 def case_rows(
-    run_ids: list[int],
+    run_ids: list[int], *, stored_agent_ms: dict[int, int] | None = None
 ) -> tuple[dict[int, list[CaseData]], dict[int, RunTotals], dict[int, tuple[int, int]]]:
     """Every case of the runs with its turns, as plain data, the turns' sums and, for a
     repeated run's merged cases, (passed, graded) of their repetitions by the case's id (2
-    queries).
+    queries; 1 with ``stored_agent_ms``: every run ended with its compare columns stored,
+    ``runs.selectors.compare_store``, and these are its agent times).
 
-    The turns come as one line per case: the database joins each case's turn verdicts into one
-    text (read from the covering index ``turn_verdicts_cover``, not the wide turn rows). The
-    cases of a run share a handful of distinct texts, each parsed once into turns shared by
-    every case that has it.
+    The turns come as one line per case: the case row's stored verdicts, else the database
+    joins each case's turn verdicts into one text (read from the covering index
+    ``turn_verdicts_cover``, not the wide turn rows). The cases of a run share a handful of
+    distinct texts, each parsed once into turns shared by every case that has it.
     """
+    parsed = TurnsCache()
+    if stored_agent_ms is None:
+        turns_of, totals = _turns_read(run_ids, parsed)
+    else:
+        turns_of, totals = {}, defaultdict(RunTotals)
+        for run_id, agent_ms in stored_agent_ms.items():
+            totals[run_id].agent_ms = agent_ms
+    cases: dict[int, list[CaseData]] = defaultdict(list)
+    repeated: dict[tuple[int, int], list[CaseData]] = {}
+    kinds_of = parsed.kinds
+    rows = (
+        CaseResult.objects.filter(run_id__in=run_ids)
+        .order_by("run_id", "index", "repetition")
+        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
+        .values_list(
+            "run_id",
+            "id",
+            "index",
+            "repetition",
+            "name",
+            "status",
+            "outcome",
+            "kinds_text",
+            "verdicts" if stored_agent_ms is not None else "kinds_text",
+        )
+    )
+    for run_id, case_id, index, repetition, name, status, outcome, kinds_text, text in rows:
+        if stored_agent_ms is not None:
+            found = parsed(text)
+            turns_of[case_id] = found.turns
+            totals[run_id].tools_passed += found.tools_passed
+            totals[run_id].tools_failed += found.tools_failed
+        # The columns in CaseData's order: id, index, name, status, outcome, kinds, turns.
+        facts = (case_id, index, name, status, outcome)
+        case = CaseData(*facts, kinds_of(kinds_text), turns_of.get(case_id, ()))
+        if repetition == 0:
+            cases[run_id].append(case)
+        else:  # a repeated run: its case's repetitions are merged below
+            repeated.setdefault((run_id, index), []).append(case)
+    counts = _merge_repetitions(cases, repeated) if repeated else {}
+    return cases, totals, counts
+
+
+def _turns_read(
+    run_ids: list[int], parsed: TurnsCache
+) -> tuple[dict[int, tuple[TurnData, ...]], dict[int, RunTotals]]:
+    """Each case's turns (by case id) and each run's sums, from the turn rows (1 query)."""
     turns_of: dict[int, tuple[TurnData, ...]] = {}
     totals: dict[int, RunTotals] = defaultdict(RunTotals)
-    parsed = TurnsCache()
     for run_id, case_id, text, agent_ms in (
         TurnResult.objects.filter(run_id__in=run_ids)
         .order_by()
@@ -67,26 +114,7 @@ def case_rows(
         sums.agent_ms += agent_ms or 0
         sums.tools_passed += found.tools_passed
         sums.tools_failed += found.tools_failed
-    cases: dict[int, list[CaseData]] = defaultdict(list)
-    repeated: dict[tuple[int, int], list[CaseData]] = {}
-    kinds_of = parsed.kinds
-    for run_id, case_id, index, repetition, name, status, outcome, kinds_text in (
-        CaseResult.objects.filter(run_id__in=run_ids)
-        .order_by("run_id", "index", "repetition")
-        .annotate(kinds_text=Cast("kind_outcomes", TextField()))
-        .values_list(
-            "run_id", "id", "index", "repetition", "name", "status", "outcome", "kinds_text"
-        )
-    ):
-        # The columns in CaseData's order: id, index, name, status, outcome, kinds, turns.
-        facts = (case_id, index, name, status, outcome)
-        case = CaseData(*facts, kinds_of(kinds_text), turns_of.get(case_id, ()))
-        if repetition == 0:
-            cases[run_id].append(case)
-        else:  # a repeated run: its case's repetitions are merged below
-            repeated.setdefault((run_id, index), []).append(case)
-    counts = _merge_repetitions(cases, repeated) if repeated else {}
-    return cases, totals, counts
+    return turns_of, totals
 
 
 def _merge_repetitions(

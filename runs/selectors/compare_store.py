@@ -4,8 +4,8 @@ recorder calls as it stores the run's summary, ``Run.list_counts["compare"]``):
 
 - on every case row, its compare key, its turns' verdicts as one text and their digest
   (``runs.compare_columns.CompareColumns``);
-- for the run, its agent time (the turns' ``execution_time_ms``) and per kind of metric its
-  judge time and judge cost.
+- for the run, its agent time (the turns' ``execution_time_ms``), per kind of metric its
+  judge time and judge cost, and a hash of its digests' counts.
 
 A run without ``list_counts["compare"]`` (live, or ended before these were stored and not
 backfilled) is compared from its rows (``runs.selectors.compare_cases``).
@@ -13,12 +13,14 @@ backfilled) is compared from its rows (``runs.selectors.compare_cases``).
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 from django.db.models import (
     Case,
     CharField,
+    Count,
     F,
     OuterRef,
     Q,
@@ -34,7 +36,7 @@ from django.db.models.functions import MD5, Cast, Coalesce, Concat, Left
 from runs.comparison.matrix import keys_of
 from runs.models import CaseResult, MetricResult, TurnResult
 from runs.selectors.compare_cases import TURN_LINE, TURNS_SEPARATOR
-from runs.verdicts.kinds import JUDGE_KINDS
+from runs.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -124,7 +126,22 @@ def compare_values(*, run_id: int) -> dict[str, Any]:
         "version": COMPARE_VERSION,
         "agent_ms": agent["ms"] or 0,
         "judge": {row["kind"]: [row["ms"] or 0, row["cost"]] for row in judge},
+        "digests": digests_fingerprint(run_id),
     }
+
+
+def digests_fingerprint(run_id: int) -> str:
+    """A hash of how many of the run's cases have each digest: a run ended again with other
+    verdicts stores another (what a compare keeps per process is keyed by it)."""
+    tally = (
+        CaseResult.objects.filter(run_id=run_id)
+        .order_by("verdicts_digest")
+        .values("verdicts_digest")
+        .annotate(n=Count("id"))
+        .values_list("verdicts_digest", "n")
+    )
+    text = ";".join(f"{digest}:{n}" for digest, n in tally)
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def stored_values(run: Run) -> dict[str, Any] | None:
@@ -133,3 +150,12 @@ def stored_values(run: Run) -> dict[str, Any] | None:
     if not isinstance(found, dict) or found.get("version") != COMPARE_VERSION:
         return None
     return found
+
+
+def judge_of(judge: dict[str, list[Any]], kinds: list[str]) -> tuple[int, float | None]:
+    """(judge milliseconds, judge cost) over the selected kinds (every kind without a filter),
+    from the stored per-kind values, as ``runs.selectors.compare._judge_sums`` sums them."""
+    chosen = [kind for kind in judge if not kinds or (kind in kinds and kind != TOOLS_KIND)]
+    costs = [judge[kind][1] for kind in chosen if judge[kind][1] is not None]
+    judge_ms = sum(judge[kind][0] for kind in chosen if kind in JUDGE_KINDS)
+    return judge_ms, (sum(costs) if costs else None)

@@ -20,6 +20,8 @@ rows no longer change), keyed by the runs' uids and end times; the first view of
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,16 +50,15 @@ from runs.selectors.compare import (
     runs_in_time_order,
 )
 from runs.selectors.compare_cases import KindsCache, TurnsCache
-from runs.selectors.compare_store import stored_values
+from runs.selectors.compare_store import judge_of, stored_values
 from runs.selectors.costs import run_cost
 from runs.selectors.runs import run_summaries
-from runs.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.verdicts.numbers import pass_rate_of
 from runs.verdicts.summary import OutcomeCounts
 
 # (digest here, digest in the run, how many keys, a case id of each; None where absent)
 Pair = tuple[str | None, str | None, int, int | None, int | None]
-RunKey = tuple[str, str]  # (uid, end time): a finished run's rows as they are
+RunKey = tuple[str, str]  # a finished run's rows as they are (``run_key``)
 
 
 def comparison_tallied(
@@ -193,15 +194,6 @@ def _headline(
     )
 
 
-def judge_of(judge: dict[str, list[Any]], kinds: list[str]) -> tuple[int, float | None]:
-    """(judge milliseconds, judge cost) over the selected kinds (every kind without a filter),
-    from the stored per-kind values, as ``runs.selectors.compare._judge_sums`` sums them."""
-    chosen = [kind for kind in judge if not kinds or (kind in kinds and kind != TOOLS_KIND)]
-    costs = [judge[kind][1] for kind in chosen if judge[kind][1] is not None]
-    judge_ms = sum(judge[kind][0] for kind in chosen if kind in JUDGE_KINDS)
-    return judge_ms, (sum(costs) if costs else None)
-
-
 # --- the tallies, kept per process ----------------------------------------------------------
 
 _TALLY = """
@@ -235,8 +227,12 @@ def _kept[K, V](cache: dict[K, V], key: K, value: V) -> V:
 
 
 def run_key(run: Run) -> RunKey:
+    """A finished run's rows as they are: its uid, its end, and what was stored when it ended
+    (a run ended again, its rows changed, stores other counts)."""
     ended: datetime | None = run.finished_at
-    return (str(run.uid), ended.isoformat() if ended else "")
+    counts = json.dumps(run.list_counts, sort_keys=True, default=str)
+    stamp = hashlib.md5(counts.encode(), usedforsecurity=False).hexdigest()
+    return (str(run.uid), f"{ended.isoformat() if ended else ''} {stamp}")
 
 
 def pair_tally(other: Run, run: Run) -> list[Pair]:

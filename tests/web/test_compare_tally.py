@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.db import connection
@@ -53,9 +54,10 @@ def assert_tallied_as_aligned(run_ids: list[int], **options: Any) -> PagedRows:
     query = ComparisonQuery(run_ids=run_ids, **options)
     tallied = compare_rows(query)
     assert isinstance(tallied.rows, PagedRows)
-    baseline, aligned = comparison_for(
-        run_ids, chosen=query.chosen, kinds=query.kinds, order=query.order
-    )
+    with patch("runs.selectors.compare._stored", return_value=None):  # from the turn rows
+        baseline, aligned = comparison_for(
+            run_ids, chosen=query.chosen, kinds=query.kinds, order=query.order
+        )
     rows = rows_of(aligned, query)
     assert len(tallied.rows) == len(rows)
     assert [_row(row) for row in tallied.rows] == [_row(row) for row in rows]
@@ -168,3 +170,29 @@ def test_a_tallied_page_reads_the_turns_of_its_rows_alone(project: AgentProject)
     assert not any("runs_metricresult" in text for text in sql), sql
     assert not any("verdicts_digest, b.verdicts_digest" in text for text in sql)
     assert len(sql) <= 8, sql
+
+
+def test_a_run_ended_again_with_other_verdicts_is_tallied_again(project: AgentProject) -> None:
+    runs = varied_runs(project)
+    ids = [runs[0].pk, runs[2].pk]
+    assert_tallied_as_aligned(ids)
+    TurnResult.objects.filter(run=runs[2], case__index=0).update(
+        outcome="failed", kind_outcomes={"code": "failed"}
+    )
+    stored(runs[2])
+    assert_tallied_as_aligned(ids)
+
+
+def test_the_aligned_compare_of_runs_ended_with_stored_values_reads_no_turn_row(
+    project: AgentProject,
+) -> None:
+    """A compare that reads every row (a filter, a metric, a search) takes the turns' verdicts
+    and the agent and judge times stored with the runs: no turn or metric row is read."""
+    runs = varied_runs(project)
+    query = ComparisonQuery(run_ids=[run.pk for run in runs], show="changed")
+    compare_rows(query)
+    with CaptureQueriesContext(connection) as read:
+        found = compare_rows(query)
+    assert isinstance(found.rows, list)
+    sql = [query["sql"] for query in read.captured_queries]
+    assert not any("runs_turnresult" in text or "runs_metricresult" in text for text in sql), sql
