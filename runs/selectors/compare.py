@@ -9,7 +9,11 @@
   ``runs.selectors.compare_cases``), aligned by
   ``runs.comparison.matrix``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
-  (1 aggregate); the runs in commit order (one git call), for the chronological mode;
+  (1 aggregate); the runs in commit order (one git call), for the chronological mode. Runs that
+  ended with their compare values stored (``runs.selectors.compare_store``) give their turn
+  verdicts with their case rows and their agent and judge times and costs as stored: no turn or
+  metric row is read. The compare page of such runs, every row kept in the runs' order, is
+  tallied by the database instead (``runs.selectors.compare_tally``);
 - ``case_scores`` and ``turn_hits``: one metric's score of every case (1 query), the turns where
   a text occurs (1 query);
 - ``cases_by_key`` and ``runs_for_config``: one case in several runs, two runs' configurations.
@@ -203,7 +207,7 @@ def compare_runs(
     only_significant: bool = False,
 ) -> Comparison:
     """Align the runs' cases and turns and sum up each run (3 queries, 6 when a run is active
-    or has no stored summary). The runs are laid out oldest first (as in commit order, whatever
+    or has no stored summary; 1 when every run stored its compare values). The runs are laid out oldest first (as in commit order, whatever
     the order asked); ``order="commits"``: each compared with the one before it; else each with
     ``baseline``. ``only_significant`` (the compare page and API): with a repeated run among
     them, only significant changes are regressions and fixes (``runs.comparison.matrix``)."""

@@ -95,7 +95,7 @@ def _compare_tallied(runs: list[Run], baseline: Run, kinds: list[str], order: st
     against = compared_with(ids, baseline.pk, order)
     backwards = older_than_compared(against, ids)
     tallies = {run_id: pair_tally(by_id[other], by_id[run_id]) for run_id, other in against.items()}
-    contents = _contents({i for pairs in tallies.values() for p in pairs for i in p[3:] if i})
+    contents = _contents([pair for pairs in tallies.values() for pair in pairs])
     selected = frozenset(kinds)
     counts = {
         run_id: pair_counts(
@@ -272,12 +272,20 @@ def _added(before: list[int], run_id: int) -> Any:
     return cases.filter(~Exists(earlier))
 
 
-def _contents(case_ids: set[int]) -> dict[str, _Content]:
-    """The verdicts behind the digests of ``case_ids`` (one query for those not kept)."""
+def _contents(pairs: list[Pair]) -> dict[str, _Content]:
+    """The verdicts behind the digests of ``pairs`` (one query for those not kept, none when
+    every one is)."""
     found = dict(_digests)
+    missing = {
+        digest: case_id
+        for pair in pairs
+        for digest, case_id in ((pair[0], pair[3]), (pair[1], pair[4]))
+        if digest is not None and case_id is not None and digest not in found
+    }
+    if not missing:
+        return found
     rows = (
-        CaseResult.objects.filter(pk__in=case_ids)
-        .exclude(verdicts_digest__in=list(found))
+        CaseResult.objects.filter(pk__in=list(missing.values()))
         .annotate(kinds_text=Cast("kind_outcomes", TextField()))
         .values_list("verdicts_digest", "status", "outcome", "kinds_text", "verdicts")
     )
