@@ -207,10 +207,11 @@ def compare_runs(
     only_significant: bool = False,
 ) -> Comparison:
     """Align the runs' cases and turns and sum up each run (3 queries, 6 when a run is active
-    or has no stored summary; 1 when every run stored its compare values). The runs are laid out oldest first (as in commit order, whatever
-    the order asked); ``order="commits"``: each compared with the one before it; else each with
-    ``baseline``. ``only_significant`` (the compare page and API): with a repeated run among
-    them, only significant changes are regressions and fixes (``runs.comparison.matrix``)."""
+    or has no stored summary; 1 when every run stored its compare values). The runs are laid
+    out oldest first (as in commit order, whatever the order asked); ``order="commits"``: each
+    compared with the one before it; else each with ``baseline``. ``only_significant`` (the
+    compare page and API): with a repeated run among them, only significant changes are
+    regressions and fixes (``runs.comparison.matrix``)."""
     runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
     # Every run ended with its compare values stored: its turns and metrics are not read.
