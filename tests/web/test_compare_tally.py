@@ -6,6 +6,7 @@ not, a name repeated, unnamed, missing from a run, errored, not graded, cancelle
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from typing import Any
 from unittest.mock import patch
@@ -75,6 +76,10 @@ def assert_tallied_as_aligned(run_ids: list[int], **options: Any) -> PagedRows:
         assert mine.summary == theirs.summary
         assert mine.cost_usd == pytest.approx(theirs.cost_usd)
     return tallied.rows
+
+
+# The page's per-request values (its CSRF token, its script nonce), left out of the comparison.
+SECRETS = re.compile(rb"[A-Za-z0-9_-]{32,}")
 
 
 def _row(row: Any) -> dict[str, Any]:
@@ -196,3 +201,39 @@ def test_the_aligned_compare_of_runs_ended_with_stored_values_reads_no_turn_row(
     assert isinstance(found.rows, list)
     sql = [query["sql"] for query in read.captured_queries]
     assert not any("runs_turnresult" in text or "runs_metricresult" in text for text in sql), sql
+
+
+@pytest.mark.parametrize("params", [{}, {"kinds": "code"}, {"order": "commits"}])
+def test_the_api_and_the_page_of_a_tallied_compare_answer_as_the_aligned_ones(
+    project: AgentProject, params: dict[str, str]
+) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    from runs.services.tokens import token_create
+    from tests.web.factories import make_user
+
+    runs = varied_runs(project)
+    viewer = make_user()
+    _, secret = token_create(user=viewer, name="ci")
+    api = Client(headers={"Authorization": f"Bearer {secret}"})
+    page = Client()
+    page.force_login(viewer)
+    query = {"runs": ",".join(str(run.pk) for run in runs), **params}
+    api_query = {**query, "kinds": params["kinds"].split(",")} if "kinds" in params else query
+
+    def answers(paged: bool) -> tuple[Any, bytes]:
+        found = api.get("/api/v1/compare", api_query)
+        shown = page.get(reverse("compare"), query)
+        assert found.status_code == 200 and shown.status_code == 200
+        rows = shown.context["page"].paginator.object_list
+        assert isinstance(rows, PagedRows) == paged
+        return found.json(), SECRETS.sub(b"", shown.content)
+
+    tallied = answers(paged=True)
+    with patch("runs.selectors.compare_tally.tallied", return_value=False):
+        aligned = answers(paged=False)
+    assert tallied[0] == aligned[0]
+    left, right = tallied[1].decode(), aligned[1].decode()
+    at = next((i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b), None)
+    assert at is None, (left[at - 200 : at + 100], right[at - 200 : at + 100])
