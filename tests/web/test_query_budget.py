@@ -225,6 +225,10 @@ def test_the_verdict_and_metric_filters_cost_the_same_queries_for_10_or_1000_cas
         "?text=order+5-1&tools=failed",
     ):
         counts = []
+        # What a process reads once (whether the text index is in place, a finished run's
+        # cost) is read before the counted views.
+        for run in (small, big):
+            viewer_client.get(reverse("run_detail", args=[run.pk]) + query)
         for run in (small, big):
             with django_assert_max_num_queries(DETAIL_BUDGET) as captured:
                 response = viewer_client.get(reverse("run_detail", args=[run.pk]) + query)
