@@ -34,7 +34,8 @@ the run page ≤ 60 ms with or without "only failures", "not graded only", "a me
 the next 100 cases ≤ 30 ms; the repeated run's page ≤ 60 ms; a poll with nothing new ≤ 20 ms,
 the last poll (the run finished) ≤ 30 ms; expanding a case ≤ 50 ms; opening a case's
 transcript ≤ 50 ms; the home page with 200 projects ≤ 30 ms; with 2,000 reviews the run page,
-its untriaged filter and its review tile ≤ 60 ms each; the review queue of 1,000 failures ≤ 100 ms; every page ≤ 300 KB.
+its untriaged filter and its review tile ≤ 60 ms each; the review queue of 1,000 failures
+≤ 100 ms; every page ≤ 300 KB.
 """
 
 from __future__ import annotations
