@@ -10,7 +10,7 @@ from django.utils import timezone
 from runs.mapping import summary_of_rows
 from runs.models import CASE_COUNTERS, CaseResult, Run, TurnResult
 from runs.selectors.case_counts import list_counts_count
-from runs.selectors.costs import run_prices_warn
+from runs.selectors.costs import cost_sums_count, run_prices_warn
 from runs.verdicts.summary import RunSummary
 
 
@@ -41,7 +41,7 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
         "duration_ms": duration,
         "summary": summary.model_dump(mode="json"),
         # What its case list counts under each filter (its rows change no more).
-        "list_counts": list_counts_count(run=run),
+        "list_counts": list_counts_store(run),
         "report_timestamp": timezone.now().isoformat(),
         **({"source_hash": source_hash} if source_hash else {}),
     }
@@ -76,6 +76,12 @@ def statistics_refresh(*, turns: int) -> None:
         cursor.execute(f"ANALYZE {', '.join(ROW_TABLES)}")
 
 
+def list_counts_store(run: Run) -> dict[str, Any]:
+    """What an ended run stores of its rows besides its summary (``Run.list_counts``): its case
+    list's counts (``runs.selectors.case_counts``) and its cost's token sums."""
+    return {**list_counts_count(run=run), "cost": cost_sums_count(run_ids=[run.pk])[run.pk]}
+
+
 def run_counters(summary: RunSummary) -> dict[str, Any]:
     """The run's counter columns from its summary."""
     cases = summary.cases
@@ -94,5 +100,5 @@ def run_abort(run: Run, error: str) -> bool:
         error,
         **run_counters(summary),
         summary=summary.model_dump(mode="json"),
-        list_counts=list_counts_count(run=run),
+        list_counts=list_counts_store(run),
     )

@@ -15,9 +15,8 @@ from django.utils.dateparse import parse_datetime
 from runs.mapping import case_turns, case_values, turn_rows
 from runs.models import CaseResult, Run
 from runs.recorder.cases import turn_rows_insert
-from runs.recorder.finish import run_counters
+from runs.recorder.finish import list_counts_store, run_counters
 from runs.runoptions import RunOptions
-from runs.selectors.case_counts import list_counts_count
 from runs.wire import models as wire
 from runs.wire.build import summary_of_results
 from runs.wire.round_trip import commit_subject
@@ -71,7 +70,7 @@ def run_record(
             summary=summary.model_dump(mode="json"),
         )
         _cases_record(run, results, turns_of)
-        run.list_counts = list_counts_count(run=run)
+        run.list_counts = list_counts_store(run)
         run.save(update_fields=["list_counts"])
     return run
 

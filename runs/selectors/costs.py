@@ -114,21 +114,55 @@ _finished_lock = threading.Lock()
 
 
 def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
-    """Each run's cost, agent and judge apart (three queries for all of them, whatever their
-    size: the database sums the rows' tokens, by run and judge model; each sum is priced as the
-    sum of its usages' costs, ``runs.pricing.prices``)."""
+    """Each run's cost, agent and judge apart: each sum of its usages priced as the sum of their
+    costs (``runs.pricing.prices``). The sums are a finished run's stored ones
+    (``Run.list_counts["cost"]``, counted when it ended); the others' are summed by the
+    database, two queries for all of them whatever their size."""
     table = prices()
     if isinstance(table, str):
         return {run_id: Priced(None, table) for run_id in run_ids}
-    models = dict(Run.objects.filter(pk__in=run_ids).values_list("pk", KT(MODEL_NAME)))
-    agent: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
+    models, sums = _stored_cost_sums(run_ids)
+    counting = [run_id for run_id in run_ids if run_id not in sums]
+    if counting:
+        sums |= cost_sums_count(run_ids=counting)
+    priced = {}
+    for run_id in run_ids:
+        model = models.get(run_id) or None
+        agent = [summed_usage_cost(_sums(row), model, table) for row in sums[run_id]["agent"]]
+        judge = [_judge_group_cost(row, table) for row in sums[run_id]["judge"]]
+        priced[run_id] = Priced(SplitCost(total(agent), total(judge)), prices=table.source)
+    return priced
+
+
+CostSums = dict[str, list[dict[str, Any]]]
+
+
+def _stored_cost_sums(run_ids: list[int]) -> tuple[dict[int, str | None], dict[int, CostSums]]:
+    """Each run's agent model, and the stored cost sums of those that have ended (one query)."""
+    models: dict[int, str | None] = {}
+    sums: dict[int, CostSums] = {}
+    rows = Run.objects.filter(pk__in=run_ids).values_list(
+        "pk", KT(MODEL_NAME), "list_counts", "status", "cases_done", "total_cases"
+    )
+    for run_id, model, stored, status, done, cases in rows:
+        models[run_id] = model
+        live = status in Run.ACTIVE or (status == Run.Status.CANCELLED and done < cases)
+        found = stored.get("cost") if isinstance(stored, dict) and not live else None
+        if isinstance(found, dict) and {"agent", "judge"} <= found.keys():
+            sums[run_id] = found
+    return models, sums
+
+
+def cost_sums_count(*, run_ids: list[int]) -> dict[int, CostSums]:
+    """Each run's token sums as its cost prices them, counted by the database (two queries):
+    ``agent``, its cases' roll-up usage; ``judge``, its metrics' by judge model, with or without
+    tokens. Plain JSON values: what ``run_finish`` stores in ``Run.list_counts["cost"]``."""
+    found: dict[int, CostSums] = {run_id: {"agent": [], "judge": []} for run_id in run_ids}
     cases = _with_tokens(
         CaseResult.objects.filter(run_id__in=run_ids, token_usage__isnull=False), "token_usage"
     )
     for row in cases.filter(has_tokens=1).values("run_id").annotate(**_SUMS):
-        model = models.get(row["run_id"]) or None
-        agent[row["run_id"]].append(summed_usage_cost(_sums(row), model, table))
-    judge: dict[int, list[Cost]] = {run_id: [] for run_id in run_ids}
+        found[row.pop("run_id")]["agent"].append(_plain(row))
     judged = _with_tokens(
         MetricResult.objects.filter(run_id__in=run_ids).filter(
             Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False)
@@ -142,11 +176,18 @@ def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
         nonzero=Sum(Case(When(judge_cost_usd__gt=0, then=1), default=0)),
     )
     for row in groups:
-        judge[row["run_id"]].append(_judge_group_cost(row, table))
+        found[row.pop("run_id")]["judge"].append(_plain(row))
+    return found
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of sums as JSON stores it: whole numbers as int (PostgreSQL sums to Decimal), the
+    recorded cost as float."""
     return {
-        run_id: Priced(SplitCost(total(agent[run_id]), total(judge[run_id])), prices=table.source)
-        for run_id in run_ids
-    }
+        key: value if value is None or isinstance(value, str)
+        else float(value) if key == "recorded" else int(value)
+        for key, value in row.items()
+    }  # fmt: skip
 
 
 def run_prices_warn(*, run: Run, when: Literal["opened", "finished"]) -> tuple[str, ...]:

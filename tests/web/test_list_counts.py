@@ -20,6 +20,7 @@ from runs.models import CaseResult, Run
 from runs.recorder import run_finish
 from runs.selectors.case_counts import list_count_stored, list_counts_count, listed
 from runs.selectors.cases import CASE_OUTCOMES, CaseFilters, case_rows
+from runs.selectors.costs import cost_sums_count
 from runs.services import launch, recovery
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
@@ -65,7 +66,10 @@ def assert_stored_equal_a_recount(run: Run) -> None:
     run.refresh_from_db()
     assert not run.is_live and run.list_counts is not None
     assert stored(run) == recounted(run)
-    assert run.list_counts == list_counts_count(run=run)
+    assert {key: run.list_counts[key] for key in list_counts_count(run=run)} == list_counts_count(
+        run=run
+    )
+    assert run.list_counts["cost"] == cost_sums_count(run_ids=[run.pk])[run.pk]
 
 
 def test_a_finished_runs_stored_list_counts_equal_a_recount_of_its_rows() -> None:
@@ -264,3 +268,27 @@ def test_a_review_filters_count_read_from_its_reviews_equals_the_cases_it_lists(
     }
     assert counts == listed_cases and all(counts.values()), counts
     assert review_list_count(run=run, which="") is None
+
+
+def test_a_finished_runs_cost_is_priced_from_its_stored_token_sums(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runs.selectors import costs
+
+    project = make_project("cost-sums", "/tmp/cost-sums")
+    run = build_run(project, RunSpec(cases=12, turns=2, failing=range(0, 12, 3)))
+    CaseResult.objects.filter(run=run).update(
+        token_usage={"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280}
+    )
+    run_finish(run.pk)
+    run.refresh_from_db()
+    assert run.list_counts["cost"]["agent"][0]["prompt"] == 12 * 1200
+    stored = costs.runs_costs(run_ids=[run.pk])[run.pk]
+    Run.objects.filter(pk=run.pk).update(list_counts=None)
+    assert costs.runs_costs(run_ids=[run.pk])[run.pk] == stored  # as counted from the rows
+    run_finish(run.pk)
+    monkeypatch.setattr(costs, "_finished_costs", {})  # a process that has not priced it yet
+    client.force_login(make_user("viewer"))
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(reverse("run_detail", args=[run.pk])).status_code == 200
+    assert not [q for q in captured.captured_queries if "token_usage" in q["sql"]]
