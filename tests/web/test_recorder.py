@@ -23,6 +23,7 @@ TIMINGS = {
     "execution_time_ms",
     "evaluation_time_ms",
     "duration_ms",
+    "agent_ms",  # the run's turns' execution times summed (Run.list_counts["compare"])
     "timestamp",
     "session_start_ms",  # 0 or 1 ms for the scripted provider, as the machine allows
 }
