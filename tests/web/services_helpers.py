@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,26 @@ def kill_at_once(procs: Iterable[subprocess.Popen[bytes]]) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def run_recovered_after_a_silent_worker(run: Any, stale_seconds: int, **case_fields: Any) -> Any:
+    """``run`` (ended) as if its first case's worker, on another machine, went silent mid-case
+    before the run ended (``case_fields``: more of that case row as it was then), then
+    recovered by the sweeper's ``run_recover``; the run as it is after."""
+    from django.utils import timezone
+
+    from runs.models import CaseResult, Run
+    from runs.services import recovery
+
+    case = run.cases.order_by("index").first()
+    assert case is not None
+    long_ago = timezone.now() - timezone.timedelta(seconds=stale_seconds + 5)
+    CaseResult.objects.filter(pk=case.pk).update(
+        status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
+        enqueued_at=long_ago, claimed_by="elsewhere:1:1", **case_fields,
+    )  # fmt: skip
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, cases_done=run.cases_done - 1, list_counts=None
+    )
+    assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
+    return Run.objects.get(pk=run.pk)

@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
 from runs.comparison.matrix import keys_of
 from runs.models import CaseResult, Run, TurnResult
 from runs.selectors.compare_store import DIGEST, compare_values, stored_values
 from runs.selectors.compare_tally import _TALLY
-from runs.services import launch, recovery
+from runs.services import launch
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
 from runs.services.rerun import run_rerun
 from tests.web.factories import RunSpec, build_run, make_project
-from tests.web.services_helpers import example_project
+from tests.web.services_helpers import example_project, run_recovered_after_a_silent_worker
 from tests.web.test_compare_tally import assert_tallied_as_aligned, stored
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the launches run on commit
@@ -117,18 +116,9 @@ def test_the_stored_compare_values_equal_a_recount_after_crash_recovery(
 ) -> None:
     project = example_project(tmp_path)
     run = launch.run_create(project=project, user=None)
-    case = run.cases.order_by("index").first()
-    assert case is not None
-    # Its worker went silent mid-case (another machine's), the run not ended yet.
-    long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
-        enqueued_at=long_ago, claimed_by="elsewhere:1:1", verdicts=None, verdicts_digest=None,
-    )  # fmt: skip
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.RUNNING, cases_done=run.cases_done - 1, list_counts=None
+    run = run_recovered_after_a_silent_worker(
+        run, settings.HOLODECK_CASE_STALE_SECONDS, verdicts=None, verdicts_digest=None
     )
-    assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
     assert_stored_equal_a_recount(run)
 
 

@@ -14,14 +14,13 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django.utils import timezone
 
 from runs.models import CaseResult, Run
 from runs.recorder import run_finish
 from runs.selectors.case_counts import list_count_stored, list_counts_count, listed
 from runs.selectors.cases import CASE_OUTCOMES, CaseFilters, case_rows
 from runs.selectors.costs import cost_sums_count
-from runs.services import launch, recovery
+from runs.services import launch
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
 from runs.services.rerun import run_rerun
@@ -33,7 +32,7 @@ from tests.web.factories import (
     make_user,
     repeated_run,
 )
-from tests.web.services_helpers import example_project
+from tests.web.services_helpers import example_project, run_recovered_after_a_silent_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the launches run on commit
 
@@ -167,18 +166,7 @@ def test_the_stored_counts_equal_a_recount_after_crash_recovery(
 ) -> None:
     project = example_project(tmp_path)
     run = launch.run_create(project=project, user=None)
-    case = run.cases.order_by("index").first()
-    assert case is not None
-    # Its worker went silent mid-case (another machine's), the run not ended yet.
-    long_ago = timezone.now() - timezone.timedelta(seconds=settings.HOLODECK_CASE_STALE_SECONDS + 5)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
-        enqueued_at=long_ago, claimed_by="elsewhere:1:1",
-    )  # fmt: skip
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.RUNNING, cases_done=run.cases_done - 1, list_counts=None
-    )
-    assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
+    run = run_recovered_after_a_silent_worker(run, settings.HOLODECK_CASE_STALE_SECONDS)
     assert_stored_equal_a_recount(run)
 
 
