@@ -78,13 +78,13 @@ def list_counts_count(*, run: Run) -> dict[str, Any]:
 
 def _metric_failures(run: Run) -> dict[str, int]:
     """Per metric of the run, how many rows the list filtered to it shows (its cases with a
-    turn that failed it; a repeated run's: its case indices). One query."""
-    column = "turn__case__index" if run.repeats > 1 else "turn__case_id"
+    turn that failed it, by the index each metric row keeps: a repeated run's list counts case
+    indices, and so does this). One query, no join."""
     counted = (
         MetricResult.objects.filter(run=run, kind__in=METRIC_KINDS, outcome=Outcome.FAILED)
         .order_by()
         .values("metric_name")
-        .annotate(n=Count(column, distinct=True))
+        .annotate(n=Count("case_index", distinct=True))
         .values_list("metric_name", "n")
     )
     return dict(counted)
@@ -106,8 +106,9 @@ def _stored(run: Run) -> dict[str, Any] | None:
 
 
 def list_count_stored(*, run: Run, filters: CaseFilters) -> int | None:
-    """How many rows ``run``'s case list shows under ``filters``, as stored when it ended;
-    None when it must be counted (a search, two filters, a live run, none stored)."""
+    """How many rows ``run``'s case list shows under ``filters`` (one of them at most, no
+    search), as stored when it ended; None when it must be counted (a search, two filters, a
+    live run, none stored). The run page's review filter is counted by its caller."""
     stored = _stored(run)
     if stored is None or filters.query or filters.text:
         return None
@@ -122,8 +123,7 @@ def list_count_stored(*, run: Run, filters: CaseFilters) -> int | None:
         )
         if value
     }
-    review = getattr(filters, "review", "")
-    if review or len(chosen) > 1:
+    if len(chosen) > 1:
         return None
     if not chosen:
         return int(stored["all"])

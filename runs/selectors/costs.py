@@ -141,15 +141,17 @@ def _stored_cost_sums(run_ids: list[int]) -> tuple[dict[int, str | None], dict[i
     """Each run's agent model, and the stored cost sums of those that have ended (one query)."""
     models: dict[int, str | None] = {}
     sums: dict[int, CostSums] = {}
-    rows = Run.objects.filter(pk__in=run_ids).values_list(
-        "pk", KT(MODEL_NAME), "list_counts", "status", "cases_done", "total_cases"
+    runs = (
+        Run.objects.filter(pk__in=run_ids)
+        .only("id", "status", "cases_done", "total_cases", "list_counts")
+        .annotate(model=KT(MODEL_NAME))
     )
-    for run_id, model, stored, status, done, cases in rows:
-        models[run_id] = model
-        live = status in Run.ACTIVE or (status == Run.Status.CANCELLED and done < cases)
-        found = stored.get("cost") if isinstance(stored, dict) and not live else None
+    for run in runs:
+        models[run.pk] = run.model  # type: ignore[attr-defined]
+        stored = run.list_counts
+        found = stored.get("cost") if isinstance(stored, dict) and not run.is_live else None
         if isinstance(found, dict) and {"agent", "judge"} <= found.keys():
-            sums[run_id] = found
+            sums[run.pk] = found
     return models, sums
 
 

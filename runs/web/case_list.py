@@ -55,9 +55,12 @@ def _case_page(request: HtmxHttpRequest, run: Run, filters: RunCaseFilters) -> P
     # A MetricFailureList pages as a query does (its count and slices).
     listed = _case_list(run, filters)
     paginator = Paginator(cast("QuerySet[Any, Any]", listed), CASES_PER_PAGE)
-    stored = selectors.list_count_stored(run=run, filters=filters)
-    if stored is None and filters == RunCaseFilters(review=filters.review):
+    if not filters.review:
+        stored = selectors.list_count_stored(run=run, filters=filters)
+    elif filters == RunCaseFilters(review=filters.review):
         stored = review_list_count(run=run, which=filters.review)  # from the reviews' side
+    else:
+        stored = None
     if stored is not None:  # a finished run's count under this filter, stored when it ended
         paginator.count = stored  # type: ignore[misc]
     after = int_param(request, "after")
