@@ -66,6 +66,7 @@ from runs.backends.function_tools import (
     function_group_name,
     function_tool_schema,
 )
+from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
 
 if TYPE_CHECKING:
@@ -97,7 +98,8 @@ class ClaudeAgentBackend:
     # next cases' sessions while the current ones run (runs.engine.sessions).
     costly_start = True
 
-    def __init__(self, agent: LoadedAgent) -> None:
+    def __init__(self, agent: LoadedAgent, *, replay: ToolReplay | None = None) -> None:
+        self.replay = replay
         if agent.config.model.provider != "anthropic":
             raise BackendError(
                 f"the claude_agent_sdk backend serves provider 'anthropic', "
@@ -156,7 +158,7 @@ class ClaudeAgentBackend:
         pool = self._scope.get()
         kept = await pool.take() if pool is not None else None
         if kept is not None:
-            kept.begin_case(pool)
+            kept.begin_case(pool, self._case_replay(case_index))
             log.info(
                 "case %s takes a kept Claude Code process (its case %s)",
                 case_index,
@@ -176,8 +178,11 @@ class ClaudeAgentBackend:
             if isinstance(exc, Exception):
                 raise BackendError(f"could not start Claude Code: {session.describe(exc)}") from exc
             raise
-        session.begin_case(pool)
+        session.begin_case(pool, self._case_replay(case_index))
         return session
+
+    def _case_replay(self, case_index: int) -> CaseReplay | None:
+        return self.replay.for_case(case_index) if self.replay is not None else None
 
 
 class ClaudeAgentSession:
@@ -188,6 +193,8 @@ class ClaudeAgentSession:
         self._config_dir = Path(tempfile.mkdtemp(prefix="holodeck-claude-"))
         self._stderr: deque[str] = deque(maxlen=20)
         self._calls: list[ToolInvocation] = []
+        self._replay: CaseReplay | None = None
+        self._replayed: set[int] = set()  # slots in _calls the recording answered
         # tool_use id -> (index in _calls, start time) of an MCP call awaiting its result
         self._external: dict[str, tuple[int, float]] = {}
         self._abandoned = False
@@ -218,7 +225,9 @@ class ClaudeAgentSession:
     async def send(self, message: str) -> TurnOutput:
         self._calls = []
         self._external = {}
-        self._trace = StreamTrace(self._calls)
+        self._replayed = set()
+        self._trace = StreamTrace(self._calls, self._replayed)
+        replay_begin_turn(self._replay)
         if self._abandoned and not await self._drain_abandoned_turn():
             return TurnOutput(None, is_error=True, error="the previous turn could not be stopped")
         self._abandoned = True  # until the ResultMessage of this turn arrives
@@ -248,9 +257,12 @@ class ClaudeAgentSession:
 
     # --- reuse (runs.backends.claude_reuse) -------------------------------------------------
 
-    def begin_case(self, pool: SessionPool[ClaudeAgentSession] | None) -> None:
+    def begin_case(
+        self, pool: SessionPool[ClaudeAgentSession] | None, replay: CaseReplay | None = None
+    ) -> None:
         self.cases_served += 1
         self._pool = pool
+        self._replay = replay
 
     def reusable(self) -> bool:
         """Whether the process may serve another case: its last turn ended with its result."""
@@ -465,7 +477,14 @@ class ClaudeAgentSession:
             calls, slot = self._calls, len(self._calls)
             calls.append(captured_call(name, args))
             started = time.perf_counter()
-            result, error = await call_function_tool(fn, dict(args))
+            answer = self._replay.answer(name, args) if self._replay is not None else None
+            if isinstance(answer, Replayed):
+                self._replayed.add(slot)
+                result, error = answer.result, answer.error
+            elif isinstance(answer, Refused):
+                result, error = None, answer.error
+            else:
+                result, error = await call_function_tool(fn, dict(args))
             duration_ms = (time.perf_counter() - started) * 1000
             calls[slot] = captured_call(
                 name, args, result=result, error=error, duration_ms=duration_ms

@@ -29,9 +29,10 @@ class StreamTrace:
     ``calls`` is the turn's list of recorded tool calls: a function tool's result is taken
     from there, as its callable returned it (the stream only carries the text the model read)."""
 
-    def __init__(self, calls: list[ToolInvocation]) -> None:
+    def __init__(self, calls: list[ToolInvocation], replayed: set[int] | None = None) -> None:
         self.trace = TurnTrace()
         self._calls = calls
+        self._replayed = replayed if replayed is not None else set()
         self._used: set[int] = set()
         self._step_start = 0.0  # when the model was last sent something: the query, results
         self._message_id: str | None = None
@@ -104,12 +105,15 @@ class StreamTrace:
                 "error": text if block.is_error else None,
                 "duration_ms": round(now - started, 3),
             }
-            if event is not None and (call := self._function_call(event)) is not None:
+            if event is not None and (slot := self._function_call(event)) is not None:
+                call = self._calls[slot]
                 fields = {
                     "result": call.result,
                     "error": call.error,
                     "duration_ms": call.duration_ms,
                 }
+                if slot in self._replayed:
+                    fields["replayed"] = True
             self.trace.update(event, **fields)
         self._step_start = now
 
@@ -123,13 +127,14 @@ class StreamTrace:
             self.trace.add("retry", error=str(error), start_ms=self.trace.now_ms())
             self._attempt += 1
 
-    def _function_call(self, event: int) -> ToolInvocation | None:
-        """The recorded call of this tool_use (same name and args, first not yet taken)."""
+    def _function_call(self, event: int) -> int | None:
+        """The slot of this tool_use's recorded call (same name and args, first not yet
+        taken)."""
         name, args = self.trace.events[event].get("name"), self.trace.events[event].get("args")
         for slot, call in enumerate(self._calls):
             if slot not in self._used and call.name == name and call.args == args:
                 self._used.add(slot)
-                return call
+                return slot
         return None
 
 

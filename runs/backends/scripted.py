@@ -37,6 +37,7 @@ from runs.agentconfig.test_cases import case_label
 from runs.backends.base import BackendError, TurnOutput, captured_call
 from runs.backends.function_tools import call_function_tool, error_text
 from runs.backends.mcp_client import McpConnection
+from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
 from runs.wire.transcripts import TurnTrace
 
@@ -89,8 +90,15 @@ def load_transcript(path: Path) -> Transcript:
 
 
 class ScriptedBackend:
-    def __init__(self, agent: LoadedAgent, transcript: Transcript | None = None) -> None:
+    def __init__(
+        self,
+        agent: LoadedAgent,
+        transcript: Transcript | None = None,
+        *,
+        replay: ToolReplay | None = None,
+    ) -> None:
         self.agent = agent
+        self.replay = replay
         model = agent.config.model
         if transcript is not None:
             self.transcript = transcript
@@ -112,12 +120,21 @@ class ScriptedBackend:
         turns = self.transcript.get(key)
         if turns is None:
             turns = self.transcript.get(f"#{case_index}")
-        return ScriptedSession(self, key, turns)
+        replay = self.replay.for_case(case_index) if self.replay is not None else None
+        return ScriptedSession(self, key, turns, replay=replay)
 
 
 class ScriptedSession:
-    def __init__(self, backend: ScriptedBackend, key: str, turns: list[dict[str, Any]] | None):
+    def __init__(
+        self,
+        backend: ScriptedBackend,
+        key: str,
+        turns: list[dict[str, Any]] | None,
+        *,
+        replay: CaseReplay | None = None,
+    ):
         self.backend = backend
+        self.replay = replay
         self.key = key
         self.turns = turns
         self.turn_index = 0
@@ -131,6 +148,7 @@ class ScriptedSession:
         index = self.turn_index
         self.turn_index += 1
         self.history.append(message)
+        replay_begin_turn(self.replay)
         if self.turns is None:
             return TurnOutput(None, is_error=True, error=f"transcript has no case {self.key!r}")
         if index >= len(self.turns):
@@ -202,7 +220,7 @@ class ScriptedSession:
         )
 
     async def _call_tool(self, call: dict[str, Any], trace: TurnTrace) -> ToolInvocation:
-        record = await self._run_tool(call)
+        record, replayed = await self._run_tool(call)
         duration = record.duration_ms or 0.0
         trace.add(
             "tool_call",
@@ -213,19 +231,32 @@ class ScriptedSession:
             error=record.error,
             start_ms=round(trace.now_ms() - duration, 3),
             duration_ms=duration,
+            **({"replayed": True} if replayed else {}),
         )
         return record
 
-    async def _run_tool(self, call: dict[str, Any]) -> ToolInvocation:
+    async def _run_tool(self, call: dict[str, Any]) -> tuple[ToolInvocation, bool]:
+        """The call's record, and whether the replay's recording answered it."""
         name = str(call.get("name", ""))
         args = dict(call.get("args") or {})
+        if (target := self._mcp_target(name)) is not None:
+            name = f"mcp__{target[0]}__{target[1]}"  # the name Claude's SDK would report
+        answer = self.replay.answer(name, args) if self.replay is not None else None
+        if isinstance(answer, Replayed):
+            return captured_call(name, args, result=answer.result, error=answer.error), True
+        if isinstance(answer, Refused):
+            return captured_call(name, args, error=answer.error), False
+        return await self._run_live(name, args, target), False
+
+    async def _run_live(
+        self, name: str, args: dict[str, Any], target: tuple[str, str] | None
+    ) -> ToolInvocation:
         started = time.perf_counter()
         fn = self.backend.tools.get(name)
         if fn is not None:
             result, error = await call_function_tool(fn, args)
-        elif (target := self._mcp_target(name)) is not None:
+        elif target is not None:
             server, tool_name = target
-            name = f"mcp__{server}__{tool_name}"  # the name Claude's SDK would report
             try:
                 connection = await self._connect(server)
                 result, error = await connection.call(tool_name, args)

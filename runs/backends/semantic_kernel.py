@@ -41,11 +41,16 @@ from semantic_kernel.connectors.ai.open_ai import AzureChatCompletion, OpenAICha
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents import ChatHistory, TextContent
 from semantic_kernel.filters import AutoFunctionInvocationContext, FilterTypes
-from semantic_kernel.functions import KernelFunctionFromMethod, KernelParameterMetadata
+from semantic_kernel.functions import (
+    FunctionResult,
+    KernelFunctionFromMethod,
+    KernelParameterMetadata,
+)
 from semantic_kernel.functions.kernel_function_decorator import kernel_function
 
 from runs.backends import function_tools
 from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
 from runs.wire.transcripts import TurnTrace
 
@@ -76,17 +81,19 @@ class SemanticKernelBackend:
 
     providers = ("openai", "azure_openai", "ollama")
 
-    def __init__(self, agent: LoadedAgent) -> None:
+    def __init__(self, agent: LoadedAgent, *, replay: ToolReplay | None = None) -> None:
         provider = agent.config.model.provider
         if provider not in self.providers:
             raise BackendError(f"the semantic_kernel backend does not serve provider {provider!r}")
         self.agent = agent
+        self.replay = replay
 
     async def create_session(
         self, *, case_name: str | None, case_index: int
     ) -> SemanticKernelSession:
+        replay = self.replay.for_case(case_index) if self.replay is not None else None
         try:
-            session = SemanticKernelSession(self.agent)
+            session = SemanticKernelSession(self.agent, replay=replay)
         except Exception as exc:
             raise open_error(exc) from exc
         try:
@@ -107,7 +114,8 @@ def open_error(exc: Exception) -> BackendError:
 class SemanticKernelSession:
     """One conversation: a kernel, a chat service and the ChatHistory of every turn so far."""
 
-    def __init__(self, agent: LoadedAgent) -> None:
+    def __init__(self, agent: LoadedAgent, *, replay: CaseReplay | None = None) -> None:
+        self._replay = replay
         self._meter = UsageMeter()
         timeout = float(agent.config.execution.llm_timeout)
         self._timeout = timeout
@@ -160,6 +168,7 @@ class SemanticKernelSession:
     async def send(self, message: str) -> TurnOutput:
         self._calls = []
         self._trace = self._meter.reset()
+        replay_begin_turn(self._replay)
         mark = len(self._history.messages)
         self._history.add_user_message(message)
         try:
@@ -219,6 +228,10 @@ class SemanticKernelSession:
         event = trace.add(
             "tool_call", id=call.id if call else None, name=name, args=args, start_ms=trace.now_ms()
         )
+        answer = self._replay.answer(name, args) if self._replay is not None else None
+        if answer is not None:
+            self._answer_from_replay(context, answer, slot=slot, event=event)
+            return
         errors: list[str] = []
         token = _TOOL_ERRORS.set(errors)
         started = time.perf_counter()
@@ -240,6 +253,27 @@ class SemanticKernelSession:
                 result.value = output
         calls[slot] = captured_call(name, args, result=output, error=error, duration_ms=duration_ms)
         trace.update(event, result=output, error=error, duration_ms=round(duration_ms, 3))
+
+    def _answer_from_replay(
+        self,
+        context: AutoFunctionInvocationContext,
+        answer: Replayed | Refused,
+        *,
+        slot: int,
+        event: int | None,
+    ) -> None:
+        """Give the model the recorded outcome (or the refusal) without running the tool, as SK
+        itself would word a result or a failed call."""
+        name = context.function.fully_qualified_name
+        args = self._calls[slot].args
+        result, error = (
+            (answer.result, answer.error) if isinstance(answer, Replayed) else (None, answer.error)
+        )
+        text = f"{_SK_FUNCTION_ERROR}{name}: {error}" if error is not None else result
+        context.function_result = FunctionResult(function=context.function.metadata, value=text)
+        self._calls[slot] = captured_call(name, args, result=result, error=error)
+        replayed = {"replayed": True} if isinstance(answer, Replayed) else {}
+        self._trace.update(event, result=result, error=error, duration_ms=0.0, **replayed)
 
 
 class UsageMeter:
