@@ -10,8 +10,9 @@ and the user message). Each event is a JSON object whose ``type`` is one of:
 - ``model_call``: ``model``, ``start_ms``, ``duration_ms``, ``input_tokens``,
   ``output_tokens``, ``cached_tokens``, ``stop_reason``, ``attempt`` (1, then 2... when the
   call was retried), ``messages`` (how many messages it was sent, where the backend knows),
-  ``request`` and ``response`` (the request as sent and the response as received, where the
-  backend captured them: ``runs.wire.requests``);
+  ``request`` and ``response`` (the request as sent, with the parts of it no earlier call of
+  the case sent, and the response as received, where the backend captured them:
+  ``runs.wire.requests``);
 - ``assistant``: ``text`` (what the model said: the reply, or its words before a tool call);
 - ``tool_call``: ``id``, ``name``, ``args``, ``result`` or ``error``, ``start_ms``,
   ``duration_ms``;
@@ -19,10 +20,7 @@ and the user message). Each event is a JSON object whose ``type`` is one of:
   sends again the ones it can, and the call that then answers has ``attempt`` 2, 3...);
 - ``error``: ``text`` (the turn's failure, as the backend reported it);
 - ``truncated``: ``events`` (how many more events the turn had: a turn keeps at most
-  ``MAX_EVENTS``);
-- ``parts``: ``parts`` (the pieces of requests this turn sent first, by number: what the
-  ``request`` of a ``model_call`` refers to; ``runs.wire.requests``). First of the turn's
-  events when there is one, and outside ``MAX_EVENTS``.
+  ``MAX_EVENTS``).
 
 ``start_ms`` counts from the start of the turn's send. A text, a tool result or tool args
 longer than ``TEXT_CAP`` characters keep their first ``TEXT_CAP`` and say so: the event gets
@@ -51,7 +49,6 @@ EVENT_TYPES = (
     "retry",
     "error",
     "truncated",
-    "parts",
 )
 # The fields a cap applies to: texts, and tool args/results as their JSON.
 _CAPPED = ("text", "result", "args", "error")
@@ -96,8 +93,6 @@ class TurnTrace:
         self.started = time.perf_counter()
         self.events: list[Event] = []
         self.dropped = 0
-        # Request parts first sent this turn (runs.wire.requests), kept whatever the cap.
-        self.parts: dict[str, Any] = {}
         self._max = max_events
         self._cap = cap
 
@@ -122,12 +117,10 @@ class TurnTrace:
         self.events[position] = capped(merged, self._cap)
 
     def finished(self) -> list[Event]:
-        """The events (after the turn's ``parts`` when it has some), with a ``truncated``
-        marker when some were dropped."""
-        head: list[Event] = [{"type": "parts", "parts": dict(self.parts)}] if self.parts else []
+        """The events, with a ``truncated`` marker when some were dropped."""
         if not self.dropped:
-            return [*head, *self.events]
-        return [*head, *self.events, {"type": "truncated", "events": self.dropped}]
+            return list(self.events)
+        return [*self.events, {"type": "truncated", "events": self.dropped}]
 
 
 def turn_events(
