@@ -35,10 +35,16 @@ import yaml
 from graders.matchers import FuzzyMatcher, LiteralMatcher
 from runs.agentconfig.test_cases import case_label
 from runs.backends.base import BackendError, TurnOutput, captured_call
-from runs.backends.function_tools import call_function_tool, error_text
+from runs.backends.function_tools import (
+    call_function_tool,
+    error_text,
+    function_description,
+    function_tool_schema,
+)
 from runs.backends.mcp_client import McpConnection
 from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.requests import RequestLog
 from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
@@ -114,6 +120,8 @@ class ScriptedBackend:
         self.mcp_servers: dict[str, McpTool] = {
             tool.name: tool for tool in agent.config.tools if tool.type == "mcp"
         }
+        self.request_params = scripted_params(agent)
+        self.tools_offered = scripted_tools(agent)
 
     async def create_session(self, *, case_name: str | None, case_index: int) -> ScriptedSession:
         key = case_label(case_name, case_index)
@@ -141,6 +149,13 @@ class ScriptedSession:
         self.closed = False
         self.history: list[str] = []
         self.mcp: dict[str, McpConnection] = {}
+        # The conversation as the scripted model is sent it (OpenAI's message shape), and the
+        # log its requests are kept in (runs.wire.requests).
+        instructions = backend.agent.instructions
+        self.messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": instructions}] if instructions else []
+        )
+        self.requests = RequestLog()
 
     async def send(self, message: str) -> TurnOutput:
         if self.closed:
@@ -148,6 +163,7 @@ class ScriptedSession:
         index = self.turn_index
         self.turn_index += 1
         self.history.append(message)
+        self.messages.append({"role": "user", "content": message})
         replay_begin_turn(self.replay)
         if self.turns is None:
             return TurnOutput(None, is_error=True, error=f"transcript has no case {self.key!r}")
@@ -170,8 +186,12 @@ class ScriptedSession:
         if calls:
             await self._model_call(trace, input_tokens=prompt, stop_reason="tool_calls")
             prompt = 0
-            for call in calls:
-                records.append(await self._call_tool(call, trace))
+            asked = len(self.messages)
+            self.messages.append(_assistant_calls(calls, asked))
+            for slot, call in enumerate(calls):
+                record = await self._call_tool(call, trace)
+                records.append(record)
+                self.messages.append(_tool_message(record, _call_id(asked, slot)))
         error = step.get("error")
         response = step.get("response")
         text = response if isinstance(response, str) or response is None else json.dumps(response)
@@ -190,6 +210,7 @@ class ScriptedSession:
             )
         if text is not None:
             trace.add("assistant", text=text)
+            self.messages.append({"role": "assistant", "content": text})
         usage = TokenUsage.counted(max(1, len(message) // 4), output_tokens)
         return TurnOutput(text, records, usage, transcript=trace.finished())
 
@@ -203,6 +224,10 @@ class ScriptedSession:
         stop_reason: str,
     ) -> None:
         start = trace.now_ms()
+        body = {**self.backend.request_params, "messages": list(self.messages)}
+        if self.backend.tools_offered:
+            body["tools"] = self.backend.tools_offered
+        request = self.requests.request(body, fmt="scripted")
         delay = self.backend.latency_s + (delay_ms or 0) / 1000
         if delay > 0:
             await asyncio.sleep(delay)
@@ -216,7 +241,8 @@ class ScriptedSession:
             cached_tokens=0,
             stop_reason=stop_reason,
             attempt=1,
-            messages=len(self.history),
+            messages=len(body["messages"]),
+            request=request,
         )
 
     async def _call_tool(self, call: dict[str, Any], trace: TurnTrace) -> ToolInvocation:
@@ -295,3 +321,65 @@ class ScriptedSession:
         for connection in self.mcp.values():
             await connection.close()
         self.mcp.clear()
+
+
+def scripted_params(agent: LoadedAgent) -> dict[str, Any]:
+    """What a scripted model call is sent besides the conversation: the model and the sampling
+    options its config sets."""
+    model = agent.config.model
+    params: dict[str, Any] = {"model": model.name}
+    for name in ("temperature", "max_tokens", "top_p"):
+        value = getattr(model, name, None)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+def scripted_tools(agent: LoadedAgent) -> list[dict[str, Any]]:
+    """The tools a scripted model is offered, as OpenAI function tools (an MCP server, whose
+    tools are listed only when it is connected, by its name)."""
+    offered: list[dict[str, Any]] = []
+    for tool in agent.config.tools:
+        if tool.type == "function":
+            fn = tool.callable
+            function = {
+                "name": tool.name,
+                "description": function_description(fn, tool.description),
+                "parameters": function_tool_schema(fn),
+            }
+            offered.append({"type": "function", "function": function})
+        else:
+            offered.append({"type": "mcp", "server": tool.name})
+    return offered
+
+
+def _call_id(position: int, slot: int) -> str:
+    return f"call_{position}_{slot}"
+
+
+def _assistant_calls(calls: list[dict[str, Any]], position: int) -> dict[str, Any]:
+    """The assistant message asking for the step's tool calls (ids from its place)."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": _call_id(position, slot),
+                "type": "function",
+                "function": {
+                    "name": str(call.get("name", "")),
+                    "arguments": json.dumps(call.get("args") or {}, sort_keys=True),
+                },
+            }
+            for slot, call in enumerate(calls)
+        ],
+    }
+
+
+def _tool_message(record: ToolInvocation, call_id: str) -> dict[str, Any]:
+    content = record.error if record.error is not None else record.result
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": content if isinstance(content, str) else json.dumps(content, default=str),
+    }

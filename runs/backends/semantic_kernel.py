@@ -52,6 +52,7 @@ from runs.backends import function_tools
 from runs.backends.base import BackendError, TurnOutput, captured_call
 from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.requests import RESPONSE_CAP, RequestLog, capped_json
 from runs.wire.transcripts import TurnTrace
 
 if TYPE_CHECKING:
@@ -287,7 +288,9 @@ class UsageMeter:
         self.requests = 0
         self.trace = TurnTrace()
         self.system_prompt: str | None = None
-        self._started: dict[int, tuple[float, int]] = {}
+        # The session's requests as sent (one case per session): each model_call refers to it.
+        self.log = RequestLog()
+        self._started: dict[int, tuple[float, int, dict[str, Any] | None]] = {}
         self._failed = 0
 
     def reset(self) -> TurnTrace:
@@ -303,26 +306,32 @@ class UsageMeter:
         if not request.url.path.endswith("/chat/completions"):
             return
         messages = 0
+        sent_request: dict[str, Any] | None = None
         try:
             body = json.loads(request.content or b"{}")
             sent = body.get("messages") or []
             messages = len(sent)
             if self.system_prompt is None and sent and sent[0].get("role") in _SYSTEM_ROLES:
                 self.system_prompt = _message_text(sent[0].get("content"))
+            if isinstance(body, dict):
+                sent_request = self.log.request(body, fmt="openai")
         except (ValueError, AttributeError, httpx.RequestNotRead):
             pass
-        self._started[id(request)] = (self.trace.now_ms(), messages)
+        self._started[id(request)] = (self.trace.now_ms(), messages, sent_request)
 
     async def on_response(self, response: httpx.Response) -> None:
         if not response.request.url.path.endswith("/chat/completions"):
             return
-        start, messages = self._started.pop(id(response.request), (self.trace.now_ms(), 0))
+        start, messages, sent = self._started.pop(
+            id(response.request), (self.trace.now_ms(), 0, None)
+        )
         duration = round(self.trace.now_ms() - start, 3)
+        request = {"request": sent} if sent is not None else {}
         if response.status_code >= 400:
             self._failed += 1
             await response.aread()
             error = f"HTTP {response.status_code}: {response.text[:500]}"
-            self.trace.add("retry", error=error, start_ms=start, duration_ms=duration)
+            self.trace.add("retry", error=error, start_ms=start, duration_ms=duration, **request)
             return
         if "json" not in response.headers.get("content-type", ""):
             return  # a streamed body cannot be read here without consuming it
@@ -338,7 +347,9 @@ class UsageMeter:
         if counted is not None:
             self.requests += 1
             self.usage = self.usage + counted
-        self._record_call(body, counted, start=start, duration=duration, messages=messages)
+        self._record_call(
+            body, counted, start=start, duration=duration, messages=messages, request=request
+        )
 
     def _record_call(
         self,
@@ -348,6 +359,7 @@ class UsageMeter:
         start: float,
         duration: float,
         messages: int,
+        request: dict[str, Any],
     ) -> None:
         choice = (body.get("choices") or [{}])[0] or {}
         self.trace.add(
@@ -361,6 +373,8 @@ class UsageMeter:
             stop_reason=choice.get("finish_reason"),
             attempt=self._failed + 1,
             messages=messages,
+            **request,
+            response=capped_json(body, RESPONSE_CAP),
         )
         self._failed = 0
         text = _message_text((choice.get("message") or {}).get("content"))

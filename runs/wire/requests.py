@@ -3,19 +3,20 @@
 A model call sends the whole conversation so far, so storing each request whole would grow a
 case quadratically with its turns. Instead a session keeps a :class:`RequestLog` per case: each
 piece of a request (a message, the system prompt, the list of tools offered) is a *part*,
-numbered the first time it is sent and stored once, in the transcript of the turn that first
-sent it (a ``parts`` event: ``{"type": "parts", "parts": {"<n>": part, ...}}``). The call's
-``model_call`` event keeps a small reference (:func:`RequestLog.request`)::
+numbered the first time it is sent and stored once, in the ``model_call`` event of the call
+that first sent it. The event keeps (:func:`RequestLog.request`)::
 
     "request": {"format": "openai" | "anthropic" | "scripted",
                 "messages": [[0, 5], [7, 7]],   # part numbers, as inclusive ranges
                 "system": 6 | None, "tools": 1 | None,
-                "params": {"model": ..., "temperature": ..., ...}},   # everything else
-    "response": {...}                              # the response as received (JSON; an SSE
-                                                   # stream as its assembled message)
+                "params": {"model": ..., "temperature": ..., ...},   # everything else
+                "parts": {"7": {...}}},        # the parts this call sent first
+    "response": {...}                          # the response as received (JSON; an SSE
+                                               # stream as its assembled message)
 
 so a call costs a few dozen bytes plus what it added. :func:`request_body` puts the request
-back together from the parts of the case's transcripts up to the call's turn. A part larger
+back together from the parts of the case's transcripts up to the call's turn
+(:func:`parts_of`). A part larger
 than ``PART_CAP`` bytes of JSON is kept as ``{"truncated": bytes, "head": "<first chars>"}``.
 """
 
@@ -64,8 +65,7 @@ def expand(spans: Iterable[Sequence[int]]) -> list[int]:
 
 
 class RequestLog:
-    """One case's request parts, numbered as first sent; ``pending`` the ones not yet put in a
-    transcript (``take``)."""
+    """One case's request parts, numbered as first sent."""
 
     def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
@@ -85,32 +85,30 @@ class RequestLog:
         return number
 
     def request(self, body: Mapping[str, Any], *, fmt: str) -> dict[str, Any]:
-        """The reference a ``model_call`` keeps for a request body sent as ``fmt``."""
+        """What a ``model_call`` keeps of a request body sent as ``fmt``: references, and the
+        parts no earlier request of the case sent."""
         messages = body.get("messages")
         system, tools = body.get("system"), body.get("tools")
-        return {
+        ref = {
             "format": fmt,
             "messages": ranges([self.part(m) for m in messages or []]),
             "system": self.part(system) if system is not None else None,
             "tools": self.part(tools) if tools is not None else None,
-            "params": capped_json(
-                {k: v for k, v in body.items() if k not in _PART_KEYS}, PART_CAP
-            ),
+            "params": capped_json({k: v for k, v in body.items() if k not in _PART_KEYS}, PART_CAP),
             **({"no_messages": True} if messages is None else {}),
         }
-
-    def take(self) -> Parts:
-        """The parts numbered since the last take (for the turn's ``parts`` event)."""
-        taken, self.pending = self.pending, {}
-        return taken
+        if self.pending:
+            ref["parts"], self.pending = self.pending, {}
+        return ref
 
 
 def parts_of(events: Iterable[Mapping[str, Any]]) -> Parts:
-    """Every part the ``parts`` events of some transcripts hold."""
+    """Every part the model calls (and retries) of some transcripts first sent."""
     found: Parts = {}
     for event in events:
-        if event.get("type") == "parts" and isinstance(event.get("parts"), dict):
-            found.update(event["parts"])
+        request = event.get("request")
+        if isinstance(request, dict) and isinstance(request.get("parts"), dict):
+            found.update(request["parts"])
     return found
 
 
@@ -130,7 +128,3 @@ def request_body(ref: Mapping[str, Any], parts: Mapping[str, Part]) -> dict[str,
     if ref.get("tools") is not None:
         body["tools"] = get(ref["tools"])
     return body
-
-
-def parts_event(parts: Parts) -> dict[str, Any]:
-    return {"type": "parts", "parts": parts}
