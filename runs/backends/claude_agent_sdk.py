@@ -57,6 +57,7 @@ from claude_agent_sdk import (
 )
 
 from runs.backends.base import BackendError, TurnOutput, captured_call
+from runs.backends.claude_capture import Channel, capture_enabled, capture_proxy
 from runs.backends.claude_reuse import SessionPool, cases_per_process_setting
 from runs.backends.claude_stream import StreamTrace, tool_result_text
 from runs.backends.function_tools import (
@@ -68,6 +69,7 @@ from runs.backends.function_tools import (
 )
 from runs.backends.replay import CaseReplay, Refused, Replayed, ToolReplay, replay_begin_turn
 from runs.wire.models import TokenUsage, ToolInvocation
+from runs.wire.requests import RequestLog
 
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
@@ -198,7 +200,14 @@ class ClaudeAgentSession:
         # tool_use id -> (index in _calls, start time) of an MCP call awaiting its result
         self._external: dict[str, tuple[int, float]] = {}
         self._abandoned = False
-        self._trace = StreamTrace(self._calls)
+        # Requests as sent, through the capture proxy (runs.backends.claude_capture).
+        self._requests = RequestLog()
+        self._capture_url: str | None = None
+        self._capture: Channel | None = None
+        if capture_enabled():
+            upstream = agent.config.model.endpoint or os.environ.get("ANTHROPIC_BASE_URL")
+            self._capture_url, self._capture = capture_proxy().open(upstream)
+        self._trace = self._stream_trace()
         self._server = function_group_name([t.name for t in agent.config.tools if t.type == "mcp"])
         self.cases_served = 0
         self._pool: SessionPool[ClaudeAgentSession] | None = None
@@ -226,7 +235,7 @@ class ClaudeAgentSession:
         self._calls = []
         self._external = {}
         self._replayed = set()
-        self._trace = StreamTrace(self._calls, self._replayed)
+        self._trace = self._stream_trace()
         replay_begin_turn(self._replay)
         if self._abandoned and not await self._drain_abandoned_turn():
             return TurnOutput(None, is_error=True, error="the previous turn could not be stopped")
@@ -239,7 +248,12 @@ class ClaudeAgentSession:
 
     def partial_transcript(self) -> list[dict[str, Any]]:
         """The current turn's events so far (the engine asks when it stops a turn)."""
-        return self._trace.trace.finished()
+        return self._trace.finished()
+
+    def _stream_trace(self) -> StreamTrace:
+        return StreamTrace(
+            self._calls, self._replayed, capture=self._capture, requests=self._requests
+        )
 
     async def close(self) -> None:
         """The case ended: the run's pool keeps the process for a later case when it can,
@@ -254,6 +268,8 @@ class ClaudeAgentSession:
                 await self._client.disconnect()
         finally:
             shutil.rmtree(self._config_dir, ignore_errors=True)
+            if self._capture_url is not None:
+                capture_proxy().close(self._capture_url)
 
     # --- reuse (runs.backends.claude_reuse) -------------------------------------------------
 
@@ -263,6 +279,10 @@ class ClaudeAgentSession:
         self.cases_served += 1
         self._pool = pool
         self._replay = replay
+        # A case's requests are numbered from its first (its transcripts hold their parts).
+        self._requests.reset()
+        if self._capture is not None:
+            self._capture.clear()
 
     def reusable(self) -> bool:
         """Whether the process may serve another case: its last turn ended with its result."""
@@ -273,7 +293,7 @@ class ClaudeAgentSession:
         CLI confirmed it with a result under a new session id: a CLI that kept the old
         conversation must not serve another case."""
         self._calls, self._external = [], {}
-        self._trace = StreamTrace(self._calls)
+        self._trace = self._stream_trace()
         self._stderr.clear()
         if self._conversation is None:
             return True  # no turn was sent (a session opened ahead that no case took)
@@ -369,7 +389,7 @@ class ClaudeAgentSession:
             usage=usage,
             is_error=error is not None,
             error=error,
-            transcript=self._trace.trace.finished(),
+            transcript=self._trace.finished(),
         )
 
     async def _drain_abandoned_turn(self) -> bool:
@@ -448,6 +468,8 @@ class ClaudeAgentSession:
         }
         if model.endpoint:
             env["ANTHROPIC_BASE_URL"] = model.endpoint
+        if self._capture_url is not None:
+            env["ANTHROPIC_BASE_URL"] = self._capture_url
         if model.api_key:
             env["ANTHROPIC_API_KEY"] = model.api_key
         defaults = {

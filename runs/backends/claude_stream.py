@@ -20,7 +20,9 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
+from runs.backends.claude_capture import Channel, Exchange
 from runs.wire.models import ToolInvocation
+from runs.wire.requests import RESPONSE_CAP, RequestLog, capped_json
 from runs.wire.transcripts import TurnTrace
 
 
@@ -29,10 +31,22 @@ class StreamTrace:
     ``calls`` is the turn's list of recorded tool calls: a function tool's result is taken
     from there, as its callable returned it (the stream only carries the text the model read)."""
 
-    def __init__(self, calls: list[ToolInvocation], replayed: set[int] | None = None) -> None:
+    def __init__(
+        self,
+        calls: list[ToolInvocation],
+        replayed: set[int] | None = None,
+        *,
+        capture: Channel | None = None,
+        requests: RequestLog | None = None,
+    ) -> None:
         self.trace = TurnTrace()
         self._calls = calls
         self._replayed = replayed if replayed is not None else set()
+        # The proxy's channel of this session (runs.backends.claude_capture): each call's
+        # request as sent, found by its message id; its response is read when the turn ends.
+        self._capture = capture
+        self._requests = requests or RequestLog()
+        self._captured: list[tuple[int | None, Exchange]] = []
         self._used: set[int] = set()
         self._step_start = 0.0  # when the model was last sent something: the query, results
         self._message_id: str | None = None
@@ -80,6 +94,11 @@ class StreamTrace:
 
     def _open_call(self, message_id: str | None, model: str | None, usage: Any) -> None:
         self._message_id = message_id
+        exchange = self._capture.take(message_id) if self._capture is not None else None
+        sent: dict[str, Any] = {}
+        if exchange is not None:
+            sent["request"] = self._requests.request(exchange.request, fmt="anthropic")
+            sent["messages"] = len(exchange.request.get("messages") or [])
         self._call_event = self.trace.add(
             "model_call",
             model=model,
@@ -88,8 +107,19 @@ class StreamTrace:
             **call_usage(usage if isinstance(usage, dict) else None),
             stop_reason=None,
             attempt=self._attempt,
+            **sent,
         )
+        if exchange is not None:
+            self._captured.append((self._call_event, exchange))
         self._attempt = 1
+
+    def finished(self) -> list[dict[str, Any]]:
+        """The turn's events, each captured call with the response it received."""
+        for event, exchange in self._captured:
+            if exchange.response is not None:
+                self.trace.update(event, response=capped_json(exchange.response, RESPONSE_CAP))
+        self._captured.clear()
+        return self.trace.finished()
 
     def tool_results(self, msg: UserMessage) -> None:
         if isinstance(msg.content, str):

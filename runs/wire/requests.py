@@ -76,8 +76,11 @@ class RequestLog:
         self._numbers.clear()
         self.pending = {}
 
-    def part(self, value: Any) -> int:
-        key = _digest(value)
+    def part(self, value: Any, place: str) -> int:
+        """The number of ``value`` sent at ``place`` (``m<slot>`` for the slot-th message,
+        ``system``, ``tools``): the same message at another place is another part, so a
+        request's messages stay one run of numbers (a reply said twice is stored twice)."""
+        key = f"{place}:{_digest(value)}"
         number = self._numbers.get(key)
         if number is None:
             number = self._numbers[key] = len(self._numbers)
@@ -89,11 +92,15 @@ class RequestLog:
         parts no earlier request of the case sent."""
         messages = body.get("messages")
         system, tools = body.get("system"), body.get("tools")
+        # The system prompt and tools first: the messages' numbers then run on from call to
+        # call, one range.
+        system_part = self.part(system, "system") if system is not None else None
+        tools_part = self.part(tools, "tools") if tools is not None else None
         ref = {
             "format": fmt,
-            "messages": ranges([self.part(m) for m in messages or []]),
-            "system": self.part(system) if system is not None else None,
-            "tools": self.part(tools) if tools is not None else None,
+            "messages": ranges([self.part(m, f"m{n}") for n, m in enumerate(messages or [])]),
+            "system": system_part,
+            "tools": tools_part,
             "params": capped_json({k: v for k, v in body.items() if k not in _PART_KEYS}, PART_CAP),
             **({"no_messages": True} if messages is None else {}),
         }
