@@ -55,6 +55,8 @@ class EventView:
     event: Event
     bar: Bar | None = None
     call: int | None = None  # a tool call's index among the turn's calls (tool_invocations)
+    model_call: int | None = None  # a model call's index among the turn's model calls
+    request_url: str | None = None  # where its full request loads from (it kept one)
     diff_anchor: str | None = None  # the id of its arg-match assertion in the turn
     diff_passed: bool | None = None
     fields: tuple[Field, ...] = ()
@@ -198,12 +200,14 @@ def timeline(
         for assertion, call in zip(details or [], call_anchors(details), strict=True)
         if call is not None
     }
-    views, calls = [], 0
+    views, calls, model_calls = [], 0, 0
     for position, event in enumerate(events):
         kind = str(event.get("type"))
-        call = None
+        call = model_call = None
         if kind == "tool_call":
             call, calls = calls, calls + 1
+        elif kind == "model_call":
+            model_call, model_calls = model_calls, model_calls + 1
         views.append(
             EventView(
                 position=position,
@@ -211,6 +215,7 @@ def timeline(
                 event=event,
                 bar=_bar(event, total) if kind in ("model_call", "tool_call", "retry") else None,
                 call=call,
+                model_call=model_call,
                 diff_anchor=(call_anchor(prefix, turn_index, call) if call in passed else None),
                 diff_passed=passed.get(call) if call is not None else None,
                 fields=_fields(event),

@@ -11,7 +11,7 @@ turn side by side.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.decorators import login_required
@@ -22,11 +22,13 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from runs.selectors.model_requests import model_requests_of_turn
 from runs.selectors.transcript_turns import (
     TurnTranscriptPage,
     transcript_cases,
     turn_transcript_get,
 )
+from runs.web.model_requests import RequestDiff, request_diff
 from runs.web.params import int_param, text_param
 from runs.web.transcript_compare import Row, SeenDiff, aligned, seen_diffs
 from runs.web.transcript_events import Timeline, timeline
@@ -78,7 +80,20 @@ def _timeline_context(page: TurnTranscriptPage, prefix: str) -> dict[str, Any]:
         details=page.arg_match_details,
         prefix=prefix,
     )
+    drawn = _with_request_urls(drawn, page)
     return {"timeline": drawn, "source_url": _source_url(page, drawn)}
+
+
+def _with_request_urls(drawn: Timeline, page: TurnTranscriptPage) -> Timeline:
+    """Each model call that kept its request links to it (runs.web.model_requests)."""
+    base = reverse("model_call_request", args=[page.run_id, page.case_id])
+    views = [
+        replace(view, request_url=f"{base}?{urlencode({'turn': page.turn_index, 'call': n})}")
+        if (n := view.model_call) is not None and isinstance(view.event.get("request"), dict)
+        else view
+        for view in drawn.events
+    ]
+    return replace(drawn, events=views)
 
 
 def _source_url(page: TurnTranscriptPage, drawn: Timeline) -> str | None:
@@ -128,6 +143,7 @@ def compare_transcript(request: HttpRequest) -> HttpResponse:
     rows: list[Row] = aligned(shown[0], shown[1], names)
     both = left.recorded and right.recorded
     seen: list[SeenDiff] = seen_diffs(shown[0], shown[1]) if both else []
+    sent = _request_change(cases, index) if both else None
     count = max(cases[0].turn_count, cases[1].turn_count, index + 1)
     context = {
         "left": left,
@@ -140,8 +156,20 @@ def compare_transcript(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "seen": seen,
         "changed": sum(not row.same for row in rows),
+        "sent": sent,
     }
     return render(request, "runs/compare_transcript.html", context)
+
+
+def _request_change(cases: tuple[CaseResult, CaseResult], index: int) -> RequestDiff | None:
+    """What the turn's first model call was sent differently, when both runs kept it."""
+    first = []
+    for case in cases:
+        found = model_requests_of_turn(run_id=case.run_id, case_id=case.pk, index=index)
+        if not found:
+            return None
+        first.append(found[0].body)
+    return request_diff(first[0], first[1])
 
 
 def _case_param(request: HttpRequest, name: str) -> int:

@@ -11,6 +11,7 @@ from runs.web import (
     home,
     imports,
     launch,
+    model_requests,
     project_roles,
     projects,
     regrade,
@@ -47,6 +48,7 @@ case_routes: list[URLPattern | URLResolver] = [
     path("", cases.case_detail, name="case_detail"),
     path("turns/", cases.case_turns, name="case_turns"),
     path("transcript/", transcripts.case_transcript, name="case_transcript"),
+    path("request/", model_requests.model_call_request, name="model_call_request"),
     path("review/", reviews.case_review, name="case_review"),
     path("turns/<int:turn_id>/review/", reviews.turn_review, name="turn_review"),
     path(
