@@ -24,6 +24,7 @@ from runs.api import (
     gate,
     imports,
     projects,
+    replays,
     reruns,
     reviews,
     runs,
@@ -78,6 +79,7 @@ api = NinjaAPI(
 api.add_router("/", projects.router)
 api.add_router("/", runs.router)
 api.add_router("/", reruns.router)
+api.add_router("/", replays.router)
 api.add_router("/", snapshots.router)
 api.add_router("/", compare.router)
 api.add_router("/", imports.router)

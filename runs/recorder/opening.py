@@ -118,9 +118,11 @@ def _run_identity(
     """The run's git fields, and the git fields the agent was read at (``git``, ``git_ref``,
     ``commit``). They differ for a re-grade, recorded at its transcripts' identity (its
     original's, ``runs.verdicts.regrades``: the grading agent.yaml's are recorded apart), and a
-    re-run, which runs its original's files (its original's commit ran)."""
+    re-run, which runs its original's files (its original's commit ran; a replay at another
+    commit is recorded at that commit)."""
     read_at = _git_identity(git=git, git_ref=git_ref, commit=commit)
-    original = regrade_of if regrade_of is not None else rerun_of
+    # A replay at another commit (a ``rerun_of`` read at a ``commit``) ran that commit.
+    original = regrade_of if regrade_of is not None else (None if commit else rerun_of)
     if original is not None:
         return {field: getattr(original, field) for field in GIT_FIELDS}, read_at
     return {**read_at, "git_subject": _commit_subject(git, read_at["git_commit"])}, read_at

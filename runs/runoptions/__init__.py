@@ -3,6 +3,7 @@ the one ``RunOptions`` every writer builds and every reader reads; ``texts`` wha
 of them (the partial badge, the launch options rows)."""
 
 from runs.runoptions.model import RERUN_FAILED, CaseEntry, RerunPick, RunOptions
+from runs.runoptions.replay import ReplayChanges, ReplayPick
 from runs.runoptions.texts import (
     Partial,
     PartialColumns,
@@ -16,6 +17,8 @@ __all__ = [
     "CaseEntry",
     "Partial",
     "PartialColumns",
+    "ReplayChanges",
+    "ReplayPick",
     "RerunPick",
     "RunOptions",
     "partial_text",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runs.agentconfig.limits import MAX_REPEATS
+from runs.runoptions.replay import ReplayPick
 
 # [index, name, multi-turn?, turns] of a selected case (a JSON list of four).
 CaseEntry = tuple[int, str, bool, int]
@@ -63,6 +64,8 @@ class RunOptions(BaseModel):
     # A CLI run: "<host>:<pid>:<start>" of the command running it (runs.owner).
     owner: str = ""
     rerun: RerunPick | None = None
+    # A what-if replay (runs.services.replay): its original, tool policy and changes.
+    replay: ReplayPick | None = None
 
     @field_validator("repeats", mode="before")
     @classmethod

@@ -401,7 +401,7 @@ def _case_run(
                 if original:
                     _regrade(agent, case, attempt, original)
                 else:
-                    backend = agent_backend(agent)
+                    backend = agent_backend(agent, case.run)
                     run_case = partial(_execute, agent, backend, case, attempt, first_at_once)
                     warm_sessions.WARM.case_run(backend, case.run_id, run_case)
         except recorder.CaseSuperseded:

@@ -22,6 +22,7 @@ from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
     from runs.backends.base import AgentBackend
+    from runs.backends.replay import ToolReplay
 
 
 @dataclass
@@ -29,8 +30,9 @@ class _Kept:
     agent: LoadedAgent
     # What to release when the agent is dropped: the git worktree of a run without a snapshot.
     stack: contextlib.ExitStack
-    legacy_run: int | None = None  # a run without a snapshot: kept for that run only
+    legacy_run: int | None = None  # a run without a snapshot, a replay: kept for that run only
     backend: AgentBackend | None = None  # built on the agent's first case (agent_backend)
+    replay: ToolReplay | None = None  # a replay's recording, handed to its backend
 
 
 # "<digest>:<agent file>:<parallel>" for runs with a snapshot (runs of one tree share it), or
@@ -54,6 +56,8 @@ def run_agent(run: Run) -> LoadedAgent:
         try:
             if run.snapshot_id is None:
                 kept = _Kept(_agent_load_legacy(run, stack), stack, legacy_run=run.pk)
+            elif run.run_options.replay is not None:
+                kept = _replay_kept(run, stack)
             else:
                 kept = _Kept(_agent_load(run), stack)
         except BaseException:
@@ -66,24 +70,28 @@ def run_agent(run: Run) -> LoadedAgent:
         return kept.agent
 
 
-def agent_backend(agent: LoadedAgent) -> AgentBackend:
-    """The backend for a case of ``agent``: built once per kept agent, as one engine builds one
-    for all the cases of a CLI run. A backend holds what the cases' sessions share (the
-    scripted provider's transcript of the whole suite, built from every test case); each
-    session, with whatever it holds of its event loop, is made for one case."""
+def agent_backend(agent: LoadedAgent, run: Run | None = None) -> AgentBackend:
+    """The backend for a case of ``agent`` (``run``'s): built once per kept agent, as one
+    engine builds one for all the cases of a CLI run. A backend holds what the cases' sessions
+    share (the scripted provider's transcript of the whole suite, built from every test case);
+    each session, with whatever it holds of its event loop, is made for one case. A replay's
+    backend answers its tools from the recording (``ToolReplay``)."""
     from runs.backends.base import backend_for
 
     with _AGENTS_LOCK:
         kept = next((kept for kept in _AGENTS.values() if kept.agent is agent), None)
         if kept is None:  # dropped since (more runs than are kept): built for this case only
-            return backend_for(agent)
+            replay = _tool_replay(run) if run is not None else None
+            return backend_for(agent, **({"replay": replay} if replay is not None else {}))
         if kept.backend is None:
-            kept.backend = backend_for(agent)
+            given = {"replay": kept.replay} if kept.replay is not None else {}
+            kept.backend = backend_for(agent, **given)
         return kept.backend
 
 
 def _agent_key(run: Run) -> str:
-    if run.snapshot_id is None:
+    # A replay's agent carries its changes and its backend the run's recording: its own.
+    if run.snapshot_id is None or run.run_options.replay is not None:
         return f"run:{run.pk}"
     # Looked up each time (one indexed read): a snapshot id names one digest only as long as the
     # database is the same one.
@@ -133,6 +141,31 @@ def _agent_load(run: Run) -> LoadedAgent:
     assert run.snapshot_id is not None
     directory = snapshot_unpacked(snapshot_id=run.snapshot_id)
     return load_agent(directory / _agent_file(run), parallel_override=run.run_options.parallel)
+
+
+def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _Kept:
+    """A replay's agent: its snapshot's, with its changes (the system prompt, the model), kept
+    for that run alone, with the recording its backend answers tools from."""
+    from runs.runoptions.replay import agent_changed
+
+    pick = run.run_options.replay
+    assert pick is not None
+    agent = agent_changed(_agent_load(run), pick)
+    return _Kept(agent, stack, legacy_run=run.pk, replay=_tool_replay(run))
+
+
+def _tool_replay(run: Run) -> ToolReplay | None:
+    """The replay's recording (the original's tool calls of the run's cases, read now: a
+    session is made in the event loop, where no query may run), or None for another run."""
+    from runs.backends.replay import ToolReplay
+    from runs.selectors.replays import replay_recording
+
+    pick = run.run_options.replay
+    if pick is None:
+        return None
+    indices = run.run_options.case_indices or [case[0] for case in run.run_options.cases]
+    recorded = replay_recording(original_id=pick.of, indices=indices)
+    return ToolReplay(lambda index: recorded.get(index, []), pick.policy)
 
 
 def _agent_load_legacy(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:

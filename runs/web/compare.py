@@ -38,6 +38,7 @@ from runs.selectors.compare import (
     runs_for_config,
 )
 from runs.selectors.compare_rows import ComparedRows, compare_rows
+from runs.selectors.replays import replay_notes, run_prompt_text
 from runs.selectors.snapshots import stored_snapshot
 from runs.verdicts.kinds import KINDS
 from runs.web.compare_case import side_by_side
@@ -149,6 +150,9 @@ def _setup_context(found: ComparedRows) -> dict[str, Any]:
         "metrics": metric_choices(comparison),
         "state": state,
         "query": _query(state),
+        # The what-if replays among the runs, what each changed; a live run fills the page in.
+        "replays": replay_notes(comparison.runs),
+        "live_run": next((run for run in comparison.runs if run.is_live), None),
     }
 
 
@@ -269,6 +273,7 @@ def compare_config(request: HttpRequest) -> HttpResponse:
         "right": right,
         "rows": config_rows(config_facts(left), config_facts(right)),
         "full": full,
+        "prompt_diff": _prompt_diff(left, right),
     }
     if left.snapshot is not None and right.snapshot is not None:
         context["files"] = files_compared(
@@ -286,3 +291,19 @@ def compare_config(request: HttpRequest) -> HttpResponse:
         "same": yaml_left == yaml_right,
     }
     return render(request, "runs/compare_config.html", context)
+
+
+def _prompt_diff(left: Run, right: Run) -> list[Any] | None:
+    """The lines of the system prompt a what-if replay changed, when either run is one that
+    did (a changed instructions file shows among the files); None otherwise."""
+    picks = [run.run_options.replay for run in (left, right)]
+    if not any(pick is not None and pick.prompt is not None for pick in picks):
+        return None
+    right_pick = picks[1]
+    if right_pick is not None and right_pick.of == left.pk and right_pick.prompt is not None:
+        before, after = right_pick.prompt_before, right_pick.prompt
+    else:
+        before, after = run_prompt_text(left) or "", run_prompt_text(right) or ""
+    if before == after:
+        return None
+    return line_diff(before, after, labels=(f"run #{left.pk}", f"run #{right.pk}"))

@@ -23,7 +23,8 @@ from django.views.decorators.http import require_GET, require_POST
 from runs import selectors
 from runs.reviewing.vocabulary import Role
 from runs.selectors.costs import Priced, run_cost
-from runs.selectors.reruns import run_rerun_state
+from runs.selectors.replays import run_replay_line
+from runs.selectors.reruns import run_rerun_state, run_rerunnable
 from runs.verdicts.repeats import RunRepeatStats, run_repeat_stats
 from runs.verdicts.summary import RunSummary
 from runs.web.case_list import case_filters, case_list_context, case_query
@@ -128,6 +129,9 @@ def _run_state(run: Run, *, polled: bool = False) -> dict[str, Any]:
         **_holodeck_counts(summary),
         "rerun": run_rerun_state(run=run),
         "rerun_key": uuid.uuid4().hex,
+        # What a replay changed (None: no replay), and whether this run can be replayed.
+        "replay": run_replay_line(run=run),
+        "replayable": run_rerunnable(run),
     }
 
 

@@ -15,6 +15,7 @@ from runs.web import (
     project_roles,
     projects,
     regrade,
+    replays,
     reruns,
     review_queue,
     reviews,
@@ -73,6 +74,7 @@ run_routes: list[URLPattern | URLResolver] = [
     path("snapshot.zip", snapshots.run_snapshot_zip, name="run_snapshot_zip"),
     path("regrade/", regrade.run_regrade, name="run_regrade"),
     path("rerun/", reruns.run_rerun, name="run_rerun"),
+    path("replay/", replays.run_replay, name="run_replay"),
     path("reviews/tile/", reviews.run_review_tile, name="run_review_tile"),
     path("cases/<int:case_id>/", include(case_routes)),
 ]

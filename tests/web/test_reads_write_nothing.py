@@ -69,6 +69,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("run_snapshot", args=[other.pk]),
         reverse("run_snapshot_file", args=[other.pk, "agent.yaml"]),
         reverse("run_snapshot_zip", args=[other.pk]),
+        reverse("run_replay", args=[run.pk]) + "?cases=0",  # the what-if replay's form
         reverse("import_results"),
         reverse("case_detail", args=[run.pk, case.pk]),
         reverse("case_turns", args=[run.pk, case.pk]),
