@@ -10,7 +10,7 @@ from typing import Any
 from django.http import Http404
 
 from runs.models import TurnResult
-from runs.wire.requests import parts_of, request_body
+from runs.wire.requests import RequestBook
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,14 @@ def model_requests_of_turn(*, run_id: int, case_id: int, index: int) -> list[Mod
     )
     if not rows or rows[-1][0] != index:
         raise Http404(f"case {case_id} of run {run_id} has no turn {index}")
-    parts = parts_of(event for _, events in rows for event in (events or []))
+    book = RequestBook(event for _, events in rows for event in (events or []))
     calls = [e for e in rows[-1][1] or [] if e.get("type") == "model_call"]
     return [
         ModelRequest(
             turn_index=index,
             call=position,
             fmt=str(call["request"].get("format") or ""),
-            body=request_body(call["request"], parts),
+            body=book.body(call["request"]),
             response=call.get("response"),
             new_parts=len(call["request"].get("parts") or {}),
         )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runs.backends.base import backend_for
-from runs.wire.requests import parts_of, request_body
+from runs.wire.requests import RequestBook
 from tests.backends.agent_files import needs_claude_cli, run_bounded, write_agent
 from tests.backends.fake_llm_servers import FakeAnthropic, FakeOpenAI
 
@@ -37,10 +37,10 @@ def stored_requests(turns: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     a call's parts from the turns up to its own."""
     rebuilt = []
     for index, events in enumerate(turns):
-        parts = parts_of(event for turn in turns[: index + 1] for event in turn)
+        book = RequestBook(event for turn in turns[: index + 1] for event in turn)
         for event in events:
             if event["type"] == "model_call":
-                rebuilt.append(request_body(event["request"], parts))
+                rebuilt.append(book.body(event["request"]))
     return rebuilt
 
 
@@ -110,7 +110,18 @@ def test_a_later_call_stores_only_the_parts_no_earlier_call_sent(tmp_path: Path)
     # adds what the conversation grew by: the tool call and its result, then the answer and the
     # next user message.
     assert new_parts == [3, 2, 2, 2, 2, 2, 2, 2]
-    assert all(len(call["request"]["messages"]) == 1 for call in calls)  # one contiguous range
+    # Each call names the one before and adds one run of new parts.
+    assert all(len(call["request"]["messages"]["add"]) == 1 for call in calls)
+    assert [call["request"]["messages"].get("keep") for call in calls] == [
+        None,
+        2,
+        4,
+        6,
+        8,
+        10,
+        12,
+        14,
+    ]
 
 
 @pytest.mark.parametrize("turn_count", [1, 5, 20])
