@@ -216,7 +216,6 @@ def transcripts_add(run: Any) -> int:
     system prompt on each case's first turn). Pages must not read them: only an opened
     transcript does."""
     from runs.models import TurnResult, TurnTranscript
-    from runs.wire.transcripts import transcript_size
 
     def events(index: int) -> list[dict[str, Any]]:
         call = {
@@ -262,9 +261,7 @@ def transcripts_add(run: Any) -> int:
     rows = []
     for pk, index in TurnResult.objects.filter(run=run).values_list("pk", "index").iterator():
         stored = events(index)
-        rows.append(
-            TurnTranscript(turn_id=pk, run=run, events=stored, size_bytes=transcript_size(stored))
-        )
+        rows.append(TurnTranscript.of_events(stored, turn_id=pk, run=run))
     TurnTranscript.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
 

@@ -26,7 +26,6 @@ from runs.verdicts.outcomes import Outcome
 from runs.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
 from runs.wire import models as wire
 from runs.wire.build import case_turns
-from runs.wire.transcripts import transcript_size
 
 __all__ = [
     "CASE_FIELDS",
@@ -148,7 +147,7 @@ def turn_rows(*, run_id: int, case: CaseResult, turns: Iterable[wire.TurnResult]
 def _transcript_row(run_id: int, events: list[dict[str, Any]] | None) -> TurnTranscript | None:
     if events is None:
         return None
-    return TurnTranscript(run_id=run_id, events=events, size_bytes=transcript_size(events))
+    return TurnTranscript.of_events(events, run_id=run_id)
 
 
 def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResult:

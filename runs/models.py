@@ -455,24 +455,6 @@ class TurnResult(models.Model):
         return f"turn {self.index} of {self.case}"
 
 
-class TurnTranscript(models.Model):
-    """What one turn's agent was sent and did, as its backend reported it
-    (``runs.wire.transcripts``): the system prompt (the case's first turn only), the user
-    message, each model call, each tool call and its result, each retry. Its own table, read
-    only when a transcript is opened: run and case pages never load it."""
-
-    turn = models.OneToOneField(
-        TurnResult, primary_key=True, on_delete=models.CASCADE, related_name="transcript"
-    )
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transcript_rows")
-    events = models.JSONField(default=list)
-    # Bytes of ``events`` as stored (JSON), for the storage figures.
-    size_bytes = models.IntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"transcript of turn {self.turn_id}"
-
-
 class MetricResult(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_rows")
     turn = models.ForeignKey(TurnResult, on_delete=models.CASCADE, related_name="metrics")
@@ -571,8 +553,8 @@ class WorkerHeartbeat(models.Model):
         return f"worker {self.name}"
 
 
-# The rows of reviews, roles and the audit log live in their own module (they name these rows
-# by string); importing it here registers them with the app.
+# The rows of reviews, roles and the audit log, and the transcripts' rows, live in modules of
+# their own (they name these rows by string); importing them here registers them with the app.
 from runs.review_models import (  # noqa: E402
     AuditEntry,
     ProjectRole,
@@ -580,6 +562,7 @@ from runs.review_models import (  # noqa: E402
     ReviewChange,
     TriageCategory,
 )
+from runs.transcript_models import TurnTranscript  # noqa: E402
 
 __all__ = [
     "CASE_COUNTERS",

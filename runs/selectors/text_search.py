@@ -1,27 +1,31 @@
-"""Text search in a run's responses (the run page's and the API's ``?text=``): the run's cases
-whose response — a turn's, or the case's own ``agent_response`` — contains a text,
-case-insensitively as the database folds it (SQLite: ASCII letters only).
+"""Text search in a run's responses and transcripts (the run page's and the API's ``?text=``):
+the run's cases whose response — a turn's, or the case's own ``agent_response`` — or a turn's
+transcript contains a text, case-insensitively as the database folds it (SQLite: ASCII letters
+only). A transcript is searched in its ``search_text``, what the recorder derives of its events
+(``runs.wire.transcripts.transcript_search_text``: texts, tool names, args, results, errors).
 
-Both databases search through an index that migration ``0021_text_search`` builds from here:
+Both databases search through an index that migration ``0021_text_search`` builds from here
+for the responses, and ``0024_transcript_search_text`` for the transcripts:
 
-- PostgreSQL: GIN trigram indexes (``pg_trgm``) on ``UPPER(response)`` and
-  ``UPPER(agent_response)``, the very expressions of Django's ``icontains``: the search is the
-  scan's query, and the planner reads the index when the text is rare (a common text is read
-  along the run's rows, as before). Without the extension (a user who may not create it) the
-  migration leaves the indexes out and says so in its log; the query stays the same.
+- PostgreSQL: GIN trigram indexes (``pg_trgm``) on ``UPPER(response)``,
+  ``UPPER(agent_response)`` and ``UPPER(search_text)``, the very expressions of Django's
+  ``icontains``: the search is the scan's query, and the planner reads the index when the
+  text is rare (a common text is read along the run's rows, as before). Without the extension
+  (a user who may not create it) the migration leaves the indexes out and says so in its log;
+  the query stays the same.
 - SQLite: an FTS5 table per column with the trigram tokenizer (``detail=none``: about the size
   of the text itself), kept in step by triggers on the rows. It names the rows that may hold
   the text (its case folding is Unicode's, wider than ``LIKE``'s, and ``%`` or ``_`` in the
   text act as wildcards there), and the scan's own ``LIKE`` keeps those that do: the results
   are the scan's. A text without 3 characters in a row between ``%`` and ``_`` cannot be found
-  through trigrams, and a SQLite without FTS5 has no index: both read the responses as before.
+  through trigrams, and a SQLite without FTS5 has no index: both read the rows as before.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DatabaseError, connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -30,15 +34,43 @@ from django.db.models import Exists, OuterRef, Q, Value
 from django.db.models.functions import StrIndex, Upper
 from django.db.models.lookups import GreaterThan
 
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseResult, Run, TurnResult, TurnTranscript
 
 log = logging.getLogger(__name__)
 
-# The columns searched, as (table, column, SQLite's FTS5 table, PostgreSQL's trigram index).
-COLUMNS = (
-    ("runs_turnresult", "response", "runs_turnresult_text", "turn_response_trgm"),
-    ("runs_caseresult", "agent_response", "runs_caseresult_text", "case_response_trgm"),
-)
+
+class Indexed(NamedTuple):
+    """A column searched through an index: its table and column, SQLite's FTS5 table over it
+    (``fts``, keyed by the row's ``key``), PostgreSQL's trigram index on it, and how a row names its
+    case (``case``, reached through ``join`` from the row, aliased ``row``)."""
+
+    table: str
+    column: str
+    fts: str
+    trigram: str
+    key: str = "id"
+    case: str = '"row"."case_id"'
+    join: str = ""
+
+
+# The responses (migration 0021) and the transcripts' search text (migration 0024).
+RESPONSES = (
+    Indexed("runs_turnresult", "response", "runs_turnresult_text", "turn_response_trgm"),
+    Indexed(
+        "runs_caseresult", "agent_response", "runs_caseresult_text", "case_response_trgm",
+        case='"row"."id"',
+    ),
+)  # fmt: skip
+TRANSCRIPTS = (
+    Indexed(
+        "runs_turntranscript", "search_text", "runs_turntranscript_text", "transcript_text_trgm",
+        key="turn_id", case='"turn"."case_id"',
+        join=' CROSS JOIN "runs_turnresult" AS "turn" ON "turn"."id" = "row"."turn_id"',
+    ),
+)  # fmt: skip
+COLUMNS = RESPONSES + TRANSCRIPTS
+# The migration that builds each column's index (``text_index_ensure`` rebuilds what is applied).
+MIGRATIONS = (("0021_text_search", RESPONSES), ("0024_transcript_search_text", TRANSCRIPTS))
 # The SQLite triggers that keep each FTS5 table in step with its rows.
 TRIGGER_EVENTS = ("insert", "update", "delete")
 # A trigram index finds a text with at least this many characters in a row (no wildcard).
@@ -50,19 +82,23 @@ _sqlite_ready: dict[tuple[str, str], bool] = {}
 
 
 def cases_with_text(*, run: Run, text: str, limit: int) -> Q:
-    """The run's cases whose response contains ``text`` (case-insensitively, as the scan
-    ``icontains`` matches), as a filter of the run's case rows: the ids of up to ``limit``
-    cases, read in one query through the index; a text found in more cases is matched by the
-    list's own queries instead (its count and its page), each case looking for it in its own
-    turns (``EXISTS`` on the turns' case index: a page of a common text stops at its 100th
-    case; ``IN`` a subquery of every matching turn made PostgreSQL re-read them per case)."""
+    """The run's cases whose response or transcript contains ``text`` (case-insensitively, as
+    the scan ``icontains`` matches), as a filter of the run's case rows: the ids of up to
+    ``limit`` cases, read in one query through the index; a text found in more cases is matched
+    by the list's own queries instead (its count and its page), each case looking for it in its
+    own turns and their transcripts (``EXISTS`` on the turns' case index: a page of a common
+    text stops at its 100th case; ``IN`` a subquery of every matching turn made PostgreSQL
+    re-read them per case)."""
     ids = _indexed_case_ids(run, text, limit) if sqlite_index_fits(text) else None
     if ids is None:
         ids = _scanned_case_ids(run, text, limit)
     if len(ids) <= limit:
         return Q(pk__in=ids)
     turns = TurnResult.objects.filter(case=OuterRef("pk")).filter(_contains("response", text))
-    return _contains("agent_response", text) | Q(Exists(turns))
+    transcripts = TurnTranscript.objects.filter(turn__case=OuterRef("pk")).filter(
+        _contains("search_text", text)
+    )
+    return _contains("agent_response", text) | Q(Exists(turns)) | Q(Exists(transcripts))
 
 
 def _contains(field: str, text: str) -> Q:
@@ -80,7 +116,10 @@ def _scanned_case_ids(run: Run, text: str, limit: int) -> list[int]:
     it from its trigram indexes when the text is rare, from the run's rows when it is not)."""
     turns = TurnResult.objects.filter(run=run).filter(_contains("response", text)).order_by()
     own = CaseResult.objects.filter(run=run).filter(_contains("agent_response", text)).order_by()
-    matched = turns.values_list("case_id", flat=True).union(own.values_list("pk", flat=True))
+    seen = TurnTranscript.objects.filter(run=run).filter(_contains("search_text", text))
+    matched = turns.values_list("case_id", flat=True).union(
+        own.values_list("pk", flat=True), seen.order_by().values_list("turn__case_id", flat=True)
+    )
     # A UNION takes the model's default ordering back, which it cannot apply: order by nothing.
     return list(matched.order_by()[: limit + 1])
 
@@ -90,7 +129,7 @@ def _indexed_case_ids(run: Run, text: str, limit: int) -> list[int]:
     (one query). The index leads each side (``CROSS JOIN`` keeps SQLite from starting at the
     run's rows) and each side stops at ``limit`` + 1 cases, so a common text costs a bounded
     read; the scan's ``LIKE`` on the row keeps exactly the scan's matches."""
-    sides = [_indexed_side(table, column, index, limit) for table, column, index, _ in COLUMNS]
+    sides = [_indexed_side(indexed, limit) for indexed in COLUMNS]
     sql = " UNION ".join(f"SELECT * FROM ({side})" for side in sides)
     candidates = "%" + text + "%"  # the FTS5 table's LIKE: % and _ widen, the row's LIKE narrows
     exact = "%" + connection.ops.prep_for_like_query(text) + "%"
@@ -99,13 +138,14 @@ def _indexed_case_ids(run: Run, text: str, limit: int) -> list[int]:
         return [case_id for (case_id,) in cursor.fetchall()]
 
 
-def _indexed_side(table: str, column: str, index: str, limit: int) -> str:
+def _indexed_side(indexed: Indexed, limit: int) -> str:
     """One column's part of ``_indexed_case_ids``: the distinct cases (a turn's ``case_id``, a
-    case's ``id``) whose rows the FTS5 table ``index`` names and whose ``column`` has the text."""
-    case = "case_id" if table == "runs_turnresult" else "id"
+    case's ``id``, a transcript's turn's ``case_id``) whose rows the FTS5 table names and whose
+    column has the text."""
+    table, column, index, key = indexed.table, indexed.column, indexed.fts, indexed.key
     return (
-        f'SELECT DISTINCT "row"."{case}" FROM "{index}" CROSS JOIN "{table}" AS "row"'
-        f' ON "row"."id" = "{index}"."rowid"'
+        f'SELECT DISTINCT {indexed.case} FROM "{index}" CROSS JOIN "{table}" AS "row"'
+        f' ON "row"."{key}" = "{index}"."rowid"{indexed.join}'
         f' WHERE "{index}"."{column}" LIKE %s AND "row"."run_id" = %s'
         f' AND "row"."{column}" LIKE %s ESCAPE \'\\\' LIMIT {int(limit) + 1}'
     )
@@ -124,17 +164,19 @@ def sqlite_index_fits(text: str) -> bool:
         _sqlite_ready[key] = _sqlite_index_present(connection)
         if not _sqlite_ready[key]:
             log.warning(
-                "text search: SQLite's FTS5 tables or their triggers are missing (migration "
-                "0021 builds them, text_index_create again after a table rebuild): "
-                "responses are scanned"
+                "text search: SQLite's FTS5 tables or their triggers are missing (migrations "
+                "0021 and 0024 build them, every migrate again after a table rebuild): "
+                "responses and transcripts are scanned"
             )
     return _sqlite_ready[key]
 
 
-def _sqlite_index_present(database: BaseDatabaseWrapper) -> bool:
-    """Whether every FTS5 table and trigger of the text search is in the schema (a migration
-    that rebuilds a table on SQLite drops its triggers: the search then scans)."""
-    names = [index for _, _, index, _ in COLUMNS]
+def _sqlite_index_present(
+    database: BaseDatabaseWrapper, columns: tuple[Indexed, ...] = COLUMNS
+) -> bool:
+    """Whether every FTS5 table and trigger of ``columns`` is in the schema (a migration that
+    rebuilds a table on SQLite drops its triggers: the search then scans)."""
+    names = [indexed.fts for indexed in columns]
     names += [_trigger(index, event) for index in names for event in TRIGGER_EVENTS]
     with database.cursor() as cursor:
         marks = ", ".join(["%s"] * len(names))
@@ -147,52 +189,75 @@ def _trigger(index: str, event: str) -> str:
     return f"{index}_{event}"
 
 
-# --- the index: built and dropped by migration 0021 -----------------------------------------
+# --- the index: built and dropped by migrations 0021 (responses) and 0024 (transcripts) ------
 
 
 def text_index_create(apps: Any, schema_editor: Any) -> None:
-    """Build the text search's index for this database (idempotent: what is in place stays).
-    Where it cannot (no ``pg_trgm`` for this user, no FTS5 in this SQLite), the log says so and
-    the search scans: the migration does not fail."""
-    database = schema_editor.connection
+    """Build the responses' index for this database (migration 0021; idempotent: what is in
+    place stays). Where it cannot (no ``pg_trgm`` for this user, no FTS5 in this SQLite), the
+    log says so and the search scans: the migration does not fail."""
+    _index_create(schema_editor.connection, RESPONSES)
+
+
+def transcript_index_create(apps: Any, schema_editor: Any) -> None:
+    """Build the transcripts' index (migration 0024, once their ``search_text`` is filled), as
+    ``text_index_create`` builds the responses'."""
+    _index_create(schema_editor.connection, TRANSCRIPTS)
+
+
+def _index_create(database: BaseDatabaseWrapper, columns: tuple[Indexed, ...]) -> None:
     _sqlite_ready.clear()
     if database.vendor == "postgresql":
-        _postgresql_create(database)
+        _postgresql_create(database, columns)
     elif database.vendor == "sqlite":
-        _sqlite_create(database)
+        _sqlite_create(database, columns)
 
 
 def text_index_ensure(database: BaseDatabaseWrapper) -> bool:
     """After every ``migrate`` (``post_migrate``): SQLite's FTS5 tables and triggers put back
-    where a migration after 0021 rebuilt a table (SQLite drops a rebuilt table's triggers),
-    refilled from the rows; True when it did. Nothing while 0021 is not applied, nothing on
-    PostgreSQL (its indexes outlive a table change)."""
+    where a migration after the one that built them rebuilt a table (SQLite drops a rebuilt
+    table's triggers), refilled from the rows; True when it did. Nothing for a migration not
+    applied, nothing on PostgreSQL (its indexes outlive a table change)."""
     if database.vendor != "sqlite":
         return False
     applied = MigrationRecorder(database).applied_migrations()
-    if ("runs", "0021_text_search") not in applied or _sqlite_index_present(database):
+    columns = tuple(
+        indexed
+        for migration, built in MIGRATIONS
+        if ("runs", migration) in applied
+        for indexed in built
+    )
+    if not columns or _sqlite_index_present(database, columns):
         return False
     log.warning("text search: SQLite's FTS5 tables or triggers were missing: built again")
     _sqlite_ready.clear()
-    _sqlite_create(database)
+    _sqlite_create(database, columns)
     return True
 
 
 def text_index_drop(apps: Any, schema_editor: Any) -> None:
-    """Drop the text search's index (the migration's reverse; PostgreSQL keeps the extension)."""
-    database = schema_editor.connection
+    """Drop the responses' index (migration 0021's reverse; PostgreSQL keeps the extension)."""
+    _index_drop(schema_editor.connection, RESPONSES)
+
+
+def transcript_index_drop(apps: Any, schema_editor: Any) -> None:
+    """Drop the transcripts' index (migration 0024's reverse)."""
+    _index_drop(schema_editor.connection, TRANSCRIPTS)
+
+
+def _index_drop(database: BaseDatabaseWrapper, columns: tuple[Indexed, ...]) -> None:
     _sqlite_ready.clear()
     with database.cursor() as cursor:
-        for _, _, index, trigram in COLUMNS:
+        for indexed in columns:
             if database.vendor == "postgresql":
-                cursor.execute(f'DROP INDEX IF EXISTS "{trigram}"')
+                cursor.execute(f'DROP INDEX IF EXISTS "{indexed.trigram}"')
             elif database.vendor == "sqlite":
                 for event in TRIGGER_EVENTS:
-                    cursor.execute(f'DROP TRIGGER IF EXISTS "{_trigger(index, event)}"')
-                cursor.execute(f'DROP TABLE IF EXISTS "{index}"')
+                    cursor.execute(f'DROP TRIGGER IF EXISTS "{_trigger(indexed.fts, event)}"')
+                cursor.execute(f'DROP TABLE IF EXISTS "{indexed.fts}"')
 
 
-def _postgresql_create(database: BaseDatabaseWrapper) -> None:
+def _postgresql_create(database: BaseDatabaseWrapper, columns: tuple[Indexed, ...]) -> None:
     """``pg_trgm`` (in a savepoint: a refusal leaves the migration's transaction usable) and a
     GIN trigram index per column, then fresh statistics so the planner knows how rare a text
     is."""
@@ -200,48 +265,51 @@ def _postgresql_create(database: BaseDatabaseWrapper) -> None:
         with transaction.atomic(using=database.alias), database.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     except DatabaseError as error:
-        log.warning("text search: pg_trgm cannot be created (%s): responses are scanned", error)
+        log.warning("text search: pg_trgm cannot be created (%s): the text is scanned", error)
         return
     with database.cursor() as cursor:
-        for table, column, _, trigram in COLUMNS:
+        for indexed in columns:
             cursor.execute(
-                f'CREATE INDEX IF NOT EXISTS "{trigram}" ON "{table}"'
-                f' USING gin (UPPER("{column}") gin_trgm_ops)'
+                f'CREATE INDEX IF NOT EXISTS "{indexed.trigram}" ON "{indexed.table}"'
+                f' USING gin (UPPER("{indexed.column}") gin_trgm_ops)'
             )
-            cursor.execute(f'ANALYZE "{table}"')
+            cursor.execute(f'ANALYZE "{indexed.table}"')
 
 
-def _sqlite_create(database: BaseDatabaseWrapper) -> None:
+def _sqlite_create(database: BaseDatabaseWrapper, columns: tuple[Indexed, ...]) -> None:
     """An FTS5 trigram table per column over its rows (external content: the text is not
     stored twice), filled from the rows in place, and the triggers that keep it in step."""
     try:
         with transaction.atomic(using=database.alias), database.cursor() as cursor:
-            for table, column, index, _ in COLUMNS:
+            for indexed in columns:
                 cursor.execute(
-                    f'CREATE VIRTUAL TABLE IF NOT EXISTS "{index}" USING fts5("{column}",'
-                    f" content='{table}', content_rowid='id', tokenize='trigram',"
-                    " detail=none, columnsize=0)"
+                    f'CREATE VIRTUAL TABLE IF NOT EXISTS "{indexed.fts}" USING'
+                    f" fts5(\"{indexed.column}\", content='{indexed.table}',"
+                    f" content_rowid='{indexed.key}', tokenize='trigram', detail=none,"
+                    " columnsize=0)"
                 )
     except DatabaseError as error:
         log.warning(
-            "text search: SQLite has no FTS5 trigram tables (%s): responses are scanned", error
+            "text search: SQLite has no FTS5 trigram tables (%s): the text is scanned", error
         )
         return
     with database.cursor() as cursor:
-        for table, column, index, _ in COLUMNS:
-            for statement in _sqlite_triggers(table, column, index):
+        for indexed in columns:
+            for statement in _sqlite_triggers(indexed):
                 cursor.execute(statement)
+            index = indexed.fts
             cursor.execute(f'INSERT INTO "{index}"("{index}") VALUES (\'rebuild\')')
 
 
-def _sqlite_triggers(table: str, column: str, index: str) -> list[str]:
+def _sqlite_triggers(indexed: Indexed) -> list[str]:
     """The triggers of one column's FTS5 table: a row's text is added when the row is written,
     taken out (with the value it had: an external content table needs it) when the row is
     deleted, and both when the text changes."""
-    add = f'INSERT INTO "{index}"(rowid, "{column}") VALUES (new.id, new."{column}");'
+    table, column, index, key = indexed.table, indexed.column, indexed.fts, indexed.key
+    add = f'INSERT INTO "{index}"(rowid, "{column}") VALUES (new."{key}", new."{column}");'
     take = (
         f'INSERT INTO "{index}"("{index}", rowid, "{column}")'
-        f" VALUES ('delete', old.id, old.\"{column}\");"
+        f' VALUES (\'delete\', old."{key}", old."{column}");'
     )
     return [
         f'CREATE TRIGGER IF NOT EXISTS "{_trigger(index, "insert")}" AFTER INSERT ON "{table}"'

@@ -170,3 +170,46 @@ def valid_events(value: Any) -> list[Event] | None:
             return None
         events.append(capped(item))
     return events
+
+
+# What a text search reads of a transcript (``transcript_search_text``): the events that say
+# what was sent and done, and in them the fields a person wrote or a tool answered. A type left
+# out (``model_call``'s figures, ``truncated``, raw request messages) is never searched.
+SEARCHED_TYPES = ("system", "user", "assistant", "tool_call", "retry", "error")
+SEARCHED_FIELDS = ("text", "name", "args", "result", "error")
+
+
+def transcript_search_text(events: Iterable[Event]) -> str:
+    """The text a search of the run's cases finds in a turn's transcript
+    (``runs.selectors.text_search``): the system prompt, the user message, the assistant's
+    texts, each tool call's name, args and result, and every error, one value a line; of args
+    and results that are JSON, their values (strings, numbers, booleans), never their keys."""
+    lines: list[str] = []
+    for event in events:
+        if not isinstance(event, Mapping) or event.get("type") not in SEARCHED_TYPES:
+            continue
+        for field in SEARCHED_FIELDS:
+            lines.extend(_searched_values(event.get(field)))
+    return "\n".join(line for line in lines if line)
+
+
+def _searched_values(value: Any) -> Iterable[str]:
+    """The values of a field's JSON, keys left out: a list's in order, an object's in the
+    order of their keys (PostgreSQL's ``jsonb`` gives an object's keys back in an order of its
+    own, and a row filled by migration 0024 reads them from there)."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bool):
+        yield "true" if value else "false"
+    elif isinstance(value, int | float):
+        yield json.dumps(value)
+    elif isinstance(value, Mapping):  # by key: the same text whatever order a database keeps
+        for key in sorted(value, key=str):
+            yield from _searched_values(value[key])
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _searched_values(item)
+    else:
+        yield str(value)

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.runoptions import RunOptions
-from runs.wire.transcripts import capped, transcript_size
+from runs.wire.transcripts import capped
 
 PASSWORD = "correct horse battery"
 # The verdicts by kind (runs.verdicts.outcomes) of a passing turn and of the failing turn.
@@ -116,7 +116,7 @@ SYSTEM_PROMPT = "You are the refund assistant of Acme.\nLook orders up with orde
 
 def _transcript_row(run: Run, turn: TurnResult, spec: RunSpec) -> TurnTranscript:
     events = transcript_events(turn, system=spec.texts.get("system_prompt", SYSTEM_PROMPT))
-    return TurnTranscript(turn=turn, run=run, events=events, size_bytes=transcript_size(events))
+    return TurnTranscript.of_events(events, turn=turn, run=run)
 
 
 def transcript_events(turn: TurnResult, *, system: str) -> list[dict[str, Any]]:

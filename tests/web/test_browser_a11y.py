@@ -300,10 +300,11 @@ def visits(data: Dataset) -> list[tuple[str, str | Callable[[Any], None]]]:
         page.wait_for_url(re.compile(r".*/compare/case/.*"))
 
     def transcripts(page: Any) -> None:  # from the case page: all its turns' opened, searched
-        page.get_by_label("Search the transcripts of every turn").fill("model call")
+        page.get_by_label("Search the transcripts of every turn").fill("refund")
         for number in (1, 2):  # the case's search opened, loaded and searched each sent turn's
             page.locator(f"#turn-{number}-transcript mark.tx-hit").first.wait_for()
-        page.locator("[data-tx-case-status]", has_text="in 2 turns match “model call”").wait_for()
+        page.locator("[data-tx-case-status]", has_text="(in 2 turns)").wait_for()
+        page.get_by_label("Only matching events").first.check()
 
     def api_docs(page: Any) -> None:
         page.goto(urljoin(page.url, "/api/v1/docs"))

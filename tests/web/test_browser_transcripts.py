@@ -101,12 +101,15 @@ def test_a_reviewer_reads_a_failed_turns_transcript_and_sets_it_beside_the_last_
     assert page.locator(".assertion:target").count() == 1
     assert "A-1002" in diff.inner_text() and "A1002" in diff.inner_text()
 
-    # The search keeps the events that hold the text, and marks it.
+    # The search marks the text and goes to its first match; "Only matching events" keeps the
+    # events that hold it.
     timeline.locator("input[data-tx-search]").fill("a-1002")
     status = timeline.locator("[data-tx-search-status]")
-    assert status.inner_text() == "1 of 6 events match “a-1002”"
-    assert timeline.locator(".tx-item:not([hidden])").count() == 1
+    assert status.inner_text() == "match 1 of 2 (in 1 event)"
     assert timeline.locator("mark.tx-hit").count() == 2  # the argument and the error
+    assert timeline.locator("mark.tx-hit-current").count() == 1
+    timeline.get_by_label("Only matching events").check()
+    assert timeline.locator(".tx-item:not([hidden])").count() == 1
     timeline.locator("input[data-tx-search]").fill("")
     assert timeline.locator(".tx-item:not([hidden])").count() == 6
 
