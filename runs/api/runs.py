@@ -381,8 +381,16 @@ class TranscriptOut(Schema):
     response=responses({200: TranscriptOut}, 404),
     summary="What the agent was sent and did in each turn of a case",
 )
-def case_transcript(request: HttpRequest, run_id: Id, case_id: Id) -> object:
-    found = case_transcript_get(run_id=run_id, case_id=case_id)
+def case_transcript(
+    request: HttpRequest,
+    run_id: Id,
+    case_id: Id,
+    requests: Literal["refs", "full"] = "refs",
+) -> object:
+    """`?requests=full`: each model call's `request` is the whole body it sent, `{format,
+    body}`; `refs` (the default): as stored, earlier messages by reference
+    (docs/result-files.md)."""
+    found = case_transcript_get(run_id=run_id, case_id=case_id, full_requests=requests == "full")
     case = found.case
     return {
         "run_id": case.run_id,

@@ -12,6 +12,7 @@ from runs.models import CaseResult, TurnResult
 from runs.pricing.prices import PriceTable, usage_cost
 from runs.selectors.costs import prices
 from runs.wire.models import TokenUsage
+from runs.wire.requests import RequestBook
 from runs.wire.transcripts import Event
 
 
@@ -38,9 +39,13 @@ class CaseTranscript:
         return next((turn for turn in self.turns if turn.turn_index == index), None)
 
 
-def case_transcript_get(*, run_id: int, case_id: int) -> CaseTranscript:
+def case_transcript_get(
+    *, run_id: int, case_id: int, full_requests: bool = False
+) -> CaseTranscript:
     """The case's turns with their transcripts, model calls priced (``cost_usd``: None when
-    the price table has no price for the model); 404 when the run has no such case."""
+    the price table has no price for the model); ``full_requests``: each model call's
+    ``request`` as the whole body it sent (``runs.wire.requests``) instead of its stored
+    references. 404 when the run has no such case."""
     case = get_object_or_404(
         CaseResult.objects.only("id", "run_id", "index", "repetition", "name"),
         pk=case_id,
@@ -52,17 +57,35 @@ def case_transcript_get(*, run_id: int, case_id: int) -> CaseTranscript:
         .values_list("id", "index", "outcome", "transcript__events", "transcript__size_bytes")
     )
     table = prices()
+    book = RequestBook() if full_requests else None
     turns = [
         TurnTranscriptView(
             turn_id=pk,
             turn_index=index,
             outcome=outcome,
-            events=None if events is None else priced(events, table),
+            events=None if events is None else priced(_expanded(events, book), table),
             size_bytes=size or 0,
         )
         for pk, index, outcome, events, size in rows
     ]
     return CaseTranscript(case=case, turns=turns)
+
+
+def _expanded(events: list[Event], book: RequestBook | None) -> list[Event]:
+    """The events, each request as its whole body when ``book`` reads the case's turns."""
+    if book is None:
+        return events
+    book.read(events)
+    return [
+        {**event, "request": _whole(event["request"], book)}
+        if isinstance(event.get("request"), dict)
+        else event
+        for event in events
+    ]
+
+
+def _whole(ref: dict[str, Any], book: RequestBook) -> dict[str, Any]:
+    return {"format": ref.get("format"), "body": book.body(ref)}
 
 
 def priced(events: list[Event], table: PriceTable | str) -> list[Event]:

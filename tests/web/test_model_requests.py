@@ -22,6 +22,7 @@ from runs.services.projects import project_register
 from tests.backends.agent_files import TOOLS_PY
 from tests.backends.fake_llm_servers import FakeOpenAI
 from tests.web.snapshot_helpers import run_here
+from tests.web.test_api import bearer, get
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,3 +129,23 @@ def test_the_side_by_side_shows_the_prompt_lines_the_request_changed(
     same = client.get(f"/compare/transcript/?a={cases[0]}&b={cases[0]}&turn=2").content.decode()
     assert "the same system prompt, tools and parameters" in same
     assert TurnResult.objects.filter(case_id=cases[1]).count() == 4
+
+
+def test_the_api_serves_each_model_calls_request_whole_when_asked(
+    client: Client, viewer: User, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    run = sk_run(tmp_path, fake, "You are a careful calculator.")
+    case = CaseResult.objects.get(run=run)
+    url = f"/runs/{run.pk}/cases/{case.pk}/transcript"
+    received = [exchange.body for exchange in fake.requests_to("/chat/completions")]
+    token = bearer(viewer)
+
+    full = get(client, url, token, requests="full").json()
+    stored = get(client, url, token).json()
+
+    calls = [e for turn in full["turns"] for e in turn["events"] if e["type"] == "model_call"]
+    assert [call["request"]["body"] for call in calls] == received
+    assert {call["request"]["format"] for call in calls} == {"openai"}
+    refs = [e for turn in stored["turns"] for e in turn["events"] if e["type"] == "model_call"]
+    assert refs[-1]["request"]["messages"]["keep"] == 14  # by reference, as stored
+    assert get(client, url, token, requests="all").status_code == 422
