@@ -77,10 +77,12 @@ PAGE_PARAMS: dict[str, list[str]] = {
     ],
     "/runs/{run}/snapshot/agent.yaml": ["download"],
     "/projects/{project}/launch/": ["rerun"],
+    "/runs/{run}/replay/": ["cases"],
     "/projects/{project}/review/": ["runs", "mine", "page"],
     "/projects/{project}/calibration/": ["kind", "metric"],
     "/runs/{run}/cases/{case}/turns/": ["v", "whole"],
     "/runs/{run}/cases/{case}/transcript/?turn=0": ["turn", "prefix"],
+    "/runs/{run}/cases/{case}/request/?turn=0&call=0": ["turn", "call"],
     "/compare/transcript/?a={case}&b={case}&turn=0": ["a", "b", "turn"],
     "/audit/": ["project", "user", "action", "page"],
 }  # fmt: skip
