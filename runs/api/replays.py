@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, Router, Schema
+from pydantic import ValidationError
 
 from runs import selectors
 from runs.api.auth import role_only
@@ -109,13 +110,20 @@ def run_replay(
     for index in payload.cases if isinstance(payload.cases, list) else []:
         if not 0 <= index <= MAX_INT:
             return 422, {"detail": [{"loc": ["body", "cases"], "msg": "a case index is >= 0"}]}
-    changes = ReplayChanges(
-        prompt_text=payload.prompt_text,
-        prompt_file=payload.prompt_file,
-        model=payload.model,
-        params=payload.params,
-        commit=payload.commit,
-    )
+    try:
+        changes = ReplayChanges(
+            prompt_text=payload.prompt_text,
+            prompt_file=payload.prompt_file,
+            model=payload.model,
+            params=payload.params,
+            commit=payload.commit,
+        )
+    except ValidationError as exc:
+        problems = [
+            {"loc": ["body", *map(str, error["loc"])], "msg": error["msg"]}
+            for error in exc.errors()
+        ]
+        return 422, {"detail": problems}
     try:
         run = replay(
             original=original,

@@ -64,6 +64,14 @@ class ReplayChanges(BaseModel):
     params: ReplayParams = ReplayParams()
     commit: str = Field(default="", max_length=200)
 
+    @field_validator("prompt_text", "prompt_file", "model", "commit", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # A NUL is no part of a path, a ref or a name, and PostgreSQL's JSON cannot store it.
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
     @field_validator("prompt_file", "model", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:

@@ -175,7 +175,7 @@ def test_a_cases_lines_carry_its_runs_and_its_own_ids(
 def test_a_crashed_cases_line_carries_the_exception_and_the_ids(
     tmp_path: Path, eager_celery: None, json_lines: Lines, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(agent: object) -> object:
+    def broken(agent: object, run: object = None) -> object:
         raise RuntimeError("the backend would not build")
 
     execution.run_agents_forget()

@@ -317,6 +317,7 @@ def test_the_api_refuses_a_replay_it_cannot_make_with_a_reason(
         {"cases": []},
         {"cases": "all"},
         {"cases": [0], "tools": "sometimes"},
+        {"cases": [0], "prompt_file": "a\x00b"},
     ]
     for body in bodies:
         assert api_replay(client, original, staff, body).status_code == 422, body
