@@ -5,7 +5,9 @@ serious violation on the new pages at 1400 and 390 px."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from django.urls import reverse
 from runs.models import Run, WorkerHeartbeat
 from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
-from tests.web.test_browser import CHROMIUM, login, screenshot
+from tests.web.test_browser import CHROMIUM, DOCS_IMAGES, SHOTS, login, screenshot
 from tests.web.test_browser_a11y import AXE, DESKTOP, PHONE, axe_problems, sideways_scroll
 from tests.web.test_browser_launch import celery_worker_thread
 from tests.web.test_browser_regrade import cli_run
@@ -107,3 +109,14 @@ def test_an_edited_prompt_replays_the_failed_cases_and_lands_on_the_side_by_side
     line = page.locator(".replay-line").inner_text()
     assert f"of run #{original.pk}" in line and "tools: recorded-only" in line
     assert accessibility_problems(page) == []
+
+    # Its transcripts mark each tool call the recording answered.
+    case = replay.cases.get()
+    page.goto(f"{live_server.url}{reverse('case_detail', args=[replay.pk, case.pk])}")
+    section = page.locator("#turn-1-transcript")
+    section.locator("summary").click()
+    section.locator(".tx-tool_call .tx-replayed").first.wait_for()
+    shot = SHOTS / "replay-transcript.png"
+    section.screenshot(path=str(shot))  # the transcript alone: the case page is long
+    if os.environ.get("HOLODECK_SCREENSHOTS") == "1":
+        shutil.copyfile(shot, DOCS_IMAGES / shot.name)
