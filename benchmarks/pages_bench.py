@@ -20,8 +20,10 @@ use the URL the running run's page gives ``#run-progress``, as the browser does:
 - "10 cases finished": ten cases finished (and the run's counters moved) since;
 - "run finished": the run ended since (the last poll, which stops the polling).
 
-The finished run's turns each have a transcript (about 1.5 KB of events, as a ConvFinQA turn's):
-the pages never read them; "open a case's transcript" reads one case's.
+The finished run's turns each have a transcript (about 1.5 KB of events, as a ConvFinQA turn's;
+its message names the turn's ticket, "T-<case>-<turn>"): the pages never read them; "open a
+case's transcript" reads one case's, and "text in a transcript" searches them for a ticket
+(through their search text's index, as "text search" does the responses).
 
 With reviews (issue 39): ``--reviews`` (2,000) reviews on the finished run's turns, its
 failing ones first, then the run page, its untriaged filter and its review tile (a request of
@@ -30,7 +32,8 @@ its own, drawn once the page is), and a project whose latest run has ``--queue-f
 
 Targets (the 2-core development machine; issue 43 at 100,000 cases × 5 turns on PostgreSQL):
 the run page ≤ 60 ms with or without "only failures", "not graded only", "a metric failed" or
-"tool assertions failed", whatever the run's size; a text search in the responses ≤ 150 ms;
+"tool assertions failed", whatever the run's size; a text search in the responses, or in the
+transcripts, ≤ 150 ms;
 the next 100 cases ≤ 30 ms; the repeated run's page ≤ 60 ms; a poll with nothing new ≤ 20 ms,
 the last poll (the run finished) ≤ 30 ms; expanding a case ≤ 50 ms; opening a case's
 transcript ≤ 50 ms; the home page with 200 projects ≤ 30 ms; with 2,000 reviews the run page,
@@ -61,6 +64,7 @@ TARGETS: dict[str, tuple[float | None, int | None]] = {
     "run page, a metric failed": (60.0, 300 * KB),
     "run page, tools failed": (60.0, 300 * KB),
     "run page, text search": (150.0, 300 * KB),
+    "run page, text in a transcript": (150.0, 300 * KB),
     "run page, next 100 cases": (30.0, 300 * KB),
     "repeated run page": (60.0, 300 * KB),
     "repeated, only failures": (60.0, 300 * KB),
@@ -181,6 +185,7 @@ def main() -> int:
     report("run page, tools failed", f"/runs/{run.pk}/?tools=failed")
     # A scan of every response of the run (the text is in one of them).
     report("run page, text search", f"/runs/{run.pk}/?text=order+{args.cases // 2}-2")
+    report("run page, text in a transcript", f"/runs/{run.pk}/?text=T-{args.cases // 2}-2")
     report("run page, next 100 cases", load_more_url(client, run), htmx)
     report("repeated run page", f"/runs/{repeated.pk}/")
     report("repeated, only failures", f"/runs/{repeated.pk}/?failures=1")
@@ -217,7 +222,7 @@ def transcripts_add(run: Any) -> int:
     transcript does."""
     from runs.models import TurnResult, TurnTranscript
 
-    def events(index: int) -> list[dict[str, Any]]:
+    def events(case: int, index: int) -> list[dict[str, Any]]:
         call = {
             "type": "model_call",
             "model": "gpt-4o-mini",
@@ -240,7 +245,10 @@ def transcripts_add(run: Any) -> int:
             "duration_ms": 0.4,
         }
         found = [
-            {"type": "user", "text": "what was the change in net revenue from 2008 to 2009?"},
+            {
+                "type": "user",
+                "text": f"what was the change in net revenue from 2008 to 2009? (T-{case}-{index})",
+            },
             {**call, "start_ms": 0.0},
             tool,
             {**tool, "id": "call_2", "result": 181001},
@@ -259,8 +267,9 @@ def transcripts_add(run: Any) -> int:
         return found
 
     rows = []
-    for pk, index in TurnResult.objects.filter(run=run).values_list("pk", "index").iterator():
-        stored = events(index)
+    turns = TurnResult.objects.filter(run=run).values_list("pk", "case__index", "index")
+    for pk, case, index in turns.iterator():
+        stored = events(case, index)
         rows.append(TurnTranscript.of_events(stored, turn_id=pk, run=run))
     TurnTranscript.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
