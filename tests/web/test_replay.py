@@ -15,6 +15,7 @@ from runs.models import AgentProject, Run, TurnResult
 from runs.runoptions import ReplayChanges
 from runs.services import launch
 from runs.services.replay import ReplayCaseNotFound, ReplayError, run_replay
+from runs.services.rerun import run_rerun
 from runs.services.tokens import token_create
 from tests.web.factories import RunSpec, build_run, make_user
 from tests.web.services_helpers import example_project, git
@@ -111,6 +112,10 @@ def test_a_replay_of_the_failed_cases_with_an_edited_prompt_and_model_is_a_linke
     assert replay.status == Run.Status.FAILED
     assert verdicts(replay) == [v for v in verdicts(original) if v[1] == "failed"]
     assert tool_errors(replay) == []
+    # The edited agent was kept for the replay alone: a re-run of the same snapshot in this
+    # process runs the snapshot's prompt.
+    rerun = run_rerun(original=original, cases="failed")
+    assert prompt_of(rerun) == prompt
 
 
 def test_recorded_only_answers_tools_that_would_raise_and_live_runs_them(
@@ -259,6 +264,32 @@ def test_the_form_says_what_is_wrong_and_queues_nothing(
     client.force_login(make_user("viewer"))
     assert client.get(url).status_code == 403
     assert client.post(url, {"cases": ["0"], "tools": "live"}).status_code == 403
+
+
+def test_the_form_of_a_claude_agent_with_mcp_tools_says_they_run_live(
+    project: AgentProject, staff_client: Client
+) -> None:
+    run = build_run(project, RunSpec(cases=2, turns=1, failing=(1,)))
+    config = {
+        "model": {"provider": "anthropic", "name": "claude-sonnet-4-5"},
+        "instructions": {"inline": "Be brief."},
+        "tools": [{"type": "mcp", "name": "ledger"}, {"type": "function", "name": "add"}],
+    }
+    Run.objects.filter(pk=run.pk).update(config_snapshot=config)
+
+    page = staff_client.get(reverse("run_replay", args=[run.pk]))
+
+    assert page.context["data"].mcp_unreplayed == ["ledger"]
+    assert "its MCP tools (ledger) are called by the Claude CLI itself" in page.text
+    assert page.context["form"].initial["prompt_text"] == "Be brief."
+
+
+def test_the_case_page_offers_a_replay_of_its_case(original: Run, staff_client: Client) -> None:
+    case = original.cases.get(index=1)
+    page = staff_client.get(reverse("case_detail", args=[original.pk, case.pk]))
+    assert f"{reverse('run_replay', args=[original.pk])}?cases=1" in page.text
+    form = staff_client.get(reverse("run_replay", args=[original.pk]), {"cases": "1"})
+    assert form.context["checked"] == {1}
 
 
 # --- the API --------------------------------------------------------------------------------
