@@ -10,6 +10,7 @@ from typing import Any
 
 from runs.models import CaseResult, Run, TurnResult
 from runs.runoptions.replay import POLICY_TEXTS, ReplayPick
+from runs.selectors.cases import CaseFilters, case_rows
 from runs.selectors.reruns import failed_case_indices
 from runs.selectors.snapshots import snapshot_contents, stored_snapshot
 
@@ -18,6 +19,8 @@ PROMPT_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2", ".jinja", ".jinja2
 MAX_PROMPT_FILES = 200
 # The form lists this many of the original's cases to choose from (more: their indices typed).
 MAX_CASES_LISTED = 300
+# A replay of the cases a filtered case list shows takes at most this many.
+MAX_CASES_CHOSEN = 1000
 
 RecordedTurns = list[list[dict[str, Any]]]
 
@@ -223,3 +226,16 @@ def replay_notes(runs: list[Run]) -> list[ReplayNote]:
             stored = ReplayPick.model_validate(pick)
             notes.append(ReplayNote(run_id, stored.of, stored.summary()))
     return notes
+
+
+def filtered_case_indices(*, run: Run, filters: CaseFilters, review: str = "") -> list[int]:
+    """The indices of the run's cases its page's case list shows with ``filters`` (and the
+    ``review`` filter): the cases a replay of "these cases" takes (at most
+    ``MAX_CASES_CHOSEN``; 1 query)."""
+    from runs.selectors.review_panels import cases_by_review
+
+    cases = case_rows(run=run, filters=filters, fields=("id", "index"))
+    if review:
+        cases = cases_by_review(cases, run=run, which=review)
+    indices = cases.order_by("index").values_list("index", flat=True).distinct()
+    return list(indices[:MAX_CASES_CHOSEN])

@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 
 from runs import selectors
 from runs.selectors.cases import CaseFilters, MetricFailureList
+from runs.selectors.reruns import run_rerunnable
 from runs.selectors.review_panels import (
     DISAGREES,
     REVIEW_FILTERS,
@@ -155,6 +156,8 @@ def case_list_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         "only_failures": filters.failures,
         "query": query,
         "failures_query": case_query(filters),
+        # A filtered list's cases can be replayed with changes (runs.web.replays).
+        "replayable": run_rerunnable(run),
         "known_cases": case_page.paginator.count,
         "errors": errors,
         "bad_q": shown_value(request, "q", errors),

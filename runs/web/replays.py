@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from runs import selectors
 from runs.reviewing.vocabulary import Role
 from runs.runoptions.replay import POLICIES, POLICY_TEXTS, ReplayChanges, ReplayParams
-from runs.selectors.replays import ReplayFormData, replay_form_data
+from runs.selectors.replays import ReplayFormData, filtered_case_indices, replay_form_data
+from runs.web.case_list import RunCaseFilters, case_filters
+from runs.web.params import params_or_errors
 from runs.web.views import form_page, project_of_run, role_required
 
 if TYPE_CHECKING:
@@ -104,14 +106,13 @@ class ReplayForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def run_replay(request: HttpRequest, run_id: int) -> HttpResponse:
     """GET: the replay form of the run, its failed cases chosen (``?cases=failed``, the
-    default) or those of ``?cases=0,3``. POST: queue the replay and open the side by side of
+    default), those of ``?cases=0,3`` or those its case list shows with the run page's
+    filters (``?metric=rouge&q=refund``). POST: queue the replay and open the side by side of
     the run and its replay; a refusal is shown on the form, nothing queued."""
     original = selectors.run_row(run_id=run_id)
     if request.method == "POST":
         return _submit(request, original)
-    asked = request.GET.get("cases", "failed")
-    chosen = None if asked == "failed" or not _CASES.fullmatch(asked) else _indices(asked)
-    data = replay_form_data(run=original, chosen=chosen)
+    data = replay_form_data(run=original, chosen=_chosen(request, original))
     initial = {
         "cases": [c.index for c in data.cases if c.chosen],
         "prompt_text": data.prompt,
@@ -190,5 +191,13 @@ def _checked(form: ReplayForm, data: ReplayFormData) -> set[int]:
     return {int(v) for v in sent.getlist("cases") if v.isascii() and v.isdigit()}
 
 
-def _indices(text: str) -> list[int]:
-    return sorted({int(part) for part in text.split(",")})
+def _chosen(request: HttpRequest, original: Run) -> list[int] | None:
+    """The cases the form opens with: ``?cases=failed`` (None: the failed ones), ``?cases=0,3``,
+    or, with the run page's case-list filters (``?metric=rouge``), the cases it shows."""
+    asked = request.GET.get("cases", "")
+    if asked and asked != "failed":
+        return sorted({int(i) for i in asked.split(",")}) if _CASES.fullmatch(asked) else None
+    filters, _ = params_or_errors(request, case_filters)
+    if asked or filters == RunCaseFilters():
+        return None
+    return filtered_case_indices(run=original, filters=filters, review=filters.review)

@@ -292,6 +292,23 @@ def test_the_case_page_offers_a_replay_of_its_case(original: Run, staff_client: 
     assert form.context["checked"] == {1}
 
 
+def test_a_filtered_case_list_offers_a_replay_of_the_cases_it_shows(
+    original: Run, staff_client: Client
+) -> None:
+    run_page = reverse("run_detail", args=[original.pk])
+    url = reverse("run_replay", args=[original.pk])
+    assert "replay-shown" not in staff_client.get(run_page).text  # unfiltered: no selection
+    listed = staff_client.get(run_page, {"q": "revenue"}, headers={"HX-Request": "true"})
+    assert f'href="{url}?q=revenue&amp;"' in listed.text
+    assert "What-if replay of the 1 case shown…" in listed.text
+
+    form = staff_client.get(url, {"q": "northwind"})
+    assert form.context["checked"] == {0, 1, 2}
+    metric = original.cases.get(outcome="failed").index
+    failing = staff_client.get(url, {"metric": "answer_numeric"})
+    assert failing.context["checked"] == {metric}
+
+
 # --- the API --------------------------------------------------------------------------------
 
 
