@@ -155,6 +155,12 @@ def test_a_turns_own_search_steps_and_filters_the_same_way(
     open_case(page, live_server, three_turns)
     section = page.locator("#turn-2-transcript")
     section.locator("summary").click()
+    # A model call's full request, as its section draws it once opened: never searched.
+    section.locator(".tx-model_call").first.evaluate(
+        """ev => ev.insertAdjacentHTML("beforeend", '<details class="tx-collapse tx-request"'
+        + ' data-tx-request open><pre class="tx-text" data-tx-copy-source>order 0-1</pre>'
+        + '</details>')"""
+    )
     own = section.get_by_label("Search in the transcript of turn 2")
     own.fill("0-1")
     said = section.locator("[data-tx-search-status]")
