@@ -113,6 +113,7 @@ class ReplayFormData:
     params: dict[str, Any]
     cases: list[CaseChoice]
     more_cases: int  # the run's cases past those listed
+    unlisted: list[int]  # chosen cases past those listed (typed in as indices)
     failed: list[int]
     mcp_unreplayed: list[str]  # MCP tools the Claude backend calls live whatever the policy
 
@@ -141,6 +142,7 @@ def replay_form_data(*, run: Run, chosen: list[int] | None) -> ReplayFormData:
         params={key: model.get(key) for key in ("temperature", "max_tokens", "top_p")},
         cases=[CaseChoice(i, name, outcome, i in picked) for i, name, outcome in rows],
         more_cases=max(0, run.total_cases // max(run.repeats, 1) - len(rows)),
+        unlisted=sorted(picked - {index for index, _, _ in rows}),
         failed=failed,
         mcp_unreplayed=mcp if model.get("provider") == "anthropic" else [],
     )

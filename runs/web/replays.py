@@ -115,6 +115,7 @@ def run_replay(request: HttpRequest, run_id: int) -> HttpResponse:
     data = replay_form_data(run=original, chosen=_chosen(request, original))
     initial = {
         "cases": [c.index for c in data.cases if c.chosen],
+        "case_indices": ",".join(map(str, data.unlisted)),
         "prompt_text": data.prompt,
         "model": data.model,
         "tools": "recorded-only",

@@ -284,6 +284,18 @@ def test_the_form_of_a_claude_agent_with_mcp_tools_says_they_run_live(
     assert page.context["form"].initial["prompt_text"] == "Be brief."
 
 
+def test_the_form_types_in_the_chosen_cases_past_those_it_lists(
+    project: AgentProject, staff_client: Client
+) -> None:
+    run = build_run(project, RunSpec(cases=305, turns=1, failing=(2, 303)))
+
+    page = staff_client.get(reverse("run_replay", args=[run.pk]))
+
+    assert page.context["checked"] == {2}
+    assert page.context["form"].initial["case_indices"] == "303"
+    assert page.context["data"].more_cases == 5
+
+
 def test_the_case_page_offers_a_replay_of_its_case(original: Run, staff_client: Client) -> None:
     case = original.cases.get(index=1)
     page = staff_client.get(reverse("case_detail", args=[original.pk, case.pk]))
