@@ -109,6 +109,7 @@ def test_an_edited_prompt_replays_the_failed_cases_and_lands_on_the_side_by_side
     line = page.locator(".replay-line").inner_text()
     assert f"of run #{original.pk}" in line and "tools: recorded-only" in line
     assert accessibility_problems(page) == []
+    screenshot(page, "replay-run")
 
     # Its transcripts mark each tool call the recording answered.
     case = replay.cases.get()
