@@ -79,6 +79,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("compare_config") + f"?runs={other.pk},{run.pk}",
         reverse("compare_csv") + f"?runs={run.pk},{other.pk}",
         reverse("case_transcript", args=[run.pk, case.pk]) + "?turn=0",
+        reverse("model_call_request", args=[run.pk, case.pk]) + "?turn=0&call=0",
         reverse("compare_transcript") + f"?a={case.pk}&b={other.cases.get(index=1).pk}&turn=1",
         reverse("trends") + f"?project={project.pk}",
         reverse("tokens"),
