@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.runoptions import RunOptions
+from runs.wire.requests import RequestLog
 from runs.wire.transcripts import capped
 
 PASSWORD = "correct horse battery"
@@ -131,7 +132,11 @@ def transcript_events(turn: TurnResult, *, system: str) -> list[dict[str, Any]]:
     events.append({"type": "user", "text": turn.input})
     if failed:
         events.append({"type": "retry", "error": "429 rate limited", "start_ms": 2.0})
-    events.append(_model_call(5.0, 300.0, 100, 0, "tool_calls", attempt=2 if failed else 1))
+    first = _model_call(5.0, 300.0, 100, 0, "tool_calls", attempt=2 if failed else 1)
+    # The request it sent, as a backend keeps it (runs.wire.requests): this turn's own.
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": turn.input}]
+    sent = {"model": "gpt-4o-mini", "messages": messages, "temperature": 0}
+    events.append({**first, "request": RequestLog().request(sent, fmt="openai")})
     start = 310.0
     for call in turn.tool_invocations or []:
         event = {

@@ -49,7 +49,7 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         status=CaseResult.Status.RUNNING, heartbeat_at=long_ago, enqueued=True, enqueued_at=long_ago
     )
     case = failing_case(run)
-    other = build_run(project, RunSpec(cases=4, turns=2))
+    other = build_run(project, RunSpec(cases=4, turns=2, transcripts=True))
     snapshot = snapshot_store(packed=snapshot_working_tree(Path(project.directory)))
     Run.objects.filter(pk=other.pk).update(snapshot=snapshot)
     urls = [
@@ -79,7 +79,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
         reverse("compare_config") + f"?runs={other.pk},{run.pk}",
         reverse("compare_csv") + f"?runs={run.pk},{other.pk}",
         reverse("case_transcript", args=[run.pk, case.pk]) + "?turn=0",
-        reverse("model_call_request", args=[run.pk, case.pk]) + "?turn=0&call=0",
+        reverse("model_call_request", args=[other.pk, other.cases.get(index=1).pk])
+        + "?turn=0&call=0",
         reverse("compare_transcript") + f"?a={case.pk}&b={other.cases.get(index=1).pk}&turn=1",
         reverse("trends") + f"?project={project.pk}",
         reverse("tokens"),

@@ -183,7 +183,8 @@ def test_two_runs_transcripts_of_a_turn_are_aligned_with_what_changed_marked(
     assert html.count('<li class="tx-row tx-row-differs') == 1
 
     html = side_by_side(viewer_client, a, b, turn=1)  # failed: retried, called with other args
-    assert "What the model was given" in html and "System prompt" not in html.split("<ol")[0]
+    given = html.split("What the request changed")[0]  # the turn's own texts (a later turn's)
+    assert "What the model was given" in html and "System prompt" not in given.split("<ol")[0]
     assert f"differs: only in #{after.pk}" in html  # the retry
     assert "differs: attempt" in html
     assert "differs: arg order_id, result" in html
