@@ -131,7 +131,8 @@ def test_the_run_pages_text_search_keeps_the_other_filters_and_they_keep_it(
     assert indices(viewer_client, run, "?text=order+3-0&tools=failed") == []
     html = viewer_client.get(url + "?text=order+4-0&failures=1").text
     # The search box, labelled, shows the text; every filter link keeps it.
-    assert '<label class="sr-only" for="case-text">Search the responses and transcripts</label>' in html
+    label = "Search the responses and transcripts"
+    assert f'<label class="sr-only" for="case-text">{label}</label>' in html
     assert 'id="case-text" name="text" value="order 4-0"' in html
     assert 'href="?text=order+4-0&amp;tools=failed"' in html
     assert "1 case with “order 4-0” in a response" in html
