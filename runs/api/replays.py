@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from runs import selectors
 from runs.api.auth import role_only
+from runs.api.reruns import run_again_response
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
 from runs.queryvalues import MAX_INT
@@ -98,10 +99,7 @@ def run_replay(
     snapshot, is a re-grade, has no failed case, or a change cannot be made (a prompt file
     not in the agent, an unknown commit); 404 for a case it does not have; 422 for a bad
     agent.yaml at the commit asked. The runner role in its project (or staff)."""
-    from runs.agentconfig.errors import ConfigError
     from runs.runoptions.replay import ReplayChanges
-    from runs.services.launch import LaunchError
-    from runs.services.replay import ReplayCaseNotFound, ReplayError
     from runs.services.replay import run_replay as replay
 
     original = selectors.run_row(run_id=run_id)
@@ -124,8 +122,8 @@ def run_replay(
             for error in exc.errors()
         ]
         return 422, {"detail": problems}
-    try:
-        run = replay(
+    return run_again_response(
+        lambda: replay(
             original=original,
             cases=payload.cases,
             changes=changes,
@@ -133,16 +131,4 @@ def run_replay(
             user=user,
             idempotency_key=key,
         )
-    except ReplayCaseNotFound as exc:
-        return 404, {"detail": str(exc)}
-    except ReplayError as exc:
-        return 409, {"detail": str(exc)}
-    except ConfigError as exc:
-        problems = [
-            {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}
-            for p in exc.problems
-        ]
-        return 422, {"detail": problems}
-    except LaunchError as exc:  # a malformed idempotency key, or one sent with another request
-        return 422, {"detail": [{"loc": ["header", "Idempotency-Key"], "msg": str(exc)}]}
-    return (200 if run.replayed else 201), run
+    )

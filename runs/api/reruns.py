@@ -1,6 +1,7 @@
 """Re-run a settled run's failed cases, or one of its cases, as a new run at its snapshot."""
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
@@ -52,17 +53,28 @@ def run_rerun(
     live, or when it has no snapshot (an imported or older run), is a re-grade, or has no
     failed case; 404 for a case it does not have. The runner role in its project (or
     staff)."""
-    from runs.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError
-    from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
+    from runs.services.rerun import RerunCases
     from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
     role_only(request, project_id=original.project_id, needed=Role.RUNNER, action="re-run runs")
     key, user = idempotency_key.strip(), request.auth  # type: ignore[attr-defined]
+    cases: RerunCases = "failed" if payload.case is None else payload.case
+    return run_again_response(
+        lambda: rerun(original=original, cases=cases, user=user, idempotency_key=key)
+    )
+
+
+def run_again_response(start: Callable[[], Any]) -> tuple[int, Any]:
+    """(status, body) of a re-run or a replay: the run ``start`` opened (201; 200 when an
+    idempotency key named one opened before), else why it was refused (404: no such case; 409:
+    the run cannot be run again so; 422: a bad agent.yaml or idempotency key)."""
+    from runs.agentconfig.errors import ConfigError
+    from runs.services.launch import LaunchError
+    from runs.services.rerun import RerunCaseNotFound, RerunError
+
     try:
-        cases: RerunCases = "failed" if payload.case is None else payload.case
-        run = rerun(original=original, cases=cases, user=user, idempotency_key=key)
+        run = start()
     except RerunCaseNotFound as exc:
         return 404, {"detail": str(exc)}
     except RerunError as exc:

@@ -41,7 +41,7 @@ from runs.services.launch import (
     sealed_run_open,
 )
 from runs.services.queue import START_RUN, task_enqueue
-from runs.services.rerun import RerunCaseNotFound, RerunError
+from runs.services.rerun import RerunCaseNotFound, RerunError, snapshot_to_run_again
 from runs.services.snapshots import snapshot_unpacked
 
 if TYPE_CHECKING:
@@ -203,22 +203,7 @@ def _pick(
 
 
 def _snapshot_to_replay(original: Run) -> int:
-    """The id of the snapshot ``original`` ran; ReplayError, saying why, when it cannot be
-    replayed at all."""
-    if original.is_live:
-        raise ReplayError(f"run {original.pk} has not ended yet: replay its cases once it has")
-    if original.source == Run.Source.REGRADE:
-        raise ReplayError(
-            f"run {original.pk} is a re-grade: it never called the agent, so replay the cases "
-            "of the run whose transcripts it graded"
-        )
-    if original.snapshot_id is None:
-        raise ReplayError(
-            f"run {original.pk} has no snapshot of the files it ran ("
-            + ("an imported run" if original.source == Run.Source.IMPORT else "an older run")
-            + "), so it cannot be replayed: launch its project instead"
-        )
-    return original.snapshot_id
+    return snapshot_to_run_again(original, error=ReplayError, verb="replay", cannot="be replayed")
 
 
 def _indices_picked(original: Run, cases: ReplayCases) -> list[int]:

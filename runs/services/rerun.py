@@ -105,20 +105,26 @@ def _run_rerun(
 
 
 def _snapshot_to_rerun(original: Run) -> int:
-    """The id of the snapshot ``original`` ran; RerunError, saying why, when it cannot be
-    re-run at all."""
+    return snapshot_to_run_again(
+        original, error=RerunError, verb="re-run", cannot="be run again as it was"
+    )
+
+
+def snapshot_to_run_again(original: Run, *, error: type[RerunError], verb: str, cannot: str) -> int:
+    """The id of the snapshot ``original`` ran, to run its cases again (``verb``: "re-run",
+    "replay"); ``error``, saying why, when it cannot be run again at all."""
     if original.is_live:
-        raise RerunError(f"run {original.pk} has not ended yet: re-run its cases once it has")
+        raise error(f"run {original.pk} has not ended yet: {verb} its cases once it has")
     if original.source == Run.Source.REGRADE:
-        raise RerunError(
-            f"run {original.pk} is a re-grade: it never called the agent, so re-run the cases "
+        raise error(
+            f"run {original.pk} is a re-grade: it never called the agent, so {verb} the cases "
             "of the run whose transcripts it graded"
         )
     if original.snapshot_id is None:
-        raise RerunError(
+        raise error(
             f"run {original.pk} has no snapshot of the files it ran ("
             + ("an imported run" if original.source == Run.Source.IMPORT else "an older run")
-            + "), so it cannot be run again as it was: launch its project instead"
+            + f"), so it cannot {cannot}: launch its project instead"
         )
     return original.snapshot_id
 
