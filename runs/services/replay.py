@@ -17,7 +17,6 @@ agent, a commit the project's repository does not have.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from runs.agentconfig.errors import ConfigError, ConfigProblem
@@ -41,7 +40,12 @@ from runs.services.launch import (
     sealed_run_open,
 )
 from runs.services.queue import START_RUN, task_enqueue
-from runs.services.rerun import RerunCaseNotFound, RerunError, snapshot_to_run_again
+from runs.services.rerun import (
+    RerunCaseNotFound,
+    RerunError,
+    agent_file_of,
+    snapshot_to_run_again,
+)
 from runs.services.snapshots import snapshot_unpacked
 
 if TYPE_CHECKING:
@@ -120,7 +124,7 @@ def _run_replay(
         indices=indices,
         repeats=1,  # the recording answered is the original's first repetition
         checkout_commit=sealed.commit if sealed else original.run_options.checkout_commit,
-        agent_file=sealed.agent_file if sealed else _agent_file(original),
+        agent_file=sealed.agent_file if sealed else agent_file_of(original),
         replay=pick,
     )
     opened: dict[str, Any] = {
@@ -229,15 +233,6 @@ def _indices_picked(original: Run, cases: ReplayCases) -> list[int]:
     return wanted
 
 
-def _agent_file(original: Run) -> str:
-    """The agent.yaml's path inside the original's snapshot (a CLI run's: beside its files)."""
-    if original.run_options.agent_file:
-        return original.run_options.agent_file
-    if original.project is not None:
-        return Path(original.project.agent_file).as_posix()
-    return Path(original.agent_config_path).name or "agent.yaml"
-
-
 def original_agent(original: Run, snapshot_id: int | None = None) -> LoadedAgent:
     """The agent ``original`` ran: loaded from its snapshot's files, with its own replay's
     changes when it was a replay (a replay of a replay starts from what its original ran)."""
@@ -247,7 +242,7 @@ def original_agent(original: Run, snapshot_id: int | None = None) -> LoadedAgent
         directory = snapshot_unpacked(snapshot_id=snapshot_id or _snapshot_to_replay(original))
     except SnapshotError as exc:
         raise ReplayError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
-    agent_file = _agent_file(original)
+    agent_file = agent_file_of(original)
     try:
         agent = load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
     except FileNotFoundError as exc:

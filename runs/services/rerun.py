@@ -80,7 +80,7 @@ def _run_rerun(
         limit=None,
         case_filter="",
         checkout_commit=original.run_options.checkout_commit,
-        agent_file=_agent_file(original),
+        agent_file=agent_file_of(original),
         # What the re-run's page says it re-ran (selectors.reruns).
         rerun=RerunPick(of=original.pk, case=indices[0], name=name)
         if isinstance(cases, int)
@@ -144,7 +144,7 @@ def _indices_picked(original: Run, cases: RerunCases) -> tuple[list[int], str]:
     return [cases], name
 
 
-def _agent_file(original: Run) -> str:
+def agent_file_of(original: Run) -> str:
     """The agent.yaml's path inside the original's snapshot (a CLI run's: beside its files)."""
     if original.run_options.agent_file:
         return original.run_options.agent_file
@@ -161,7 +161,7 @@ def _agent_of(original: Run, snapshot_id: int) -> LoadedAgent:
         directory = snapshot_unpacked(snapshot_id=snapshot_id)
     except SnapshotError as exc:
         raise RerunError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
-    agent_file = _agent_file(original)
+    agent_file = agent_file_of(original)
     try:
         return load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
     except FileNotFoundError as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,12 @@ from runs.models import Run, WorkerHeartbeat
 from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
 from tests.web.test_browser import CHROMIUM, DOCS_IMAGES, SHOTS, login, screenshot
-from tests.web.test_browser_a11y import AXE, DESKTOP, PHONE, axe_problems, sideways_scroll
+from tests.web.test_browser_a11y import AXE
 from tests.web.test_browser_launch import celery_worker_thread
 from tests.web.test_browser_regrade import cli_run
+from tests.web.test_browser_reviews import accessibility_problems, browser_page
 
-__all__ = ["celery_worker_thread"]  # a fixture, imported for this module
+__all__ = ["browser_page", "celery_worker_thread"]  # fixtures, imported for this module
 
 pytestmark = [
     pytest.mark.browser,
@@ -33,30 +33,6 @@ pytestmark = [
 ]
 
 ADDED = "State the formula you used before the number."
-
-
-@pytest.fixture
-def browser_page(chromium: Any) -> Iterator[Any]:
-    """A fresh page in a context that lets axe-core in (the pages' CSP forbids inline scripts:
-    only this context bypasses it)."""
-    context = chromium.new_context(viewport=DESKTOP, bypass_csp=True)
-    context.set_default_timeout(10_000)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
-def accessibility_problems(page: Any) -> list[str]:
-    """axe-core's serious violations and a sideways scroll, at 390 and at 1400 px."""
-    found = []
-    for size in (PHONE, DESKTOP):
-        page.set_viewport_size(size)
-        found += [f"{size['width']} px: {line}" for line in axe_problems(page)]
-        scroll = sideways_scroll(page)
-        if scroll:
-            found.append(f"{size['width']} px: {scroll}")
-    return found
 
 
 def test_an_edited_prompt_replays_the_failed_cases_and_lands_on_the_side_by_side(
