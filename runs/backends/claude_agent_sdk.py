@@ -57,7 +57,7 @@ from claude_agent_sdk import (
 )
 
 from runs.backends.base import BackendError, TurnOutput, captured_call
-from runs.backends.claude_capture import Channel, capture_enabled, capture_proxy
+from runs.backends.claude_capture import UPSTREAM_ENV, Channel, capture_enabled, capture_proxy
 from runs.backends.claude_reuse import SessionPool, cases_per_process_setting
 from runs.backends.claude_stream import StreamTrace, tool_result_text
 from runs.backends.function_tools import (
@@ -468,8 +468,11 @@ class ClaudeAgentSession:
         }
         if model.endpoint:
             env["ANTHROPIC_BASE_URL"] = model.endpoint
-        if self._capture_url is not None:
+        if self._capture_url is not None and self._capture is not None:
+            # Through the capture proxy; the endpoint it forwards to, for whoever reads the
+            # process's environment (ps, a test finding its CLIs).
             env["ANTHROPIC_BASE_URL"] = self._capture_url
+            env[UPSTREAM_ENV] = self._capture.upstream
         if model.api_key:
             env["ANTHROPIC_API_KEY"] = model.api_key
         defaults = {

@@ -30,6 +30,8 @@ from typing import Any
 import httpx
 
 CAPTURE_ENV = "HOLODECK_CAPTURE_REQUESTS"
+# Set in a proxied CLI's environment: the endpoint its requests are forwarded to.
+UPSTREAM_ENV = "HOLODECK_ANTHROPIC_UPSTREAM"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # Headers that belong to one hop, never forwarded (and the body's size, which httpx sets).
 _HOP = frozenset(

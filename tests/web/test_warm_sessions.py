@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runs.backends.claude_capture import UPSTREAM_ENV
 from runs.models import AgentProject, CaseResult, Run
 from runs.services import launch
 from runs.services.projects import project_register
@@ -96,7 +97,8 @@ def claude_project(tmp_path: Path, fake: FakeAnthropic, inputs: list[str]) -> Ag
 
 
 def cli_processes(fake: FakeAnthropic) -> set[int]:
-    """The Claude Code processes talking to this test's fake (by their ANTHROPIC_BASE_URL)."""
+    """The Claude Code processes talking to this test's fake (by their ANTHROPIC_BASE_URL, or
+    the endpoint the request capture proxy forwards them to)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -107,7 +109,8 @@ def cli_processes(fake: FakeAnthropic) -> set[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"ANTHROPIC_BASE_URL={fake.url}".encode() in environ:
+        targets = (f"ANTHROPIC_BASE_URL={fake.url}", f"{UPSTREAM_ENV}={fake.url}")
+        if any(target.encode() in environ for target in targets):
             found.add(int(entry.name))
     return found
 
