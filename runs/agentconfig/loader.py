@@ -60,6 +60,9 @@ class LoadedAgent:
     # HoloDeck agent.yaml fields accepted without effect here (and HoloDeck values run
     # differently), one line each with its path: shown by validate_agent and the launch form.
     warnings: list[str] = field(default_factory=list)
+    # Where the instructions came from when it is neither agent.yaml nor its instructions file
+    # (a replay's edited prompt): what a transcript's system prompt says it came from.
+    instructions_source: str | None = None
 
     def redacted_snapshot(self) -> dict[str, Any]:
         """The config as JSON-safe data, with api keys, tokens and secrets replaced by ``***``."""

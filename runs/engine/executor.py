@@ -352,7 +352,9 @@ class Engine:
             user_text=message,
             backend_events=output.transcript,
             system_text=system,
-            system_source=self.agent.config.instructions.file or "agent.yaml",
+            system_source=self.agent.instructions_source
+            or self.agent.config.instructions.file
+            or "agent.yaml",
         )
         if output.is_error and not any(event["type"] == "error" for event in events):
             events.append({"type": "error", "text": output.error or "agent error"})

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runs.agentconfig.limits import Temperature, TokenCount, TopP
 from runs.backends.replay import DEFAULT_POLICY, POLICIES, Policy
+from runs.wire.transcripts import EDITED_PROMPT_SOURCE
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "Policy"]
 
@@ -176,8 +177,12 @@ def agent_changed(agent: Any, pick: ReplayPick) -> Any:
         updates["instructions"] = changed
     if not updates:
         return agent
+    edited = pick.prompt is not None and not pick.prompt_file
     return dataclasses.replace(
-        agent, config=config.model_copy(update=updates), instructions=instructions
+        agent,
+        config=config.model_copy(update=updates),
+        instructions=instructions,
+        instructions_source=EDITED_PROMPT_SOURCE if edited else agent.instructions_source,
     )
 
 

@@ -32,6 +32,7 @@ from runs.web.model_requests import RequestDiff, request_diff
 from runs.web.params import int_param, text_param
 from runs.web.transcript_compare import Row, SeenDiff, aligned, seen_diffs
 from runs.web.transcript_events import Timeline, timeline
+from runs.wire.transcripts import EDITED_PROMPT_SOURCE
 
 if TYPE_CHECKING:
     from runs.models import CaseResult
@@ -102,7 +103,7 @@ def _source_url(page: TurnTranscriptPage, drawn: Timeline) -> str | None:
         return None
     for view in drawn.events:
         source = view.event.get("source") if view.kind == "system" else None
-        if isinstance(source, str) and source.strip():
+        if isinstance(source, str) and source.strip() and source != EDITED_PROMPT_SOURCE:
             path = source.strip().removeprefix("./")
             return reverse("run_snapshot_file", args=[page.run_id, path])
     return None

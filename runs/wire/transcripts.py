@@ -39,6 +39,8 @@ from typing import Any
 from graders.matchers import json_safe
 
 TEXT_CAP = 16_000
+# A system prompt's ``source`` when a replay edited it (no file of the agent holds it).
+EDITED_PROMPT_SOURCE = "the replay's edited prompt"
 MAX_EVENTS = 400
 EVENT_TYPES = (
     "system",

@@ -17,6 +17,7 @@ from runs.services import launch
 from runs.services.replay import ReplayCaseNotFound, ReplayError, run_replay
 from runs.services.rerun import run_rerun
 from runs.services.tokens import token_create
+from runs.wire.transcripts import EDITED_PROMPT_SOURCE
 from tests.web.factories import RunSpec, build_run, make_user
 from tests.web.services_helpers import example_project, git
 from tests.web.snapshot_helpers import verdicts
@@ -55,14 +56,19 @@ def original(project: AgentProject) -> Run:
     return run
 
 
-def prompt_of(run: Run) -> str:
-    """The system prompt the run's first case was given (its transcript's system event)."""
+def system_event(run: Run) -> dict[str, Any]:
+    """The system prompt event of the run's first case's transcript."""
     from runs.models import TurnTranscript
 
     turn = TurnResult.objects.filter(run=run).order_by("case__index", "index").first()
     assert turn is not None
     events = TurnTranscript.objects.get(turn=turn).events
-    return next(event["text"] for event in events if event["type"] == "system")
+    return next(event for event in events if event["type"] == "system")
+
+
+def prompt_of(run: Run) -> str:
+    """The system prompt the run's first case was given."""
+    return str(system_event(run)["text"])
 
 
 def tool_errors(run: Run) -> list[str]:
@@ -108,6 +114,9 @@ def test_a_replay_of_the_failed_cases_with_an_edited_prompt_and_model_is_a_linke
     assert replay.config_snapshot["model"]["name"] == "scripted-next"
     assert replay.config_snapshot["instructions"] == {"inline": f"{prompt}{ADDED}\n"}
     assert prompt_of(replay) == f"{prompt}{ADDED}\n"
+    # Its transcript says where that prompt came from: the edit, not a file of the agent.
+    assert system_event(replay)["source"] == EDITED_PROMPT_SOURCE
+    assert system_event(original)["source"] != EDITED_PROMPT_SOURCE
     # Every call matched the recording: the verdicts are the original's for the failed case.
     assert replay.status == Run.Status.FAILED
     assert verdicts(replay) == [v for v in verdicts(original) if v[1] == "failed"]
