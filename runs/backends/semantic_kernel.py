@@ -191,7 +191,9 @@ class SemanticKernelSession:
         return self._output(reply.content or "")
 
     def partial_transcript(self) -> list[dict[str, Any]]:
-        """The current turn's events so far (the engine asks when it stops a turn)."""
+        """The current turn's events so far (the engine asks when it stops a turn), a request
+        still waiting for its answer as a model call that got none."""
+        self._meter.unanswered()
         return self._trace.finished()
 
     async def close(self) -> None:
@@ -318,6 +320,23 @@ class UsageMeter:
         except (ValueError, AttributeError, httpx.RequestNotRead):
             pass
         self._started[id(request)] = (self.trace.now_ms(), messages, sent_request)
+
+    def unanswered(self) -> None:
+        """Each request still waiting for its answer (the turn was stopped) as a model call
+        with stop reason ``no answer``, its request kept (a later call builds on it)."""
+        for start, messages, sent in self._started.values():
+            params = sent.get("params") if sent is not None else None
+            self.trace.add(
+                "model_call",
+                model=params.get("model") if isinstance(params, dict) else None,
+                start_ms=start,
+                duration_ms=round(self.trace.now_ms() - start, 3),
+                stop_reason="no answer",
+                attempt=self._failed + 1,
+                messages=messages,
+                **({"request": sent} if sent is not None else {}),
+            )
+        self._started.clear()
 
     async def on_response(self, response: httpx.Response) -> None:
         if not response.request.url.path.endswith("/chat/completions"):

@@ -11,6 +11,7 @@ import pytest
 from runs.backends.base import BackendError, TurnOutput, backend_for
 from runs.backends.semantic_kernel import SemanticKernelBackend, SemanticKernelSession
 from runs.wire.models import TokenUsage
+from runs.wire.requests import RequestBook
 from tests.backends.agent_files import INSTRUCTIONS, run_bounded, write_agent
 from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
 
@@ -365,8 +366,13 @@ def test_a_turn_stopped_by_a_timeout_keeps_what_it_did_before_in_its_partial_tra
 
     events = run_bounded(timed_out())
 
-    assert [e["type"] for e in events] == ["model_call", "tool_call"]
+    assert [e["type"] for e in events] == ["model_call", "tool_call", "model_call"]
     assert events[1]["result"] == 25587
+    # The call that never answered keeps the request it sent: the tool's result included.
+    waiting = events[2]
+    assert waiting["stop_reason"] == "no answer" and waiting["model"] == "gpt-4o-mini"
+    [sent] = [e.body for e in fake.requests_to("/chat/completions")][1:]
+    assert RequestBook(events).body(waiting["request"]) == sent
 
 
 def test_every_session_verifies_tls_with_one_certificate_store_loaded_once() -> None:
