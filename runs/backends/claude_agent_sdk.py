@@ -58,6 +58,7 @@ from claude_agent_sdk import (
 
 from runs.backends.base import BackendError, TurnOutput, captured_call
 from runs.backends.claude_capture import UPSTREAM_ENV, Channel, capture_enabled, capture_proxy
+from runs.backends.claude_replay import ReplayedServers
 from runs.backends.claude_reuse import SessionPool, cases_per_process_setting
 from runs.backends.claude_stream import StreamTrace, tool_result_text
 from runs.backends.function_tools import (
@@ -169,8 +170,9 @@ class ClaudeAgentBackend:
             return kept
         self.processes_started += 1
         log.info("case %s starts a Claude Code process", case_index)
+        replay = self._case_replay(case_index)
         try:
-            session = ClaudeAgentSession(self.agent)
+            session = ClaudeAgentSession(self.agent, replay)
         except Exception as exc:
             raise BackendError(f"could not configure Claude Code: {error_text(exc)}") from exc
         try:
@@ -180,7 +182,7 @@ class ClaudeAgentBackend:
             if isinstance(exc, Exception):
                 raise BackendError(f"could not start Claude Code: {session.describe(exc)}") from exc
             raise
-        session.begin_case(pool, self._case_replay(case_index))
+        session.begin_case(pool, replay)
         return session
 
     def _case_replay(self, case_index: int) -> CaseReplay | None:
@@ -190,12 +192,16 @@ class ClaudeAgentBackend:
 class ClaudeAgentSession:
     """One conversation on one Claude Code CLI process."""
 
-    def __init__(self, agent: LoadedAgent) -> None:
+    def __init__(self, agent: LoadedAgent, replay: CaseReplay | None = None) -> None:
         self._agent = agent
         self._config_dir = Path(tempfile.mkdtemp(prefix="holodeck-claude-"))
         self._stderr: deque[str] = deque(maxlen=20)
         self._calls: list[ToolInvocation] = []
-        self._replay: CaseReplay | None = None
+        self._replay = replay
+        mcp = [t for t in agent.config.tools if t.type == "mcp"]
+        # A replay's external MCP servers, answered from the recording (runs.backends.
+        # claude_replay): its client is made again once they are listed (open).
+        self._mcp_replay = ReplayedServers.of(mcp, replay, agent.base_dir)
         self._replayed: set[int] = set()  # slots in _calls the recording answered
         # tool_use id -> (index in _calls, start time) of an MCP call awaiting its result
         self._external: dict[str, tuple[int, float]] = {}
@@ -229,6 +235,8 @@ class ClaudeAgentSession:
         return self._system_prompt()
 
     async def open(self) -> None:
+        if self._mcp_replay is not None:
+            self._client = ClaudeSDKClient(self._options(await self._mcp_replay.open()))
         await self._client.connect()
 
     async def send(self, message: str) -> TurnOutput:
@@ -266,6 +274,8 @@ class ClaudeAgentSession:
         try:
             with contextlib.suppress(Exception):
                 await self._client.disconnect()
+            if self._mcp_replay is not None:
+                await self._mcp_replay.close()
         finally:
             shutil.rmtree(self._config_dir, ignore_errors=True)
             if self._capture_url is not None:
@@ -359,6 +369,8 @@ class ClaudeAgentSession:
                 slot, started = self._external.pop(block.tool_use_id)
                 text = tool_result_text(block.content)
                 call = self._calls[slot]
+                if self._mcp_replay is not None and self._mcp_replay.answered(call.name, call.args):
+                    self._replayed.add(slot)
                 self._calls[slot] = captured_call(
                     call.name,
                     call.args,
@@ -410,12 +422,13 @@ class ClaudeAgentSession:
 
     # --- options ----------------------------------------------------------------------------
 
-    def _options(self) -> ClaudeAgentOptions:
+    def _options(self, replayed: dict[str, Any] | None = None) -> ClaudeAgentOptions:
         config = self._agent.config
         claude = config.claude
         function_tools = [t for t in config.tools if t.type == "function"]
         mcp_tools = [t for t in config.tools if t.type == "mcp"]
         servers: dict[str, Any] = {t.name: external_server(t) for t in mcp_tools}
+        servers.update(replayed or {})
         allowed = [f"mcp__{t.name}" for t in mcp_tools]
         if function_tools:
             servers[self._server] = create_sdk_mcp_server(

@@ -14,14 +14,19 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcp import ClientSession
 
     from runs.agentconfig.tool_config import McpTool
 
 
 class McpConnection:
-    def __init__(self, tool: McpTool, *, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self, tool: McpTool, *, startup_timeout: float = 30.0, cwd: Path | None = None
+    ) -> None:
         self.tool = tool
+        self.cwd = cwd  # where a stdio server starts (the agent directory; None: here)
         self.startup_timeout = startup_timeout
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()
@@ -65,7 +70,10 @@ class McpConnection:
             from mcp.client.stdio import stdio_client
 
             params = StdioServerParameters(
-                command=tool.command or "", args=list(tool.args), env={**os.environ, **tool.env}
+                command=tool.command or "",
+                args=list(tool.args),
+                env={**os.environ, **tool.env},
+                cwd=self.cwd,
             )
             return stdio_client(params)
         from mcp.client.streamable_http import streamablehttp_client

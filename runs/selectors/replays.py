@@ -115,7 +115,6 @@ class ReplayFormData:
     more_cases: int  # the run's cases past those listed
     unlisted: list[int]  # chosen cases past those listed (typed in as indices)
     failed: list[int]
-    mcp_unreplayed: list[str]  # MCP tools the Claude backend calls live whatever the policy
 
 
 def replay_form_data(*, run: Run, chosen: list[int] | None) -> ReplayFormData:
@@ -129,11 +128,6 @@ def replay_form_data(*, run: Run, chosen: list[int] | None) -> ReplayFormData:
     )
     config = run.config_snapshot or {}
     model = config.get("model") or {}
-    mcp = [
-        str(tool.get("name"))
-        for tool in config.get("tools") or []
-        if isinstance(tool, dict) and tool.get("type") == "mcp"
-    ]
     return ReplayFormData(
         prompt=run_prompt_text(run) or "",
         prompt_files=_prompt_files(run),
@@ -144,7 +138,6 @@ def replay_form_data(*, run: Run, chosen: list[int] | None) -> ReplayFormData:
         more_cases=max(0, run.total_cases // max(run.repeats, 1) - len(rows)),
         unlisted=sorted(picked - {index for index, _, _ in rows}),
         failed=failed,
-        mcp_unreplayed=mcp if model.get("provider") == "anthropic" else [],
     )
 
 

@@ -17,8 +17,8 @@ from runs.backends.base import backend_for
 from runs.backends.replay import ToolReplay
 from runs.engine.executor import Engine
 from runs.wire.models import TestResult
-from tests.backends.agent_files import run_bounded, write_agent
-from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeOpenAI
+from tests.backends.agent_files import needs_claude_cli, run_bounded, write_agent
+from tests.backends.fake_llm_servers import SUBTRACT_ARGS, FakeAnthropic, FakeOpenAI
 
 # A tool that would raise, and writes a line to calls.log beside it each time it runs.
 RAISING_TOOLS = '''
@@ -213,3 +213,59 @@ def test_semantic_kernel_runs_the_tools_under_live(tmp_path: Path, fake: FakeOpe
 def test_a_replay_is_refused_an_unknown_policy() -> None:
     with pytest.raises(ValueError, match="unknown replay tool policy"):
         ToolReplay(lambda index: [], "sometimes")  # type: ignore[arg-type]
+
+
+# --- the Claude Agent SDK: its external MCP servers served in process ------------------------
+
+CLAUDE_MODEL = "claude-sonnet-4-5"
+
+
+def claude_mcp_agent(tmp_path: Path, fake: Any) -> LoadedAgent:
+    return write_agent(
+        tmp_path / "agent", provider="anthropic", model=CLAUDE_MODEL, endpoint=fake.url, mcp=True
+    )
+
+
+def claude_turn(agent: LoadedAgent, policy: str, recording: dict[int, Any]) -> Any:
+    replay = ToolReplay(lambda index: recording.get(index, []), policy)  # type: ignore[arg-type]
+
+    async def one_turn() -> Any:
+        backend = backend_for(agent, replay=replay)
+        session = await backend.create_session(case_name="c", case_index=0)
+        try:
+            return await session.send("please subtract 181001 from 206588")
+        finally:
+            await session.close()
+
+    return run_bounded(one_turn())
+
+
+def ledger_recording(args: dict[str, Any], result: Any) -> dict[int, Any]:
+    call = {"name": "mcp__ledger__subtract", "args": args, "result": result, "error": None}
+    return {0: [[call]]}
+
+
+@needs_claude_cli
+def test_claude_answers_an_external_mcp_call_from_the_recording(tmp_path: Path) -> None:
+    fake = FakeAnthropic().start()
+    try:
+        agent = claude_mcp_agent(tmp_path, fake)
+        # The recording's answer is not the ledger's (25587): the model quotes the recording's.
+        output = claude_turn(agent, "recorded-only", ledger_recording(SUBTRACT_ARGS, "99999"))
+        refused = claude_turn(agent, "recorded-only", ledger_recording({"a": 1, "b": 2}, "-1"))
+        live = claude_turn(agent, "recorded-then-live", ledger_recording({"a": 1, "b": 2}, "-1"))
+    finally:
+        fake.stop()
+
+    assert not output.is_error, output.error
+    [call] = output.tool_calls
+    assert (call.name, call.result) == ("mcp__ledger__subtract", "99999")
+    assert output.response == "The difference is 99999."
+    [event] = tool_events(output.transcript)
+    assert event["replayed"] is True
+    [failed] = refused.tool_calls
+    assert failed.error is not None and "no recorded call of turn 1 matches" in failed.error
+    assert "mcp__ledger__subtract" in failed.error
+    assert "replayed" not in tool_events(refused.transcript)[0]
+    [ran] = live.tool_calls
+    assert ran.result == "25587" and live.response == "The difference is 25587."  # the ledger
