@@ -180,11 +180,11 @@ def _empty_text(run: Run, filters: RunCaseFilters, links: list[FilterLink]) -> s
         among = " among these cases"
     if filters.query and filters.text:
         return (f"No case whose name contains “{filters.query}” has “{filters.text}” in a"
-                f" response{among}.")  # fmt: skip
+                f" response or transcript{among}.")  # fmt: skip
     if filters.query:
         return f"No case name contains “{filters.query}”{among}."
     if filters.text:
-        return f"No case has “{filters.text}” in a response{among}."
+        return f"No case has “{filters.text}” in a response or transcript{among}."
     if run.is_live and not (filtered or filters.tools):
         return "No case has started yet."
     return " ".join(link.empty for link in links if link.on)

@@ -82,9 +82,10 @@ def test_a_reader_learns_why_a_run_at_a_full_pass_rate_failed_and_opens_those_ca
     search.fill("ORDER 4-1")
     search.press("Enter")
     page.wait_for_url(re.compile(r".*tools=failed.*text=ORDER(%20|\+)4-1"))
-    page.get_by_text("1 case with “ORDER 4-1” in a response").wait_for()
+    page.get_by_text("1 case with “ORDER 4-1” in a response or transcript").wait_for()
     assert page.locator("#case-rows .case").count() == 1
     search = page.get_by_label("Search the responses and transcripts")
     search.fill("no such words")
     search.press("Enter")
-    page.get_by_text("No case has “no such words” in a response among these cases.").wait_for()
+    empty = "No case has “no such words” in a response or transcript among these cases."
+    page.get_by_text(empty).wait_for()

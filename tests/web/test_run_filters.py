@@ -135,9 +135,9 @@ def test_the_run_pages_text_search_keeps_the_other_filters_and_they_keep_it(
     assert f'<label class="sr-only" for="case-text">{label}</label>' in html
     assert 'id="case-text" name="text" value="order 4-0"' in html
     assert 'href="?text=order+4-0&amp;tools=failed"' in html
-    assert "1 case with “order 4-0” in a response" in html
+    assert "1 case with “order 4-0” in a response or transcript" in html
     empty = viewer_client.get(url + "?text=no+such+words&failures=1").text
-    assert "No case has “no such words” in a response among the failures." in empty
+    assert "No case has “no such words” in a response or transcript among the failures." in empty
     long = viewer_client.get(url + "?text=" + "x" * 201)
     assert long.status_code == 400 and 'id="text-error"' in long.text
 
