@@ -21,6 +21,7 @@ from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentSnapshot, CaseResult, Run
 from runs.recorder import run_open
 from runs.runoptions import RERUN_FAILED, RerunPick, RunOptions
+from runs.runoptions.replay import agent_changed
 from runs.sealing import SnapshotError
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import KeyedRequest, LaunchError, launch_warnings, run_open_once
@@ -71,6 +72,10 @@ def _run_rerun(
     snapshot_id = _snapshot_to_rerun(original)
     indices, name = _indices_picked(original, cases)
     agent = _agent_of(original, snapshot_id)
+    # A replay is re-run as it ran: with its changes, its tools answering from its recording.
+    replayed = original.run_options.replay
+    if replayed is not None:
+        agent = agent_changed(agent, replayed)
     if indices[-1] >= len(agent.config.test_cases):
         raise RerunError(f"run {original.pk}'s snapshot has no case {indices[-1]}")
     options = RunOptions.of_agent(
@@ -81,6 +86,7 @@ def _run_rerun(
         case_filter="",
         checkout_commit=original.run_options.checkout_commit,
         agent_file=agent_file_of(original),
+        **({"replay": replayed} if replayed is not None else {}),
         # What the re-run's page says it re-ran (selectors.reruns).
         rerun=RerunPick(of=original.pk, case=indices[0], name=name)
         if isinstance(cases, int)

@@ -125,6 +125,12 @@ def test_a_replay_of_the_failed_cases_with_an_edited_prompt_and_model_is_a_linke
     # process runs the snapshot's prompt.
     rerun = run_rerun(original=original, cases="failed")
     assert prompt_of(rerun) == prompt
+    # A re-run of the replay runs as the replay ran: its changes, its recording's answers.
+    again = run_rerun(original=replay, cases="failed")
+    assert again.run_options.replay == pick and again.rerun_of_id == replay.pk
+    assert prompt_of(again) == f"{prompt}{ADDED}\n"
+    assert again.config_snapshot["model"]["name"] == "scripted-next"
+    assert tool_errors(again) == []
 
 
 def test_recorded_only_answers_tools_that_would_raise_and_live_runs_them(
