@@ -90,7 +90,10 @@ class RequestLog:
 
     def reset(self) -> None:
         """A new case on the same session (a reused process): number from 0 again."""
-        self.__init__()  # type: ignore[misc]
+        self._numbers.clear()
+        self._pending = {}
+        self._last = None
+        self._seq = 0
 
     def _part(self, value: Any, place: str) -> int:
         """The number of ``value`` sent at ``place`` (``m<slot>`` for a message, ``system``,

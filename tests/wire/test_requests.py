@@ -69,3 +69,16 @@ def test_a_part_over_the_cap_is_kept_cut_and_says_its_size() -> None:
 
     [part] = ref["parts"].values()
     assert part["truncated"] > PART_CAP and len(part["head"]) == PART_CAP
+
+
+def test_a_log_reset_for_another_case_numbers_its_requests_from_nothing() -> None:
+    log = RequestLog()
+    [first, *_] = conversation(3)
+    for body in conversation(3):
+        log.request(body, fmt="anthropic")
+
+    log.reset()
+    again = log.request(first, fmt="anthropic")
+
+    assert again["seq"] == 0 and "keep" not in again["messages"]
+    assert RequestBook([{"request": again}]).body(again) == first
