@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from runs.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentSnapshot, CaseResult, Run
 from runs.runoptions import RunOptions
 from runs.runoptions.replay import (
@@ -29,7 +28,6 @@ from runs.runoptions.replay import (
     agent_changed,
     model_before,
 )
-from runs.sealing import SnapshotError
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import (
     KeyedRequest,
@@ -44,9 +42,9 @@ from runs.services.rerun import (
     RerunCaseNotFound,
     RerunError,
     agent_file_of,
+    agent_ran,
     snapshot_to_run_again,
 )
-from runs.services.snapshots import snapshot_unpacked
 
 if TYPE_CHECKING:
     from runs.agentconfig.loader import LoadedAgent
@@ -112,7 +110,7 @@ def _run_replay(
         raise ReplayError("give the system prompt as edited text or as a file, not both")
     snapshot_id = _snapshot_to_replay(original)
     indices = _indices_picked(original, cases)
-    before = original_agent(original, snapshot_id)
+    before = agent_ran(original, snapshot_id, error=ReplayError)
     sealed = _sealed_at(original, changes.commit) if changes.commit else None
     agent = sealed.agent if sealed is not None else before
     pick = _pick(original, agent, before, changes, policy, cases, sealed)
@@ -231,24 +229,6 @@ def _indices_picked(original: Run, cases: ReplayCases) -> list[int]:
             f"run {original.pk} has no case of index {', '.join(map(str, missing))}"
         )
     return wanted
-
-
-def original_agent(original: Run, snapshot_id: int | None = None) -> LoadedAgent:
-    """The agent ``original`` ran: loaded from its snapshot's files, with its own replay's
-    changes when it was a replay (a replay of a replay starts from what its original ran)."""
-    from runs.agentconfig.loader import load_agent
-
-    try:
-        directory = snapshot_unpacked(snapshot_id=snapshot_id or _snapshot_to_replay(original))
-    except SnapshotError as exc:
-        raise ReplayError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
-    agent_file = agent_file_of(original)
-    try:
-        agent = load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
-    except FileNotFoundError as exc:
-        raise ConfigError([ConfigProblem(agent_file, None, None, "", str(exc))]) from exc
-    earlier = original.run_options.replay
-    return agent_changed(agent, earlier) if earlier is not None else agent
 
 
 def _sealed_at(original: Run, commit: str) -> Any:

@@ -71,11 +71,9 @@ def _run_rerun(
 ) -> Run:
     snapshot_id = _snapshot_to_rerun(original)
     indices, name = _indices_picked(original, cases)
-    agent = _agent_of(original, snapshot_id)
+    agent = agent_ran(original, snapshot_id, error=RerunError)
     # A replay is re-run as it ran: with its changes, its tools answering from its recording.
     replayed = original.run_options.replay
-    if replayed is not None:
-        agent = agent_changed(agent, replayed)
     if indices[-1] >= len(agent.config.test_cases):
         raise RerunError(f"run {original.pk}'s snapshot has no case {indices[-1]}")
     options = RunOptions.of_agent(
@@ -159,16 +157,19 @@ def agent_file_of(original: Run) -> str:
     return Path(original.agent_config_path).name or "agent.yaml"
 
 
-def _agent_of(original: Run, snapshot_id: int) -> LoadedAgent:
-    """The original's agent, loaded from its snapshot's files as a worker loads it."""
+def agent_ran(original: Run, snapshot_id: int, *, error: type[RerunError]) -> LoadedAgent:
+    """The agent ``original`` ran, loaded from its snapshot's files as a worker loads it, with
+    its replay's changes when it was a replay; ``error`` when the snapshot cannot be unpacked."""
     from runs.agentconfig.loader import load_agent
 
     try:
         directory = snapshot_unpacked(snapshot_id=snapshot_id)
     except SnapshotError as exc:
-        raise RerunError(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
+        raise error(f"run {original.pk}'s snapshot cannot be unpacked: {exc}") from exc
     agent_file = agent_file_of(original)
     try:
-        return load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
+        agent = load_agent(directory / agent_file, parallel_override=original.run_options.parallel)
     except FileNotFoundError as exc:
         raise ConfigError([ConfigProblem(agent_file, None, None, "", str(exc))]) from exc
+    replayed = original.run_options.replay
+    return agent_changed(agent, replayed) if replayed is not None else agent
