@@ -49,6 +49,7 @@ _HOP = frozenset(
     }
 )
 _KEPT_PER_CHANNEL = 200
+READ_TIMEOUT_S = 600.0
 
 
 def capture_enabled(environ: dict[str, str] | None = None) -> bool:
@@ -97,7 +98,11 @@ class CaptureProxy:
 
     def __init__(self) -> None:
         self.channels: dict[str, Channel] = {}
-        self._client = httpx.Client(timeout=httpx.Timeout(None, connect=10.0), trust_env=True)
+        # A stream may pause between events for long, but not forever: a thread whose upstream
+        # went silent for READ_TIMEOUT_S ends (the CLI has its own, shorter, API_TIMEOUT_MS).
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(READ_TIMEOUT_S, connect=10.0), trust_env=True
+        )
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(
@@ -137,6 +142,8 @@ class CaptureProxy:
                 _relay(handler, up, exchange)
         except httpx.HTTPError as exc:
             _refuse(handler, 502, f"the capture proxy could not reach {channel.upstream}: {exc}")
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the CLI stopped listening (its own timeout, an interrupted turn)
 
 
 def _exchange_of(method: str, path: str, body: bytes) -> Exchange | None:
