@@ -123,3 +123,17 @@ def run_recovered_after_a_silent_worker(run: Any, stale_seconds: int, **case_fie
     )
     assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
     return Run.objects.get(pk=run.pk)
+
+
+def example_run_and_rerun(tmp_path: Path) -> tuple[Any, Any]:
+    """The example run (with eager Celery: it ran to its end) and a re-run of its case 1, ended
+    and linked to it."""
+    from runs.services import launch
+    from runs.services.rerun import run_rerun
+
+    run = launch.run_create(project=example_project(tmp_path), user=None)
+    run.refresh_from_db()
+    rerun = run_rerun(original=run, cases=1)
+    rerun.refresh_from_db()
+    assert rerun.rerun_of_id == run.pk and not rerun.is_live
+    return run, rerun

@@ -23,7 +23,6 @@ from runs.selectors.costs import cost_sums_count
 from runs.services import launch
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
-from runs.services.rerun import run_rerun
 from tests.web.factories import (
     RunSpec,
     build_run,
@@ -32,7 +31,11 @@ from tests.web.factories import (
     make_user,
     repeated_run,
 )
-from tests.web.services_helpers import example_project, run_recovered_after_a_silent_worker
+from tests.web.services_helpers import (
+    example_project,
+    example_run_and_rerun,
+    run_recovered_after_a_silent_worker,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the launches run on commit
 
@@ -152,12 +155,7 @@ def test_the_stored_counts_equal_a_recount_after_a_run_and_its_regrade(
 def test_the_stored_counts_equal_a_recount_after_a_rerun(
     tmp_path: Path, eager_celery: None
 ) -> None:
-    project = example_project(tmp_path)
-    run = launch.run_create(project=project, user=None)
-    run.refresh_from_db()
-    rerun = run_rerun(original=run, cases=1)  # eager: it ran
-    rerun.refresh_from_db()
-    assert rerun.rerun_of_id == run.pk and not rerun.is_live
+    _, rerun = example_run_and_rerun(tmp_path)
     assert_stored_equal_a_recount(rerun)
 
 
