@@ -125,7 +125,6 @@ class Comparison:
     kinds: list[str]
     matrix: Matrix
     headlines: list[Headline]
-    mixed_projects: bool
     order: str = BASELINE_ORDER
     # How the runs were put in time order: "in commit order of HEAD" or "in date order".
     timeline_note: str = ""
@@ -135,6 +134,12 @@ class Comparison:
     repetitions: dict[int, tuple[int, int]] = field(default_factory=dict)
     # With a metric chosen too: run id -> case key -> its scores' change over the repetitions.
     score_significance: dict[int, dict[str, ScoreResult]] = field(default_factory=dict)
+
+    @property
+    def mixed_projects(self) -> bool:
+        """The runs belong to different projects (or, without one, agents): cases line up by
+        name only."""
+        return len({run.project_id or run.agent_name for run in self.runs}) > 1
 
     def against(self, run: Run) -> Run | None:
         """The run ``run`` is compared with (None: the reference column)."""
@@ -250,7 +255,6 @@ def compare_runs(
         kinds=kinds,
         matrix=matrix,
         headlines=headlines,
-        mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
         significance=significance,

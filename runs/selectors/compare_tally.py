@@ -124,7 +124,6 @@ def _compare_tallied(runs: list[Run], baseline: Run, kinds: list[str], order: st
         kinds=kinds,
         matrix=matrix,
         headlines=headlines,
-        mixed_projects=len({run.project_id or run.agent_name for run in runs}) > 1,
         order=order,
         timeline_note=timeline_note,
     )
