@@ -157,9 +157,7 @@ def request_diff(left: dict[str, Any], right: dict[str, Any]) -> RequestDiff:
         if line[:1] in ("+", "-", " ")
     ]
     a_tools, b_tools = _tools_by_name(left), _tools_by_name(right)
-    keys = sorted(
-        (set(left) | set(right)) - {"messages", "system", "tools"},
-    )
+    keys = sorted((set(left) | set(right)) - {"messages", "system", "tools"})
     params = [
         (key, shown(left.get(key)), shown(right.get(key)))
         for key in keys
