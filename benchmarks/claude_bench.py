@@ -1,5 +1,5 @@
 """The Claude backend end to end: ConvFinQA dialogues through `manage.py run_agent` against the
-tests' fake Anthropic server (tests/backends/fake_llm_servers.py), with the real bundled Claude
+tests' fake Anthropic server (tests/core/backends/fake_llm_servers.py), with the real bundled Claude
 Code CLI: a process per test case, or, within the run, one process for several cases
 (`HOLODECK_CLAUDE_CASES_PER_PROCESS`, docs/backends.md).
 
@@ -59,7 +59,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.backends.fake_llm_servers import (  # noqa: E402
+from tests.core.backends.fake_llm_servers import (  # noqa: E402
     Exchange,
     FakeAnthropic,
     _blocks,

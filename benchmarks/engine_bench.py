@@ -42,8 +42,8 @@ test_cases_file: {fixture}
 CHILD = """
 import asyncio, json, resource, sys, time
 sys.path.insert(0, {repo!r})
-from runs.agentconfig.loader import load_agent
-from runs.engine.executor import Engine
+from runs.core.agentconfig.loader import load_agent
+from runs.core.engine.executor import Engine
 started = time.perf_counter()
 agent = load_agent({agent!r})
 loaded = time.perf_counter()

@@ -164,7 +164,7 @@ def main() -> None:
 
 
 def _configs(workload: Workload) -> tuple[list[Any], list[Any]]:
-    from runs.engine.grading import expectations_from_yaml, metrics_from_yaml
+    from runs.core.engine.grading import expectations_from_yaml, metrics_from_yaml
 
     metrics = metrics_from_yaml(workload.metrics, base_dir=EXAMPLE)
     expected = expectations_from_yaml(EXPECTED_TOOLS) if workload.tools else []
@@ -172,7 +172,7 @@ def _configs(workload: Workload) -> tuple[list[Any], list[Any]]:
 
 
 def _facts() -> list[Any]:
-    from runs.engine.grading import TurnFacts
+    from runs.core.engine.grading import TurnFacts
 
     return [
         TurnFacts(
@@ -190,7 +190,7 @@ def _facts() -> list[Any]:
 
 def measure_api(workload: Workload, n: int) -> tuple[float, float, str]:
     """CPU and wall µs per verdict through the API, and a digest of the verdicts."""
-    from runs.engine.grading import grade_turn, grade_turn_sync
+    from runs.core.engine.grading import grade_turn, grade_turn_sync
 
     facts = _facts()
     metrics, expected = _configs(workload)
@@ -221,7 +221,7 @@ def measure_api(workload: Workload, n: int) -> tuple[float, float, str]:
 
 def measure_threads(n: int, threads: int) -> tuple[float, float]:
     """The mixed workload from several threads at once, sharing one set of configs."""
-    from runs.engine.grading import grade_turn_sync
+    from runs.core.engine.grading import grade_turn_sync
 
     facts = _facts()
     metrics, expected = _configs(WORKLOADS[4])
@@ -287,7 +287,7 @@ def _grader_steps(workload: Workload) -> list[list[Callable[[], Any]]]:
     from graders.code import GraderContext, normalize_grader_output
     from graders.deterministic import grade_equality, grade_numeric
     from graders.tool_calls import assert_tools
-    from runs.wire.models import ToolInvocation
+    from runs.core.wire.models import ToolInvocation
 
     metrics, expected = _configs(workload)
     per_variant = []

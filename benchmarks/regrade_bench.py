@@ -6,7 +6,7 @@ end to end through a real worker.
 1. Runs ../shared/fixtures/convfinqa/convfinqa_subset_inline.yaml (133 cases, 485 turns) once
    with the scripted provider (``run_agent``, stored) to have a run to re-grade.
 2. Grading alone: every stored turn graded again with a stricter numeric metric and a code
-   grader (``runs.engine.regrade.regrade_case``, in this process, no database writes).
+   grader (``runs.core.engine.regrade.regrade_case``, in this process, no database writes).
    Target < 1 s.
 3. End to end: the "Re-grade" button's ``run_regrade_create`` on the registered project's run,
    with a real Celery worker (embedded broker and SQLite, or Redis/PostgreSQL when
@@ -91,9 +91,9 @@ def run_original(agent: Path) -> object:
 
 def grading_alone(original: object, agent_path: Path) -> str:
     from runs import selectors
-    from runs.agentconfig.loader import load_agent
-    from runs.engine.metrics import MetricRunner
-    from runs.engine.regrade import regrade_case
+    from runs.core.agentconfig.loader import load_agent
+    from runs.core.engine.metrics import MetricRunner
+    from runs.core.engine.regrade import regrade_case
 
     agent = load_agent(agent_path)
     results = selectors.run_eval_run(run=original).report.results  # type: ignore[arg-type]

@@ -22,11 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runs.backends.base import backend_for
-from runs.wire.requests import RequestBook
-from runs.wire.transcripts import transcript_size
-from tests.backends.agent_files import write_agent
-from tests.backends.fake_llm_servers import FakeAnthropic, FakeOpenAI
+from runs.core.backends.base import backend_for
+from runs.core.wire.requests import RequestBook
+from runs.core.wire.transcripts import transcript_size
+from tests.core.backends.agent_files import write_agent
+from tests.core.backends.fake_llm_servers import FakeAnthropic, FakeOpenAI
 
 
 async def case(agent: Any, turns: int) -> list[list[dict[str, Any]]]:

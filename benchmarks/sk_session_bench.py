@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runs.backends.base import backend_for
-from tests.backends.agent_files import write_agent
-from tests.backends.fake_llm_servers import FakeOpenAI
+from runs.core.backends.base import backend_for
+from tests.core.backends.agent_files import write_agent
+from tests.core.backends.fake_llm_servers import FakeOpenAI
 
 WARM_UP = 5
 

@@ -4,7 +4,7 @@ unpacking, for the ConvFinQA example and a generated 5 MB agent directory.
     .venv/bin/python benchmarks/snapshot_bench.py [--repeat 7]
 
 Each agent is copied into a temporary git repository (one commit, so both the working tree and
-the commit can be snapshotted) and measured with ``runs.sealing`` only: no Django, no
+the commit can be snapshotted) and measured with ``runs.core.sealing`` only: no Django, no
 database. Prints the median of ``--repeat`` runs of each step after one warm-up:
 
 - working tree / commit: ``snapshot_working_tree`` / ``snapshot_commit`` (listing, reading,
@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runs.sealing import (  # noqa: E402
+from runs.core.sealing import (  # noqa: E402
     PackedSnapshot,
     snapshot_commit,
     snapshot_working_tree,

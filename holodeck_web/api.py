@@ -20,7 +20,6 @@ from ninja.parser import Parser
 from runs.api import (
     audit,
     calibration,
-    compare,
     gate,
     imports,
     projects,
@@ -31,6 +30,7 @@ from runs.api import (
     snapshots,
 )
 from runs.api.auth import API_AUTH
+from runs.compare import api as compare
 
 
 class LocalSwagger(Swagger):

@@ -3,7 +3,7 @@ suffix, or ``json``, one JSON object a line (python-json-logger) with ``time`` (
 ``level``, ``logger``, ``message``, the bound ids, the record's extra fields and ``exception``.
 
 Every handler of the project's LOGGING carries ``LogContextFilter``, which stamps each record
-with the ids bound in ``runs.logcontext`` (the request's, the run's, case's and turn's), and
+with the ids bound in ``runs.core.logcontext`` (the request's, the run's, case's and turn's), and
 ``ClientErrorFilter``, which logs a client error (a 4xx) as one line, without its traceback.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
-from runs.logcontext import LOG_IDS, log_context_ids
+from runs.core.logcontext import LOG_IDS, log_context_ids
 
 # Where the web middleware keeps a request's id on the request (holodeck_web/middleware.py).
 REQUEST_ID_KEY = "holodeck.request_id"

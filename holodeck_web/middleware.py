@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import SimpleLazyObject
 
 from holodeck_web.logs import REQUEST_ID_KEY
-from runs.logcontext import log_context
+from runs.core.logcontext import log_context
 
 access_log = logging.getLogger("holodeck_web.access")
 

@@ -257,7 +257,7 @@ HOLODECK_RETENTION_KEEP_LAST = env_int("HOLODECK_RETENTION_KEEP_LAST", 0, minimu
 # Where this machine unpacks the agent snapshots its runs run from (one folder per digest,
 # written once; the launch validates from here too). Local to each machine: nothing is shared.
 HOLODECK_SNAPSHOT_CACHE = env_path("HOLODECK_SNAPSHOT_CACHE", DATA_DIR / "snapshots")
-# What a run's sealed snapshot of its agent directory may hold (runs.sealing.SnapshotLimits).
+# What a run's sealed snapshot of its agent directory may hold (runs.core.sealing.SnapshotLimits).
 HOLODECK_SNAPSHOT_MAX_FILES = env_int("HOLODECK_SNAPSHOT_MAX_FILES", 2_000, minimum=1)
 HOLODECK_SNAPSHOT_MAX_FILE_MB = env_int("HOLODECK_SNAPSHOT_MAX_FILE_MB", 20, minimum=1)
 HOLODECK_SNAPSHOT_MAX_TOTAL_MB = env_int("HOLODECK_SNAPSHOT_MAX_TOTAL_MB", 50, minimum=1)

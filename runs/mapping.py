@@ -1,10 +1,10 @@
-"""The one mapping between the wire models (``runs.wire``) and the database rows.
+"""The one mapping between the wire models (``runs.core.wire``) and the database rows.
 
 Each row model's columns are declared once below, as (wire field, row column) pairs; both
 directions are read off those lists, so a result field is added to the wire model, the row
 model and one list here, nowhere else. Verdicts (``outcome``, ``kind_outcomes``) travel like any
-other field: the wire models decide them when a result is built (``runs.verdicts.outcomes``) and
-the rows store them; nothing here or downstream decides them again.
+other field: the wire models decide them when a result is built (``runs.core.verdicts.outcomes``)
+and the rows store them; nothing here or downstream decides them again.
 
 Wire -> rows: ``case_values`` (a case row's result columns), ``turn_rows`` (a case's turn rows
 with their metric rows). Rows -> wire: ``case_to_wire`` (a case row and, for a multi-turn case,
@@ -19,13 +19,13 @@ from typing import Any, NamedTuple
 from django.db.models import Count, Q, QuerySet, Sum
 from pydantic import BaseModel
 
+from runs.core.reviewing.identity import definition_digest, failure_digest, turn_key
+from runs.core.verdicts.kinds import TOOLS_KIND
+from runs.core.verdicts.outcomes import Outcome
+from runs.core.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
+from runs.core.wire import models as wire
+from runs.core.wire.build import case_turns
 from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
-from runs.reviewing.identity import definition_digest, failure_digest, turn_key
-from runs.verdicts.kinds import TOOLS_KIND
-from runs.verdicts.outcomes import Outcome
-from runs.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
-from runs.wire import models as wire
-from runs.wire.build import case_turns
 
 __all__ = [
     "CASE_FIELDS",
@@ -157,7 +157,7 @@ def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResul
 
 
 def turn_identity(case: CaseResult, turn: wire.TurnResult) -> dict[str, str]:
-    """The turn's identity columns (``runs.reviewing.identity``): its place, what defines it,
+    """The turn's identity columns (``runs.core.reviewing.identity``): its place, what defines it,
     how it failed."""
     bad = {Outcome.FAILED.value, Outcome.ERROR.value, Outcome.NOT_GRADED.value}
     return {

@@ -18,14 +18,14 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.agentconfig.test_cases import case_label
-from runs.compare_columns import CompareColumns
-from runs.runoptions import RunOptions, partial_text, run_launch_options
-from runs.verdicts.numbers import case_text
-from runs.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
-from runs.verdicts.regrades import RegradeSources
-from runs.verdicts.status import StatusReason, counters_of, run_status_reason
-from runs.verdicts.summary import OutcomeCounts
+from runs.compare.columns import CompareColumns
+from runs.core.agentconfig.test_cases import case_label
+from runs.core.runoptions import RunOptions, partial_text, run_launch_options
+from runs.core.verdicts.numbers import case_text
+from runs.core.verdicts.outcomes import RUN_ACTIVE_STATES, CaseState, Outcome, RunState
+from runs.core.verdicts.regrades import RegradeSources
+from runs.core.verdicts.status import StatusReason, counters_of, run_status_reason
+from runs.core.verdicts.summary import OutcomeCounts
 
 
 class AgentProject(models.Model):
@@ -50,7 +50,7 @@ class AgentProject(models.Model):
 
 
 class AgentSnapshot(models.Model):
-    """The files of an agent directory as a run ran them (``runs.sealing``): a deterministic
+    """The files of an agent directory as a run ran them (``runs.core.sealing``): a deterministic
     zip, content-addressed by ``digest``, one row per distinct tree (launches of the same tree
     share it). Never changed once written; workers unpack it into their local cache."""
 
@@ -68,7 +68,7 @@ class AgentSnapshot(models.Model):
 
 
 class Run(models.Model):
-    # The states are the verdict vocabulary's (runs.verdicts.outcomes.RunState).
+    # The states are the verdict vocabulary's (runs.core.verdicts.outcomes.RunState).
     Status = RunState
 
     class Source(models.TextChoices):
@@ -93,8 +93,8 @@ class Run(models.Model):
     regrade_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="regrades"
     )
-    # A re-grade's two sources (runs.verdicts.regrades.RegradeSources as JSON; {} otherwise): the
-    # run and snapshot its transcripts come from, and the agent.yaml (ref, commit, snapshot) it
+    # A re-grade's two sources (runs.core.verdicts.regrades.RegradeSources as JSON; {} otherwise):
+    # the run and snapshot its transcripts come from, and the agent.yaml (ref, commit, snapshot) it
     # was graded with. Its git_* fields are its transcripts', never the grading commit's.
     regrade_sources = models.JSONField(default=dict, blank=True)
     # A re-run: some of ``rerun_of``'s cases (one, or its failed ones) run again, at its
@@ -124,7 +124,8 @@ class Run(models.Model):
     snapshot = models.ForeignKey(
         AgentSnapshot, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
     )
-    # What it was launched with (runs.runoptions.RunOptions as JSON): read it as ``run_options``.
+    # What it was launched with (runs.core.runoptions.RunOptions as JSON): read it as
+    # ``run_options``.
     options = models.JSONField(default=dict, blank=True)
     # The options the lists filter, count and badge by, as columns (``RunOptions.columns``,
     # written with the JSON): how many times each case runs (1: once), the launch's limit and
@@ -152,7 +153,7 @@ class Run(models.Model):
     cases_done = models.IntegerField(default=0)
     total_turns = models.IntegerField(default=0)
     turns_done = models.IntegerField(default=0)
-    # Settled cases by verdict, one column a word (runs.verdicts.summary.OutcomeCounts):
+    # Settled cases by verdict, one column a word (runs.core.verdicts.summary.OutcomeCounts):
     # cases_done = passed + failed + errored + not graded + cancelled (+ skipped); pass_rate =
     # passed over passed + failed + errored, NULL while none is graded. Read as ``Run.counts``.
     passed_cases = models.IntegerField(default=0)
@@ -165,7 +166,7 @@ class Run(models.Model):
     prompt_tokens = models.BigIntegerField(default=0)
     completion_tokens = models.BigIntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
-    # The run's summary (runs.verdicts.summary.RunSummary), stored when it ends.
+    # The run's summary (runs.core.verdicts.summary.RunSummary), stored when it ends.
     summary = models.JSONField(default=dict, blank=True)
     # What its case list counts under each filter, its status reason's causes and a repeated
     # run's tile, counted when it ended (runs.selectors.case_counts); null: counted on read.
@@ -326,7 +327,7 @@ CASE_COUNTERS: dict[Outcome, str] = {
 
 
 class CaseResult(CompareColumns):
-    Status = CaseState  # the verdict vocabulary's states (runs.verdicts.outcomes.CaseState)
+    Status = CaseState  # the verdict vocabulary's states (runs.core.verdicts.outcomes.CaseState)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
     index = models.IntegerField()
@@ -341,16 +342,17 @@ class CaseResult(CompareColumns):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     # Stamped while the running attempt works: a stale heartbeat means a dead worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # "<host>:<pid>:<start>" of the process running the current attempt (runs.owner).
+    # "<host>:<pid>:<start>" of the process running the current attempt (runs.core.owner).
     claimed_by = models.CharField(max_length=300, blank=True)
     is_multi_turn = models.BooleanField(default=False)
     turn_count = models.IntegerField(default=0)
     turns_passed = models.IntegerField(default=0)
     passed = models.BooleanField(null=True)
-    # The stored verdict (runs.verdicts.outcomes): passed | failed | not_graded | cancelled, error
-    # (its execution failed: no result), or "" while it has none (pending, running).
+    # The stored verdict (runs.core.verdicts.outcomes): passed | failed | not_graded | cancelled,
+    # error (its execution failed: no result), or "" while it has none (pending, running).
     outcome = models.CharField(max_length=16, blank=True)
-    # {kind: passed | failed | not_graded} over its turns (runs.verdicts.outcomes), for compare.
+    # {kind: passed | failed | not_graded} over its turns (runs.core.verdicts.outcomes), for
+    # compare.
     kind_outcomes = models.JSONField(default=dict, blank=True)
     test_input = models.TextField(blank=True)
     agent_response = models.TextField(null=True, blank=True)
@@ -424,7 +426,7 @@ class TurnResult(models.Model):
     arg_match_details = models.JSONField(null=True, blank=True)
     passed = models.BooleanField(default=False)
     skipped = models.BooleanField(default=False)
-    # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when
+    # passed | failed | error | not_graded | skipped (runs.core.verdicts.outcomes), decided when
     # written; kind_outcomes: {kind: passed | failed | not_graded}, kinds incl. "tools".
     outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     kind_outcomes = models.JSONField(default=dict, blank=True)
@@ -432,7 +434,7 @@ class TurnResult(models.Model):
     token_usage = models.JSONField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)
     grader_details = models.JSONField(null=True, blank=True)
-    # Its identity across runs (runs.reviewing.identity), for the reviews that follow it: its
+    # Its identity across runs (runs.core.reviewing.identity), for the reviews that follow it: its
     # place, a digest of what defines it, a digest of how it failed ("" when it passed).
     turn_key = models.CharField(max_length=32, blank=True)
     definition = models.CharField(max_length=32, blank=True)
@@ -463,7 +465,8 @@ class MetricResult(models.Model):
     score = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(default=False)
-    # passed | failed | error | not_graded | skipped (runs.verdicts.outcomes), decided when written.
+    # passed | failed | error | not_graded | skipped (runs.core.verdicts.outcomes), decided when
+    # written.
     outcome = models.CharField(max_length=16, default=Outcome.FAILED.value)
     scale = models.CharField(max_length=32, blank=True)
     error = models.TextField(null=True, blank=True)

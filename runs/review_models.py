@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from runs.reviewing.vocabulary import HumanVerdict, Role
+from runs.core.reviewing.vocabulary import HumanVerdict, Role
 
 
 class TriageCategory(models.Model):
@@ -38,7 +38,7 @@ class TriageCategory(models.Model):
 
 
 class ProjectRole(models.Model):
-    """A user's role in a project (``runs.reviewing.vocabulary.Role``)."""
+    """A user's role in a project (``runs.core.reviewing.vocabulary.Role``)."""
 
     project = models.ForeignKey("runs.AgentProject", on_delete=models.CASCADE, related_name="roles")
     user = models.ForeignKey(
@@ -56,7 +56,7 @@ class ProjectRole(models.Model):
 class Review(models.Model):
     """A person's review of one turn (or, with no turn, of one case) of one run: their verdict
     on the machine's, a triage category, a Markdown note, a link. The turn's identity
-    (``runs.reviewing.identity``) lets later runs find it: ``turn_key`` where it is,
+    (``runs.core.reviewing.identity``) lets later runs find it: ``turn_key`` where it is,
     ``definition`` what it was, ``failure`` how it failed. ``carried_from``: the earlier review
     this one confirmed on a later run."""
 

@@ -16,7 +16,7 @@ from celery.signals import worker_init, worker_process_shutdown, worker_ready, w
 from django.conf import settings
 from django.db import close_old_connections
 
-from runs.backends.base import backends_preload
+from runs.core.backends.base import backends_preload
 from runs.services import execution, recovery, retention, warm_sessions, workers
 
 log = logging.getLogger(__name__)

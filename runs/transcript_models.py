@@ -1,4 +1,4 @@
-"""A turn's transcript row: what its agent was sent and did (``runs.wire.transcripts``), and
+"""A turn's transcript row: what its agent was sent and did (``runs.core.wire.transcripts``), and
 the text a search of the run's cases reads of it.
 
 Loaded by ``runs.models`` (the app's models module); it names the run's rows by string, so this
@@ -11,12 +11,12 @@ from typing import Any
 
 from django.db import models
 
-from runs.wire.transcripts import transcript_search_text, transcript_size
+from runs.core.wire.transcripts import transcript_search_text, transcript_size
 
 
 class TurnTranscript(models.Model):
     """What one turn's agent was sent and did, as its backend reported it
-    (``runs.wire.transcripts``): the system prompt (the case's first turn only), the user
+    (``runs.core.wire.transcripts``): the system prompt (the case's first turn only), the user
     message, each model call, each tool call and its result, each retry. Its own table, read
     only when a transcript is opened: run and case pages never load it."""
 

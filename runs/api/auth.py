@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.services.tokens import token_user
 from runs.web.access import refusal
 

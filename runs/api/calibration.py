@@ -11,7 +11,7 @@ from ninja import Query, Router, Schema
 
 from runs import selectors
 from runs.api.schemas import Id, SafeText, responses
-from runs.reviewing.agreement import Agreement
+from runs.core.reviewing.agreement import Agreement
 from runs.selectors.calibration import ReviewedTurn, metric_calibration, project_calibration
 
 router = Router(tags=["calibration"])

@@ -6,8 +6,10 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
-from runs.api.compare import Kind
 from runs.api.schemas import ErrorOut, Id, SafeText
+from runs.compare.api import Kind
+from runs.core.verdicts.summary import MetricSummary, RunSummary
+from runs.core.writers.gate_markdown import GateOptions
 from runs.services.gate import (
     GateError,
     gate_baseline,
@@ -16,8 +18,6 @@ from runs.services.gate import (
     ignore_triaged_parse,
     public_url,
 )
-from runs.verdicts.summary import MetricSummary, RunSummary
-from runs.writers.gate_markdown import GateOptions
 
 router = Router(tags=["gate"])
 

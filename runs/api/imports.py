@@ -9,7 +9,7 @@ from ninja.errors import HttpError
 from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import MAX_ID, ErrorOut
-from runs.queryvalues import QueryValueError, parse_int
+from runs.core.queryvalues import QueryValueError, parse_int
 from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 if TYPE_CHECKING:

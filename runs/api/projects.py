@@ -13,7 +13,7 @@ from ninja.pagination import paginate
 from runs import selectors
 from runs.api.auth import role_only, staff_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_roles
 from runs.selectors.people import user_named
 from runs.selectors.reviews import project_categories

@@ -13,9 +13,9 @@ from runs.api.auth import role_only
 from runs.api.reruns import run_again_response
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
-from runs.queryvalues import MAX_INT
-from runs.reviewing.vocabulary import Role
-from runs.runoptions.replay import POLICY_TEXTS, Policy, ReplayParams
+from runs.core.queryvalues import MAX_INT
+from runs.core.reviewing.vocabulary import Role
+from runs.core.runoptions.replay import POLICY_TEXTS, Policy, ReplayParams
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -99,7 +99,7 @@ def run_replay(
     snapshot, is a re-grade, has no failed case, or a change cannot be made (a prompt file
     not in the agent, an unknown commit); 404 for a case it does not have; 422 for a bad
     agent.yaml at the commit asked. The runner role in its project (or staff)."""
-    from runs.runoptions.replay import ReplayChanges
+    from runs.core.runoptions.replay import ReplayChanges
     from runs.services.replay import run_replay as replay
 
     original = selectors.run_row(run_id=run_id)

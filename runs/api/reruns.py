@@ -11,8 +11,8 @@ from runs import selectors
 from runs.api.auth import role_only
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
-from runs.queryvalues import MAX_INT
-from runs.reviewing.vocabulary import Role
+from runs.core.queryvalues import MAX_INT
+from runs.core.reviewing.vocabulary import Role
 
 router = Router(tags=["runs"])
 
@@ -69,7 +69,7 @@ def run_again_response(start: Callable[[], Any]) -> tuple[int, Any]:
     """(status, body) of a re-run or a replay: the run ``start`` opened (201; 200 when an
     idempotency key named one opened before), else why it was refused (404: no such case; 409:
     the run cannot be run again so; 422: a bad agent.yaml or idempotency key)."""
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError
     from runs.services.rerun import RerunCaseNotFound, RerunError
 

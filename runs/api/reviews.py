@@ -18,7 +18,7 @@ from ninja.errors import HttpError
 from runs import selectors
 from runs.api.auth import role_only
 from runs.api.schemas import Id, SafeText, responses
-from runs.reviewing.vocabulary import HumanVerdict, Role
+from runs.core.reviewing.vocabulary import HumanVerdict, Role
 from runs.selectors.review_api import (
     case_review_of,
     review_case_at,

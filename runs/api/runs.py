@@ -9,17 +9,17 @@ from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from runs import selectors
-from runs.agentconfig.limits import MAX_REPEATS
 from runs.api.auth import role_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
-from runs.reviewing.vocabulary import Role
+from runs.core.agentconfig.limits import MAX_REPEATS
+from runs.core.reviewing.vocabulary import Role
+from runs.core.verdicts.outcomes import CaseOutcome, RunStatus
+from runs.core.verdicts.summary import OutcomeCounts, RunSummary
+from runs.core.wire.models import TurnResult
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
-from runs.verdicts.outcomes import CaseOutcome, RunStatus
-from runs.verdicts.summary import OutcomeCounts, RunSummary
 from runs.web.exports import run_export_response
-from runs.wire.models import TurnResult
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -207,7 +207,7 @@ IDEMPOTENCY_KEY = Header(
 def run_launch(
     request: HttpRequest, payload: RunLaunchIn, idempotency_key: str = IDEMPOTENCY_KEY
 ) -> object:
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_create
 
     project = selectors.project_get(project_id=payload.project)

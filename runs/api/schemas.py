@@ -8,7 +8,7 @@ from ninja import Schema
 from ninja.pagination import LimitOffsetPagination
 from pydantic import AfterValidator, Field, StringConstraints
 
-from runs.queryvalues import MAX_INT, MAX_TEXT, parse_text
+from runs.core.queryvalues import MAX_INT, MAX_TEXT, parse_text
 
 
 class ErrorOut(Schema):

@@ -1,10 +1,10 @@
-"""Runs store their summary (runs.verdicts.summary.RunSummary: cases, turns and per-turn metric
+"""Runs store their summary (runs.core.verdicts.summary.RunSummary: cases, turns and per-turn metric
 counts, not graded apart) and count their not-graded cases; the pass rate leaves not-graded
 cases out and is NULL when nothing was graded. Existing runs are summarised from their rows."""
 
 from django.db import migrations, models
 
-from runs.verdicts.summary import MetricMark, summarize
+from runs.core.verdicts.summary import MetricMark, summarize
 
 
 def summarise_runs(apps, schema_editor):

@@ -1,5 +1,5 @@
-"""A re-grade records its two sources apart (Run.regrade_sources, runs.verdicts.regrades): the run
-and snapshot its transcripts come from, and the agent.yaml it was graded with. Its git fields
+"""A re-grade records its two sources apart (Run.regrade_sources, runs.core.verdicts.regrades): the
+run and snapshot its transcripts come from, and the agent.yaml it was graded with. Its git fields
 become its transcripts' (the original run's), so no page counts it among the grading commit's
 runs; the re-grades recorded before keep their grading commit in regrade_sources.grading."""
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import migrations, models
 from django.db.models.fields.json import KT
 
-from runs.runoptions import RunOptions
+from runs.core.runoptions import RunOptions
 
 BATCH = 500
 KEYS = ("limit", "case_filter", "config_cases", "repeats")

@@ -7,14 +7,14 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-from runs.reviewing.identity import definition_digest, failure_digest, turn_key
+from runs.core.reviewing.identity import definition_digest, failure_digest, turn_key
 
 BAD = {"failed", "error", "not_graded"}
 BATCH = 2000
 
 
 def identities(apps: Any, schema_editor: Any) -> None:
-    """Every stored turn's identity (runs.reviewing.identity), a batch at a time."""
+    """Every stored turn's identity (runs.core.reviewing.identity), a batch at a time."""
     turn_model = apps.get_model("runs", "TurnResult")
     metric_model = apps.get_model("runs", "MetricResult")
     last = 0

@@ -11,7 +11,7 @@ INDEX = "case_compare_key"
 
 
 def backfill(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from runs.selectors.compare_store import compare_columns_store, compare_values
+    from runs.compare.reads.store import compare_columns_store, compare_values
 
     Run = apps.get_model("runs", "Run")
     ended = Run.objects.exclude(status__in=("queued", "running")).order_by("pk")

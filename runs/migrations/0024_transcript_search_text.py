@@ -1,5 +1,5 @@
 """The run page's text search reaches the transcripts: each transcript row gets
-``search_text``, what a search reads of its events (``runs.wire.transcripts``), filled here for
+``search_text``, what a search reads of its events (``runs.core.wire.transcripts``), filled here for
 the rows written before (in batches: a few hundred transcripts in memory at a time), then
 indexed as the responses are (``runs.selectors.text_search``: a GIN trigram index on
 PostgreSQL, an FTS5 table kept by triggers on SQLite). The column is added nullable so that
@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import migrations, models
 
+from runs.core.wire.transcripts import transcript_search_text
 from runs.selectors.text_search import transcript_index_create, transcript_index_drop
-from runs.wire.transcripts import transcript_search_text
 
 # Transcripts read and written back per query (each up to a few hundred KB of events).
 BATCH = 200

@@ -5,7 +5,7 @@ and the same run executed by the dashboard's workers give the same rows:
 
 - ``run_open`` (``opening``) creates the Run, with everything it is opened with, and its case
   rows (queued for the dashboard, running for the CLI);
-- ``case_claim`` (``cases``) takes a case for one attempt of one process (``runs.owner``);
+- ``case_claim`` (``cases``) takes a case for one attempt of one process (``runs.core.owner``);
 - ``CaseRecorder`` (``events``) turns the engine's events into writes: each finished turn
   within a fraction of a second (a Celery task: ``turns_append``), or each case's turns
   together when it finishes (the CLI batches); ``case_finish`` writes the case's result with

@@ -1,6 +1,6 @@
 """One attempt at a case, and the cases a run settles without a result.
 
-``case_claim`` takes a case for one attempt of one process (``runs.owner``); every write of the
+``case_claim`` takes a case for one attempt of one process (``runs.core.owner``); every write of the
 attempt (``turns_append``, ``case_finish``, ``case_fail``) is conditional on it still owning its
 case, so a redelivered message and a dead worker's late write never interleave rows.
 ``case_cancel`` / ``cases_cancel_pending`` / ``cases_fail_open`` settle cases that produced no
@@ -17,11 +17,11 @@ from django.db.models import F, FloatField, QuerySet
 from django.db.models.functions import NullIf, Round
 from django.utils import timezone
 
+from runs.core.owner import process_identity
+from runs.core.verdicts.outcomes import GRADED, Outcome
+from runs.core.wire import models as wire
 from runs.mapping import TurnRows, case_values, turn_rows
 from runs.models import CASE_COUNTERS, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
-from runs.owner import process_identity
-from runs.verdicts.outcomes import GRADED, Outcome
-from runs.wire import models as wire
 
 MAX_CASE_ATTEMPTS = 3
 
@@ -182,7 +182,7 @@ def _case_settle_without_result(
 def pass_rate_after(passed: int, graded: int) -> Round:
     """The live pass rate once ``graded`` more cases, ``passed`` of them passed, are counted:
     passed over graded cases (passed, failed, errored; not graded and cancelled left out), in %
-    with two decimals, NULL while none is graded (``runs.verdicts.numbers.pass_rate_of`` in
+    with two decimals, NULL while none is graded (``runs.core.verdicts.numbers.pass_rate_of`` in
     SQL). For the same UPDATE that counts them: the columns on the right of an UPDATE are the
     values before it."""
     settled = F("passed_cases") + F("failed_cases") + F("errored_cases") + graded

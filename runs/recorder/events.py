@@ -9,9 +9,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import connection
 
+from runs.core.wire import models as wire
 from runs.models import CaseResult, Run
 from runs.recorder.cases import case_claim, case_finish, turns_append
-from runs.wire import models as wire
 
 CaseKey = tuple[int, int]  # (case index, repetition)
 

@@ -7,11 +7,11 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from runs.core.verdicts.summary import RunSummary
 from runs.mapping import summary_of_rows
 from runs.models import CASE_COUNTERS, CaseResult, Run, TurnResult
 from runs.selectors.case_counts import list_counts_count
 from runs.selectors.costs import cost_sums_count, run_prices_warn
-from runs.verdicts.summary import RunSummary
 
 
 def run_settle(run: Run) -> bool:

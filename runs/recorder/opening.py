@@ -1,4 +1,4 @@
-"""Opening a run: the Run, with everything it is opened with (``runs.runoptions.RunOptions``
+"""Opening a run: the Run, with everything it is opened with (``runs.core.runoptions.RunOptions``
 validated, its idempotency key), and its case rows, in one transaction: nothing patches a run
 afterwards."""
 
@@ -11,15 +11,15 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
-from runs import gitutil
+from runs.bulk_insert import rows_insert
+from runs.core import gitutil
+from runs.core.owner import process_identity
+from runs.core.runoptions import RunOptions
+from runs.core.verdicts.outcomes import Outcome
+from runs.core.verdicts.regrades import GradingSource, RegradeSources, TranscriptSource
 from runs.models import AgentSnapshot, CaseResult, Run, TurnResult
-from runs.owner import process_identity
 from runs.recorder.cases import pass_rate_after
-from runs.rows import rows_insert
-from runs.runoptions import RunOptions
 from runs.selectors.costs import run_prices_warn
-from runs.verdicts.outcomes import Outcome
-from runs.verdicts.regrades import GradingSource, RegradeSources, TranscriptSource
 
 
 def run_open(
@@ -117,7 +117,7 @@ def _run_identity(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's git fields, and the git fields the agent was read at (``git``, ``git_ref``,
     ``commit``). They differ for a re-grade, recorded at its transcripts' identity (its
-    original's, ``runs.verdicts.regrades``: the grading agent.yaml's are recorded apart), and a
+    original's, ``runs.core.verdicts.regrades``: the grading agent.yaml's are recorded apart), and a
     re-run, which runs its original's files (its original's commit ran; a replay at another
     commit is recorded at that commit)."""
     read_at = _git_identity(git=git, git_ref=git_ref, commit=commit)
@@ -130,7 +130,7 @@ def _run_identity(
 
 def _case_rows_insert(run: Run, options: RunOptions) -> None:
     """A pending row per selected case and repetition: they run, and count, apart."""
-    rows_insert(  # not bulk_create: 4 s of CPU for 17,747 cases (runs/rows.py)
+    rows_insert(  # not bulk_create: 4 s of CPU for 17,747 cases (runs/bulk_insert.py)
         CaseResult,
         [
             {

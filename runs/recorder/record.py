@@ -12,14 +12,14 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from runs.core.runoptions import RunOptions
+from runs.core.wire import models as wire
+from runs.core.wire.build import summary_of_results
+from runs.core.wire.round_trip import commit_subject
 from runs.mapping import case_turns, case_values, turn_rows
 from runs.models import CaseResult, Run
 from runs.recorder.cases import turn_rows_insert
 from runs.recorder.finish import list_counts_store, run_counters
-from runs.runoptions import RunOptions
-from runs.wire import models as wire
-from runs.wire.build import summary_of_results
-from runs.wire.round_trip import commit_subject
 
 
 def run_record(

@@ -1,4 +1,4 @@
-"""Who may do what in a project (``runs.reviewing.vocabulary.Role``): staff everything
+"""Who may do what in a project (``runs.core.reviewing.vocabulary.Role``): staff everything
 everywhere; a signed-in user their role's rights in a project (viewer without one); anonymous
 nothing. A run without a project (an import without one) is written to by staff only."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from runs.core.reviewing.vocabulary import Role
 from runs.review_models import ProjectRole
-from runs.reviewing.vocabulary import Role
 
 
 def project_role(

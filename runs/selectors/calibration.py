@@ -1,4 +1,4 @@
-"""Reads of how each metric agrees with people (``runs.reviewing.agreement``): per project
+"""Reads of how each metric agrees with people (``runs.core.reviewing.agreement``): per project
 (optionally per metric kind) every metric its runs graded, with its agreement over the turns
 people reviewed; one metric's reviewed turns side by side; the agreement of a compare's metrics.
 
@@ -15,11 +15,11 @@ from typing import Any
 
 from django.db.models import F, Q
 
+from runs.core.reviewing.agreement import Agreement, Judged, agreement_of
+from runs.core.reviewing.vocabulary import HumanVerdict
+from runs.core.verdicts.kinds import kind_order
+from runs.core.verdicts.numbers import case_text
 from runs.models import MetricResult
-from runs.reviewing.agreement import Agreement, Judged, agreement_of
-from runs.reviewing.vocabulary import HumanVerdict
-from runs.verdicts.kinds import kind_order
-from runs.verdicts.numbers import case_text
 
 VERDICTS = tuple(verdict.value for verdict in HumanVerdict)
 

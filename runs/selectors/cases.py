@@ -13,14 +13,14 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from runs.core.verdicts.kinds import METRIC_KINDS, TOOLS_KIND
+from runs.core.verdicts.numbers import case_text
+from runs.core.verdicts.outcomes import BAD, Outcome
+from runs.core.verdicts.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
+from runs.core.verdicts.summary import RunSummary
 from runs.mapping import summary_of_rows
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.selectors.text_search import cases_with_text
-from runs.verdicts.kinds import METRIC_KINDS, TOOLS_KIND
-from runs.verdicts.numbers import case_text
-from runs.verdicts.outcomes import BAD, Outcome
-from runs.verdicts.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
-from runs.verdicts.summary import RunSummary
 
 # "Only failures": cases that failed or errored (not those that could not be graded), in the
 # order of the partial index that holds them (``case_run_failures``: SQLite uses it only for
@@ -189,7 +189,7 @@ def _cases_with_text(run: Run, text: str) -> Q:
 
 
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
-    """The indices of the run's flaky cases (``runs.verdicts.repeats``), as a subquery."""
+    """The indices of the run's flaky cases (``runs.core.verdicts.repeats``), as a subquery."""
     return (
         CaseResult.objects.filter(run=run)
         .order_by()

@@ -1,4 +1,4 @@
-"""What a run, a case and a turn cost (``runs.pricing.prices``), read from their stored tokens.
+"""What a run, a case and a turn cost (``runs.core.pricing.prices``), read from their stored tokens.
 
 The agent's tokens are priced at the run's agent model (its config snapshot's ``model.name``),
 each judge's at the model it recorded. Fixed queries whatever the size of the run: the run's
@@ -19,8 +19,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.db.models.lookups import GreaterThan
 
-from runs.models import CaseResult, MetricResult, Run, TurnResult
-from runs.pricing.prices import (
+from runs.core.pricing.prices import (
     Cost,
     PriceFileError,
     PriceTable,
@@ -36,6 +35,7 @@ from runs.pricing.prices import (
     usage_cost,
     warn_unpriced,
 )
+from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.selectors.runs import MODEL_NAME
 
 
@@ -115,7 +115,7 @@ _finished_lock = threading.Lock()
 
 def runs_costs(*, run_ids: list[int]) -> dict[int, Priced]:
     """Each run's cost, agent and judge apart: each sum of its usages priced as the sum of their
-    costs (``runs.pricing.prices``). The sums are a finished run's stored ones
+    costs (``runs.core.pricing.prices``). The sums are a finished run's stored ones
     (``Run.list_counts["cost"]``, counted when it ended); the others' are summed by the
     database, two queries for all of them whatever their size."""
     table = prices()

@@ -1,4 +1,4 @@
-"""A run read back as the wire models (``runs.wire.models``): its summary, a case's turns and
+"""A run read back as the wire models (``runs.core.wire.models``): its summary, a case's turns and
 the whole run as a HoloDeck EvalRun. The API serves these shapes and the exports write them;
 the verdicts are the stored ones (``runs.mapping`` copies them), never decided again here."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 
+from runs.core.reviewing.vocabulary import HumanVerdict
+from runs.core.verdicts.numbers import repetition_name
+from runs.core.wire import models as wire
+from runs.core.wire.reviews import IMPORTED_BY, ReviewWire
 from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
 from runs.review_models import Review, ReviewChange
-from runs.reviewing.vocabulary import HumanVerdict
 from runs.selectors.runs import run_summary
-from runs.verdicts.numbers import repetition_name
-from runs.wire import models as wire
-from runs.wire.reviews import IMPORTED_BY, ReviewWire
 
 
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
@@ -45,11 +45,11 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
     ``report.reviews`` what people concluded about its turns (``run_review_wires``).
     HoloDeck's own ``report.summary`` is computed as HoloDeck does, per case from the results
     (an imported file's own summary too: the results are the truth), and the environment names
-    the run (``runs.wire.round_trip``), so importing the export where the run already is is
+    the run (``runs.core.wire.round_trip``), so importing the export where the run already is is
     recognised.
     """
-    from runs.wire.build import summarize
-    from runs.wire.round_trip import with_identity
+    from runs.core.wire.build import summarize
+    from runs.core.wire.round_trip import with_identity
 
     cases, results, repetitions = _run_results(run)
     report = wire.TestReport(
@@ -114,7 +114,7 @@ def _run_results(
     repeats = run.repeats
     if repeats == 1:
         return cases, results, None
-    from runs.verdicts.repeats import repetition_summaries
+    from runs.core.verdicts.repeats import repetition_summaries
 
     summaries = repetition_summaries(
         (

@@ -1,5 +1,5 @@
 """A model call's full request, as sent: put back together from the parts its case's
-transcripts stored (``runs.wire.requests``), read only when a person opens it."""
+transcripts stored (``runs.core.wire.requests``), read only when a person opens it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from django.http import Http404
 
+from runs.core.wire.requests import RequestBook
 from runs.models import TurnResult
-from runs.wire.requests import RequestBook
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ long: a list never reads it)."""
 
 from __future__ import annotations
 
-from runs.runoptions import Partial, partial_text
+from runs.core.runoptions import Partial, partial_text
 
 # The run's columns a partial badge reads (``RunOptions.columns``), in ``partial_text_of``'s
 # order (its total cases apart).

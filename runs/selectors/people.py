@@ -7,8 +7,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from runs.core.reviewing.vocabulary import Role
 from runs.review_models import ProjectRole
-from runs.reviewing.vocabulary import Role
 
 
 def user_named(*, username: str) -> Any | None:

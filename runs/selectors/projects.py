@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
+from runs.core.runoptions import partial_text
+from runs.core.verdicts.status import StatusReason, counters_of, run_status_reason
+from runs.core.verdicts.summary import OutcomeCounts
 from runs.models import AgentProject, Run
-from runs.runoptions import partial_text
 from runs.selectors.partial import PARTIAL_COLUMNS
-from runs.verdicts.status import StatusReason, counters_of, run_status_reason
-from runs.verdicts.summary import OutcomeCounts
 
 if TYPE_CHECKING:
-    from runs.charts.trend_chart import TrendRun
+    from runs.core.charts.trend_chart import TrendRun
 
 
 def project_list() -> QuerySet[AgentProject]:
@@ -48,7 +48,7 @@ class LastRun:
     pass_rate: float | None
     git_commit: str
     created_at: datetime
-    # What its status reason is read from (``Run.counts``, ``runs.verdicts.status``).
+    # What its status reason is read from (``Run.counts``, ``runs.core.verdicts.status``).
     cases_done: int
     failed_cases: int
     errored_cases: int
@@ -120,7 +120,7 @@ def project_choices() -> QuerySet[AgentProject]:
 def project_pass_rates(*, project: AgentProject, last: int = 20) -> list[TrendRun]:
     """The project's last ``last`` finished runs (re-grades left out), oldest first, as the
     trends page reads them (``runs.selectors.trends``): the project page's small series."""
-    from runs.charts.trend_runs import split_regrades
+    from runs.core.charts.trend_runs import split_regrades
     from runs.selectors.trends import finished_runs
 
     runs, _ = split_regrades(finished_runs(project=project, agent=""))

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from runs.core.runoptions.replay import POLICY_TEXTS, ReplayPick
 from runs.models import CaseResult, Run, TurnResult
-from runs.runoptions.replay import POLICY_TEXTS, ReplayPick
 from runs.selectors.cases import CaseFilters, case_rows
 from runs.selectors.reruns import failed_case_indices
 from runs.selectors.snapshots import snapshot_contents, stored_snapshot

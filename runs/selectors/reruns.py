@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runs.core.runoptions import RERUN_FAILED
+from runs.core.verdicts.numbers import case_text
+from runs.core.verdicts.outcomes import Outcome
 from runs.models import CaseResult, Run
-from runs.runoptions import RERUN_FAILED
 from runs.selectors.case_counts import list_count_stored
 from runs.selectors.cases import CaseFilters
-from runs.verdicts.numbers import case_text
-from runs.verdicts.outcomes import Outcome
 
 # What a re-run of "the failed cases" takes: the cases that failed, and those that errored.
 FAILED_OUTCOMES = (Outcome.FAILED.value, Outcome.ERROR.value)

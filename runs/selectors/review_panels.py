@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import get_object_or_404
 
+from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.models import CaseResult, TurnResult
 from runs.review_models import Review, ReviewChange
-from runs.reviewing.vocabulary import HumanVerdict
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
     Carried,

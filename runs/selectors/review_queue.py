@@ -15,9 +15,10 @@ from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, Max, OuterRef, Q
 
+from runs.core.reviewing.vocabulary import Role
+from runs.core.verdicts.outcomes import RUN_FINISHED_STATES, Outcome
 from runs.models import MetricResult, Run, TurnResult
 from runs.review_models import Review
-from runs.reviewing.vocabulary import Role
 from runs.selectors.review_panels import not_reopened
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
@@ -29,7 +30,6 @@ from runs.selectors.reviews import (
     is_triaged,
     project_categories,
 )
-from runs.verdicts.outcomes import RUN_FINISHED_STATES, Outcome
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
+from runs.core.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict
+from runs.core.verdicts.outcomes import Outcome
+from runs.core.verdicts.summary import RunSummary
 from runs.models import TurnResult
 from runs.review_models import Review, TriageCategory
-from runs.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict
-from runs.verdicts.outcomes import Outcome
-from runs.verdicts.summary import RunSummary
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -12,12 +12,12 @@ from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 
+from runs.core.verdicts.outcomes import Outcome, RunState
+from runs.core.verdicts.status import StatusReason, run_status_reason
+from runs.core.verdicts.summary import RunSummary
 from runs.mapping import counts_of_rows, summaries_of_rows, tool_counts_of_rows
 from runs.models import Run
 from runs.selectors.case_counts import case_cause
-from runs.verdicts.outcomes import Outcome, RunState
-from runs.verdicts.status import StatusReason, run_status_reason
-from runs.verdicts.summary import RunSummary
 
 # The runs list's status filter: (value, label) of every status a run can have.
 RUN_STATUSES: list[tuple[str, str]] = RunState.choices()
@@ -270,10 +270,10 @@ def _with_tools(summaries: dict[int, RunSummary]) -> dict[int, RunSummary]:
 
 
 def run_status_reason_get(*, run: Run, summary: RunSummary) -> StatusReason:
-    """Why ``run`` (with ``summary``, stored or live) has its status (``runs.verdicts.status``),
-    naming the most common error of its not-graded and of its errored cases once it has ended
-    (stored with it; else one bounded query each, only when it has such cases; none while it
-    runs)."""
+    """Why ``run`` (with ``summary``, stored or live) has its status
+    (``runs.core.verdicts.status``), naming the most common error of its not-graded and of its
+    errored cases once it has ended (stored with it; else one bounded query each, only when it has
+    such cases; none while it runs)."""
     counts = summary.cases
     ended = not run.is_live
     return run_status_reason(

@@ -1,6 +1,6 @@
 """Is a change between two sides real? Each side is one run or several runs (of one commit);
 each case and each turn is sampled over the side's repetitions (``execution.repeats``) and
-runs, and ``runs.stats.significance`` tests the two samples (Fisher's exact test: repetitions
+runs, and ``runs.core.stats.significance`` tests the two samples (Fisher's exact test: repetitions
 are independent sessions, not pairs), corrects for the many cases and turns tested at once
 (Benjamini–Hochberg) and gives the pass-rate difference a bootstrap confidence interval.
 
@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from runs.models import Run, TurnResult
-from runs.stats.significance import (
+from runs.core.stats.significance import (
     DEFAULT_ALPHA,
     RateDifference,
     Significance,
     classify_changes,
     pass_rate_difference,
 )
-from runs.verdicts.numbers import turn_text
-from runs.verdicts.outcomes import GRADED_VALUES, Outcome
+from runs.core.verdicts.numbers import turn_text
+from runs.core.verdicts.outcomes import GRADED_VALUES, Outcome
+from runs.models import Run, TurnResult
 
 Samples = dict[str, list[bool]]  # unit key -> its graded outcomes (True: passed)
 TURN_SEPARATOR = " · turn "  # in a turn's key, between its case's key and its number

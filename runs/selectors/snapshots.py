@@ -18,9 +18,9 @@ from datetime import datetime
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from runs.attributes import of_attributes
+from runs.core.attributes import of_attributes
+from runs.core.sealing import Snapshot, SnapshotError, SnapshotFile
 from runs.models import AgentSnapshot, Run
-from runs.sealing import Snapshot, SnapshotError, SnapshotFile
 
 # Run columns the snapshot pages never read.
 HEAVY_RUN_FIELDS = ("raw_yaml", "config_snapshot", "environment", "cli_args", "summary")

@@ -2,7 +2,7 @@
 the run's cases whose response — a turn's, or the case's own ``agent_response`` — or a turn's
 transcript contains a text, case-insensitively as the database folds it (SQLite: ASCII letters
 only). A transcript is searched in its ``search_text``, what the recorder derives of its events
-(``runs.wire.transcripts.transcript_search_text``: texts, tool names, args, results, errors).
+(``runs.core.wire.transcripts.transcript_search_text``: texts, tool names, args, results, errors).
 
 Both databases search through an index that migration ``0021_text_search`` builds from here
 for the responses, and ``0024_transcript_search_text`` for the transcripts:

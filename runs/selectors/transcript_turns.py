@@ -13,10 +13,10 @@ from typing import Any
 
 from django.http import Http404
 
+from runs.core.wire.transcripts import Event
 from runs.models import CaseResult, TurnResult
 from runs.selectors.costs import prices
 from runs.selectors.transcripts import priced
-from runs.wire.transcripts import Event
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 
+from runs.core.pricing.prices import PriceTable, usage_cost
+from runs.core.wire.models import TokenUsage
+from runs.core.wire.requests import RequestBook
+from runs.core.wire.transcripts import Event
 from runs.models import CaseResult, TurnResult
-from runs.pricing.prices import PriceTable, usage_cost
 from runs.selectors.costs import prices
-from runs.wire.models import TokenUsage
-from runs.wire.requests import RequestBook
-from runs.wire.transcripts import Event
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def case_transcript_get(
 ) -> CaseTranscript:
     """The case's turns with their transcripts, model calls priced (``cost_usd``: None when
     the price table has no price for the model); ``full_requests``: each model call's
-    ``request`` as the whole body it sent (``runs.wire.requests``) instead of its stored
+    ``request`` as the whole body it sent (``runs.core.wire.requests``) instead of its stored
     references. 404 when the run has no such case."""
     case = get_object_or_404(
         CaseResult.objects.only("id", "run_id", "index", "repetition", "name"),

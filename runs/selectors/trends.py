@@ -2,7 +2,7 @@
 metric averages and the turns each regressed and fixed against the run before, and the runs in
 commit order.
 
-Every number is the run's stored summary (``runs.verdicts.summary.RunSummary``, the one the run
+Every number is the run's stored summary (``runs.core.verdicts.summary.RunSummary``, the one the run
 page, compare, the API and the exports show): its pass rate, its case counts and its metrics'
 average scores; a run with no pass rate (no case graded) stays off the pass-rate line.
 
@@ -12,7 +12,7 @@ case counts and pass rate of their summaries), their failing turns and how many 
 summaries' metrics) and their turns' verdicts (one text per case, as compare reads them), for
 the turns each run regressed and fixed against the run before it. Runs are put in commit order
 with ``git rev-list --first-parent`` when the project's directory is a git repository, else in
-date order. The chart itself is drawn from these by ``runs.charts.trend_chart``.
+date order. The chart itself is drawn from these by ``runs.core.charts.trend_chart``.
 
 A re-grade comes with its sources (``Run.regrade``): the chart keeps it out of the commit
 series and draws it beside the run whose transcripts it grades.
@@ -30,17 +30,17 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from runs.charts.trend_chart import MetricKey, RunChurn, TrendRun
-from runs.comparison.matrix import series_churn
-from runs.comparison.ordering import commit_ordered
-from runs.gitutil import GitError, commit_order
+from runs.compare.core.matrix import series_churn
+from runs.compare.reads.comparison import case_turns
+from runs.core.charts.trend_chart import MetricKey, RunChurn, TrendRun
+from runs.core.commit_order import commit_ordered
+from runs.core.gitutil import GitError, commit_order
+from runs.core.verdicts.regrades import RegradeSources
+from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.models import AgentProject, Run, TurnResult
 from runs.review_models import Review
-from runs.selectors.compare import case_turns
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from runs.selectors.reviews import FAILURE_OUTCOMES
-from runs.verdicts.regrades import RegradeSources
-from runs.verdicts.summary import MetricSummary, OutcomeCounts
 
 FINISHED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR)
 

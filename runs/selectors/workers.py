@@ -1,7 +1,7 @@
 """Reads of the workers' heartbeats: is any worker live, and what is each one running.
 
 A worker's row is named ``host:pid`` after its main process, but a case's ``claimed_by``
-(runs.owner) names the process that runs it: a prefork pool child with its own pid (and its
+(runs.core.owner) names the process that runs it: a prefork pool child with its own pid (and its
 start time). A claim belongs to a worker when it is on the worker's host and its process is the
 worker itself (solo and thread pools) or one of its children: the parent pid is read from
 ``/proc`` when this code runs on that host. On another host the parent cannot be read; the

@@ -3,7 +3,7 @@
 The engine runs in this process. The run is stored as it goes, through the recorder (the write
 path of the workers), so it lists in the dashboard like a dashboard run; storing is best effort
 (``RunStore``). What the command writes is a HoloDeck result file (``cli_run_execute``'s
-EvalRun), which names the stored run (``runs.wire.round_trip``), so importing it anywhere
+EvalRun), which names the stored run (``runs.core.wire.round_trip``), so importing it anywhere
 the run already is is recognised.
 """
 
@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING, Any
 from django.db import DatabaseError
 
 from graders.result import error_text
-from runs.engine.events import emit
-from runs.logcontext import log_context
+from runs.core.engine.events import emit
+from runs.core.logcontext import log_context
+from runs.core.runoptions import RunOptions
+from runs.core.sealing import SnapshotError, snapshot_working_tree
+from runs.core.wire import models as wire
+from runs.core.wire.round_trip import with_identity
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import CaseRecorder, case_fail, run_abort, run_finish, run_open
-from runs.runoptions import RunOptions
-from runs.sealing import SnapshotError, snapshot_working_tree
 from runs.services.history import eval_run_hash
 from runs.services.launch import launch_warnings
 from runs.services.snapshots import snapshot_limits, snapshot_store
-from runs.wire import models as wire
-from runs.wire.round_trip import with_identity
 
 if TYPE_CHECKING:
-    from runs import gitutil
-    from runs.agentconfig.loader import LoadedAgent
+    from runs.core import gitutil
+    from runs.core.agentconfig.loader import LoadedAgent
 
 Warn = Callable[[str], None]
 
@@ -105,7 +105,7 @@ def _engine_run(
 ) -> wire.TestReport:
     """Run the cases in this process, each event given to each of ``listeners`` in turn, the
     stored run's id on the lines logged meanwhile."""
-    from runs.engine.executor import Engine
+    from runs.core.engine.executor import Engine
 
     async def on_event(event: Any) -> None:
         for listener in listeners:
@@ -144,7 +144,7 @@ def cli_eval_run(
 
 def _subject(git: gitutil.GitInfo | None) -> str:
     """The subject of the commit a run not stored ran at (a stored run has it: its own)."""
-    from runs import gitutil
+    from runs.core import gitutil
 
     return gitutil.commit_subject(git.root, git.commit) if git is not None else ""
 

@@ -38,10 +38,11 @@ from django.utils import timezone
 
 from graders.result import error_text
 from runs import recorder
-from runs.engine.events import emit
-from runs.logcontext import log_context, log_context_set
+from runs.core.engine.events import emit
+from runs.core.logcontext import log_context, log_context_set
+from runs.core.owner import owner_dead
+from runs.core.wire import models as wire
 from runs.models import CaseResult, Run, TurnResult
-from runs.owner import owner_dead
 from runs.services import warm_sessions
 from runs.services.heartbeats import case_heartbeat
 from runs.services.queue import EXECUTE_CASE, task_enqueue
@@ -54,12 +55,11 @@ from runs.services.run_agents import (
     # Kept importable from here: the worker's shutdown (runs.tasks) and tests call it.
     run_agents_forget as run_agents_forget,
 )
-from runs.wire import models as wire
 
 if TYPE_CHECKING:
-    from runs.agentconfig.loader import LoadedAgent
-    from runs.backends.base import AgentBackend
-    from runs.engine.events import CaseEvent, EventCallback
+    from runs.core.agentconfig.loader import LoadedAgent
+    from runs.core.backends.base import AgentBackend
+    from runs.core.engine.events import CaseEvent, EventCallback
 
 log = logging.getLogger(__name__)
 
@@ -385,7 +385,7 @@ def _case_run(
 ) -> LoadedAgent | None:
     """Run the claimed case with ``agent`` (the run's, loaded here when not given); the agent,
     for the task's next case of the run, or None when it could not be loaded. Every line logged
-    meanwhile carries the run's and the case's ids (runs/logcontext.py).
+    meanwhile carries the run's and the case's ids (runs/core/logcontext.py).
 
     The task's first case of the run (``agent`` not given) writes its first turn at once when
     the run had none when the task read it: the run page that launched it waits for one."""
@@ -442,7 +442,7 @@ async def _execute(
     attempt: int,
     first_at_once: bool = False,
 ) -> None:
-    from runs.engine.executor import Engine
+    from runs.core.engine.executor import Engine
 
     # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
     await _in_recorder_thread(close_old_connections)
@@ -482,7 +482,7 @@ def _turn_bound(listener: EventCallback) -> EventCallback:
 def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
     is never called. The graded turns are written with the case's result (one transaction)."""
-    from runs.engine.regrade import NOT_REGRADABLE, regrade_case
+    from runs.core.engine.regrade import NOT_REGRADABLE, regrade_case
 
     stored = _stored_turns(original_id, case)
     if not stored:  # a case that never ran (re-grades made before they left those out)

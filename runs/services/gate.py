@@ -2,7 +2,7 @@
 
 ``gate_run`` and ``gate_baseline`` find the two runs (a ``GateError`` when they cannot);
 ``gate_evaluate`` compares them with the compare page's code and checks the thresholds, and
-returns a ``GateResult`` (``runs.writers.gate_markdown``) with its reasons and a Markdown
+returns a ``GateResult`` (``runs.core.writers.gate_markdown``) with its reasons and a Markdown
 summary fit for a pull-request comment.
 
 The pass rate, the case and turn counts and the metric summaries (counted per turn) are the
@@ -18,10 +18,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
-from runs.attributes import of_attributes
-from runs.comparison.matrix import REGRESSION, Row, change_of
-from runs.models import Run
-from runs.selectors.compare import (
+from runs.compare.core.matrix import REGRESSION, Row, change_of
+from runs.compare.reads.comparison import (
     FINISHED,
     Baseline,
     Comparison,
@@ -29,22 +27,19 @@ from runs.selectors.compare import (
     compare_runs,
     runs_for_compare,
 )
-from runs.selectors.costs import run_cost
-from runs.selectors.review_marks import Failure, run_failures
-from runs.selectors.reviews import project_categories
-from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
-from runs.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
-from runs.verdicts.kinds import kind_order, kinds_parse
-from runs.verdicts.numbers import (
+from runs.core.attributes import of_attributes
+from runs.core.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
+from runs.core.verdicts.kinds import kind_order, kinds_parse
+from runs.core.verdicts.numbers import (
     format_rate,
     format_score,
     format_score_change,
     ordinal,
     pass_rate_of,
 )
-from runs.verdicts.outcomes import BAD, Outcome
-from runs.verdicts.summary import MetricSummary, RunSummary
-from runs.writers.gate_markdown import (
+from runs.core.verdicts.outcomes import BAD, Outcome
+from runs.core.verdicts.summary import MetricSummary, RunSummary
+from runs.core.writers.gate_markdown import (
     GateOptions,
     GateResult,
     GateRun,
@@ -56,6 +51,11 @@ from runs.writers.gate_markdown import (
     gate_markdown,
     plural,
 )
+from runs.models import Run
+from runs.selectors.costs import run_cost
+from runs.selectors.review_marks import Failure, run_failures
+from runs.selectors.reviews import project_categories
+from runs.selectors.significance import runs_significance, same_commit_runs, turn_key_parse
 
 PARENT_COMMIT = "parent-commit"
 LATEST = "latest:"
@@ -156,7 +156,7 @@ def _project_name(run: Run) -> str:
 
 
 def gate_kinds(text: str) -> tuple[str, ...]:
-    """``standard,code`` -> ("standard", "code") (``runs.verdicts.kinds.kinds_parse``); an
+    """``standard,code`` -> ("standard", "code") (``runs.core.verdicts.kinds.kinds_parse``); an
     unknown kind is a ``GateError``."""
     try:
         return kinds_parse(text)

@@ -2,7 +2,7 @@
 (``runs.recorder.run_record``: bulk inserts, a fixed number of queries whatever a run's size).
 
 A file is recognised, not imported again, when the database already holds the run it names
-(every export names its run: ``runs.wire.round_trip``) or a run with the same content (the
+(every export names its run: ``runs.core.wire.round_trip``) or a run with the same content (the
 same file imported before, or the result file run_agent wrote for a run it stored)."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
 
+from runs.core.wire import models as wire
+from runs.core.wire.models import holodeck_dump
+from runs.core.wire.round_trip import run_identity, summary_contradiction
+from runs.core.zipguard import ZipLimits, ZipRefused, zip_members, zip_open, zip_read
 from runs.models import AgentProject, Run
 from runs.recorder import run_record
 from runs.services.review_import import reviews_import
-from runs.wire import models as wire
-from runs.wire.models import holodeck_dump
-from runs.wire.round_trip import run_identity, summary_contradiction
-from runs.zipguard import ZipLimits, ZipRefused, zip_members, zip_open, zip_read
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def runs_import(
     A result already here (the run it names, or the same content) is not imported again.
     ``user``: who imports (the audit entry of the reviews a file carries; None from the CLI).
     """
-    from runs.wire.holodeck_io import load_eval_runs
+    from runs.core.wire.holodeck_io import load_eval_runs
 
     outcome = ImportOutcome()
     for path in paths:
@@ -167,7 +167,7 @@ def _zip_json_members(
     archive: zipfile.ZipFile, *, max_unpacked_bytes: int
 ) -> list[zipfile.ZipInfo]:
     """The archive's ``*.json`` members, in path order, once the whole archive is vetted
-    (``runs.zipguard``): no absolute or ``..`` paths, at most ZIP_MAX_MEMBERS members and
+    (``runs.core.zipguard``): no absolute or ``..`` paths, at most ZIP_MAX_MEMBERS members and
     ``max_unpacked_bytes``."""
     limits = ZipLimits(
         max_members=ZIP_MAX_MEMBERS,
@@ -197,7 +197,7 @@ def _is_result_member(info: zipfile.ZipInfo) -> bool:
 
 def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """A member's bytes (at most its declared size, which the vetting capped)."""
-    from runs.wire.holodeck_io import ReportFormatError
+    from runs.core.wire.holodeck_io import ReportFormatError
 
     try:
         return zip_read(archive, info)
@@ -211,7 +211,7 @@ def _document_import(
     """Import one result document, streamed: its EvalRuns are parsed one at a time (twice:
     first all validated, so a file with a defect imports nothing, then each imported and let
     go), so memory stays near the document's own size whatever it holds."""
-    from runs.wire.holodeck_io import ReportFormatError, iter_eval_runs, result_text
+    from runs.core.wire.holodeck_io import ReportFormatError, iter_eval_runs, result_text
 
     report = SourceImport(name)
     try:

@@ -1,7 +1,7 @@
 """Launch a run from the dashboard (or the API), and cancel one.
 
 A launch seals the agent: the agent directory as it will run (the tree of the chosen git ref's
-commit, or the working tree) is packed into a snapshot (``runs.sealing``), unpacked into this
+commit, or the working tree) is packed into a snapshot (``runs.core.sealing``), unpacked into this
 machine's cache, and the agent is validated from there, so what is validated is what runs. The
 snapshot is stored (once per distinct tree) and the queued run, created with its case rows,
 records it; its start is enqueued once the transaction commits. Nothing is queued when sealing
@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
-from runs import gitutil
-from runs.agentconfig.errors import ConfigError, ConfigProblem
-from runs.agentconfig.limits import MAX_REPEATS
-from runs.agentconfig.test_cases import case_label
+from runs.core import gitutil
+from runs.core.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.agentconfig.limits import MAX_REPEATS
+from runs.core.agentconfig.test_cases import case_label
+from runs.core.runoptions import RunOptions
+from runs.core.sealing import SnapshotError, snapshot_agent, unpack
 from runs.models import AgentProject, AgentSnapshot, Run
 from runs.recorder import cases_cancel_pending, run_open, run_settle
-from runs.runoptions import RunOptions
-from runs.sealing import SnapshotError, snapshot_agent, unpack
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_cache_dir, snapshot_limits, snapshot_store
 
 if TYPE_CHECKING:
-    from runs.agentconfig.loader import LoadedAgent
+    from runs.core.agentconfig.loader import LoadedAgent
 
 
 class LaunchError(Exception):
@@ -189,7 +189,7 @@ def run_create(
     (``run_open_once``). Raises ConfigError (every problem of the agent.yaml) or LaunchError;
     nothing is queued then.
     """
-    from runs.agentconfig.loader import collector_paused
+    from runs.core.agentconfig.loader import collector_paused
 
     def open_run(idempotency: dict[str, str]) -> Run:
         with collector_paused():
@@ -281,7 +281,7 @@ def sealed_run_open(
 
 
 def launch_warnings(agent: LoadedAgent) -> list[str]:
-    from runs.engine.metrics import judge_warnings
+    from runs.core.engine.metrics import judge_warnings
 
     return [*agent.warnings, *judge_warnings(agent)]
 
@@ -305,7 +305,7 @@ def agent_seal(
     Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref, a directory
     that cannot be snapshotted, a file the agent reads outside its directory).
     """
-    from runs.agentconfig.loader import load_agent
+    from runs.core.agentconfig.loader import load_agent
 
     directory = Path(project.directory)
     ref = git_ref.strip()

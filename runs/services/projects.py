@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from runs.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.agentconfig.errors import ConfigError, ConfigProblem
 from runs.models import AgentProject, Run
 from runs.review_models import Review
 from runs.services.audit import audit_write
@@ -45,7 +45,7 @@ def project_register(
     (``manage.py register_project``: fix it later).
     Raises FileNotFoundError when there is no such file.
     """
-    from runs.agentconfig.loader import load_agent
+    from runs.core.agentconfig.loader import load_agent
 
     agent_path = agent_file_of(agent_path.expanduser()).resolve()
     if not agent_path.is_file():

@@ -25,8 +25,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from runs.core.owner import owner_alive
 from runs.models import CaseResult, Run
-from runs.owner import owner_alive
 from runs.recorder import case_cancel, cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
@@ -113,7 +113,7 @@ def worktrees_prune() -> int:
     start); the number removed."""
     from pathlib import Path
 
-    from runs import gitutil
+    from runs.core import gitutil
     from runs.models import AgentProject
 
     directories = {Path(d) for d in AgentProject.objects.values_list("directory", flat=True)}

@@ -19,8 +19,8 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
+from runs.core.runoptions import CaseEntry, RunOptions
 from runs.models import AgentProject, CaseResult, Run, TurnResult
-from runs.runoptions import CaseEntry, RunOptions
 from runs.services.launch import (
     KeyedRequest,
     LaunchError,

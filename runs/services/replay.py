@@ -4,7 +4,7 @@ from the original's recording.
 A replay is a queued run (``rerun_of`` the original, ``RunOptions.replay`` saying what it
 changed) of the chosen cases, at the original's snapshot — or, when a commit is asked, at that
 commit's, sealed as a launch seals it — with the changes applied to the agent it records and
-runs (``runs.runoptions.replay.agent_changed``): an edited system prompt, a file of the agent
+runs (``runs.core.runoptions.replay.agent_changed``): an edited system prompt, a file of the agent
 read as the system prompt, a model name, model parameters. Its workers give the backend a
 ``ToolReplay`` over the original's recorded tool calls (``runs.services.run_agents``): a call
 that matches a recorded one returns the recorded result, any other follows the tool policy.
@@ -19,15 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from runs.models import AgentSnapshot, CaseResult, Run
-from runs.runoptions import RunOptions
-from runs.runoptions.replay import (
+from runs.core.runoptions import RunOptions
+from runs.core.runoptions.replay import (
     POLICIES,
     ReplayChanges,
     ReplayPick,
     agent_changed,
     model_before,
 )
+from runs.models import AgentSnapshot, CaseResult, Run
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import (
     KeyedRequest,
@@ -47,7 +47,7 @@ from runs.services.rerun import (
 )
 
 if TYPE_CHECKING:
-    from runs.agentconfig.loader import LoadedAgent
+    from runs.core.agentconfig.loader import LoadedAgent
 
 ReplayCases = int | Sequence[int] | Literal["failed"]
 

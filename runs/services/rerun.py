@@ -17,19 +17,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from runs.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.runoptions import RERUN_FAILED, RerunPick, RunOptions
+from runs.core.runoptions.replay import agent_changed
+from runs.core.sealing import SnapshotError
 from runs.models import AgentSnapshot, CaseResult, Run
 from runs.recorder import run_open
-from runs.runoptions import RERUN_FAILED, RerunPick, RunOptions
-from runs.runoptions.replay import agent_changed
-from runs.sealing import SnapshotError
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import KeyedRequest, LaunchError, launch_warnings, run_open_once
 from runs.services.queue import START_RUN, task_enqueue
 from runs.services.snapshots import snapshot_unpacked
 
 if TYPE_CHECKING:
-    from runs.agentconfig.loader import LoadedAgent
+    from runs.core.agentconfig.loader import LoadedAgent
 
 RerunCases = int | Literal["failed"]
 
@@ -160,7 +160,7 @@ def agent_file_of(original: Run) -> str:
 def agent_ran(original: Run, snapshot_id: int, *, error: type[RerunError]) -> LoadedAgent:
     """The agent ``original`` ran, loaded from its snapshot's files as a worker loads it, with
     its replay's changes when it was a replay; ``error`` when the snapshot cannot be unpacked."""
-    from runs.agentconfig.loader import load_agent
+    from runs.core.agentconfig.loader import load_agent
 
     try:
         directory = snapshot_unpacked(snapshot_id=snapshot_id)

@@ -1,5 +1,5 @@
-"""An imported result file's reviews (``TestReport.reviews``, ``runs.wire.reviews``) recreated on
-the imported run's turns, in the import's transaction: the categories by name in the target
+"""An imported result file's reviews (``TestReport.reviews``, ``runs.core.wire.reviews``) recreated
+on the imported run's turns, in the import's transaction: the categories by name in the target
 project (a name it lacks is added to it), who made each review as the file said (kept on its
 first change, never taken for this dashboard's user of that name), and one audit entry for the
 import.
@@ -14,11 +14,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from runs.core.wire.reviews import IMPORTED_BY, ReviewWire
 from runs.models import CaseResult, Run, TurnResult
 from runs.review_models import Review, ReviewChange, TriageCategory
 from runs.services.audit import audit_write
 from runs.services.reviews import categories_ensure, review_fields
-from runs.wire.reviews import IMPORTED_BY, ReviewWire
 
 
 def reviews_import(*, run: Run, reviews: Sequence[ReviewWire], user: Any = None) -> list[Review]:

@@ -14,9 +14,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from runs.core.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict, Role
 from runs.models import CaseResult, TurnResult
 from runs.review_models import ProjectRole, Review, ReviewChange, TriageCategory
-from runs.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict, Role
 from runs.services.audit import audit_write
 
 MAX_NOTE = 20_000

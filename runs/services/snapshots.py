@@ -1,6 +1,6 @@
 """Sealed agent snapshots in the database: store one at launch, unpack one where a run runs.
 
-The packing and the cache are ``runs.sealing`` (Django-free); this module keeps the archives
+The packing and the cache are ``runs.core.sealing`` (Django-free); this module keeps the archives
 (``AgentSnapshot``, one row per distinct tree) and knows where this machine's cache is
 (``HOLODECK_SNAPSHOT_CACHE``).
 """
@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from runs.core.sealing import PackedSnapshot, SnapshotLimits, unpack
 from runs.models import AgentSnapshot
-from runs.sealing import PackedSnapshot, SnapshotLimits, unpack
 
 
 def snapshot_store(*, packed: PackedSnapshot, archive: bytes | None = None) -> AgentSnapshot:

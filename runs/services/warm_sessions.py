@@ -5,7 +5,7 @@ that lives on a loop could outlive the case: each case started a Claude Code CLI
 of CPU), where the command line keeps one per run. In a worker process the cases run on one
 event loop instead, in a thread that lives as long as the process (:class:`SessionLoop`), and
 the backend keeps a finished case's process for the run's next case on this process, under the
-same rules as the command line's (``runs.backends.claude_reuse``: handed on only after
+same rules as the command line's (``runs.core.backends.claude_reuse``: handed on only after
 ``/clear`` answered under a new session id, ``--bare``, never with an MCP or built-in tool):
 
 - kept per run: a run never takes another run's processes, so an edited agent (a new snapshot)

@@ -28,7 +28,7 @@ class WorkerIdentity:
 
 
 def worker_identity(*, concurrency: int, queue: str) -> WorkerIdentity:
-    """This process as a worker, taken when asked (never at import: see runs.owner)."""
+    """This process as a worker, taken when asked (never at import: see runs.core.owner)."""
     return WorkerIdentity(
         host=socket.gethostname(),
         pid=os.getpid(),

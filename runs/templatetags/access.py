@@ -10,7 +10,7 @@ from typing import Any
 
 from django import template
 
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.web.access import role_in
 
 register = template.Library()

@@ -5,9 +5,9 @@ Everything an agent, a tool or a grader wrote is untrusted. Markdown is rendered
 disabled (so ``<script>`` shows as text) and the result is sanitized with nh3 on top; every other
 value goes through Django's escaping.
 
-Verdicts are drawn from the stored outcome (``runs.verdicts.outcomes.Outcome``: its words, mark and
-CSS class) and numbers are formatted by ``runs.verdicts.numbers``; nothing here names a verdict or
-formats a pass rate its own way.
+Verdicts are drawn from the stored outcome (``runs.core.verdicts.outcomes.Outcome``: its words,
+mark and CSS class) and numbers are formatted by ``runs.core.verdicts.numbers``; nothing here names
+a verdict or formats a pass rate its own way.
 """
 
 from __future__ import annotations
@@ -26,27 +26,27 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from runs.pricing.prices import Cost, SplitCost, format_cost, format_usd, split_text
-from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
-from runs.templatetags import json_html
-from runs.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
-from runs.verdicts.numbers import (
+from runs.core.pricing.prices import Cost, SplitCost, format_cost, format_usd, split_text
+from runs.core.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
+from runs.core.verdicts.numbers import (
     case_text,
     format_rate,
     format_score,
     ordinal,
     turn_text,
 )
-from runs.verdicts.outcomes import (
+from runs.core.verdicts.outcomes import (
     COUNTED_OUTCOMES,
     MAIN_OUTCOMES,
     CaseState,
     Outcome,
     RunState,
 )
-from runs.verdicts.summary import MetricSummary, OutcomeCounts
-from runs.wire import times
-from runs.wire.times import CaseTimes, TurnTimes
+from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
+from runs.core.wire import times
+from runs.core.wire.times import CaseTimes, TurnTimes
+from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.templatetags import json_html
 
 register = template.Library()
 
@@ -96,8 +96,8 @@ is_long = register.filter("is_long", json_html.is_long)
 json_tree = register.filter("json_tree", json_html.json_tree)
 
 
-# The one number formatter (runs.verdicts.numbers): a score "0.89", a pass rate "33.3%", "–" for
-# none (never "0 %" for a run with nothing graded).
+# The one number formatter (runs.core.verdicts.numbers): a score "0.89", a pass rate "33.3%", "–"
+# for none (never "0 %" for a run with nothing graded).
 score = register.filter("score", format_score)
 percent = register.filter("percent", format_rate)
 
@@ -114,9 +114,10 @@ def pass_all(stats: Any, k: int) -> float | None:
     return stats.pass_all(k)  # type: ignore[no-any-return]
 
 
-# Turns and cases for people, from 1 (runs.verdicts.numbers): ``{{ turn.index|turn_of:4 }}`` reads
-# "turn 1 of 4", ``{{ case.index|number }}`` "1"; turn anchors count from 1 too (``#turn-1`` is
-# turn 1: ``turn-{{ turn.index|number }}``), query parameters (``?turn=``) keep the 0-based index.
+# Turns and cases for people, from 1 (runs.core.verdicts.numbers): ``{{ turn.index|turn_of:4 }}``
+# reads "turn 1 of 4", ``{{ case.index|number }}`` "1"; turn anchors count from 1 too (``#turn-1``
+# is turn 1: ``turn-{{ turn.index|number }}``), query parameters (``?turn=``) keep the 0-based
+# index.
 number = register.filter("number", ordinal)
 turn_of = register.filter("turn_of", turn_text)
 case_of = register.filter("case_of", case_text)
@@ -154,7 +155,7 @@ def field_invalid(errors: dict[str, str] | None, name: str) -> SafeString:
 @register.simple_tag
 def compare_max_runs() -> int:
     """How many runs the compare page takes (the compare tray holds as many)."""
-    from runs.selectors.compare import MAX_RUNS
+    from runs.compare.reads.comparison import MAX_RUNS
 
     return MAX_RUNS
 
@@ -510,7 +511,8 @@ def case_times(case: Any) -> CaseTimes:
     return times.case_times(case.execution_time_ms, [turn_times(t) for t in case.turns.all()])
 
 
-# The one money format (runs.pricing.prices.format_usd): "$0.0123", "$0.0000400", "$12.34", "$0".
+# The one money format (runs.core.pricing.prices.format_usd): "$0.0123", "$0.0000400", "$12.34",
+# "$0".
 usd = register.filter("usd", format_usd)
 
 
@@ -524,7 +526,7 @@ def cost_text(cost: Cost | None) -> str:
 @register.filter
 def split_cost(cost: SplitCost | None) -> str:
     """``$0.0300 (agent $0.0100 · judge $0.0200)``, or ``unknown: no price for x (agent);
-    judge —``: a model without a price said once (``runs.pricing.prices.split_text``, as the
+    judge —``: a model without a price said once (``runs.core.pricing.prices.split_text``, as the
     Markdown export says it)."""
     return "—" if cost is None else split_text(cost)
 

@@ -10,7 +10,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.reviewing.vocabulary import HumanVerdict
+from runs.core.reviewing.vocabulary import HumanVerdict
 
 register = template.Library()
 

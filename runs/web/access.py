@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_role, user_can
 from runs.selectors.people import roles_of
 

@@ -14,10 +14,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import selectors
-from runs.reviewing.agreement import Agreement, kappa_reading
+from runs.core.reviewing.agreement import Agreement, kappa_reading
+from runs.core.verdicts.kinds import KIND_LABELS, METRIC_KINDS
+from runs.core.verdicts.numbers import NONE_TEXT, format_score
 from runs.selectors.calibration import metric_calibration, project_calibration
-from runs.verdicts.kinds import KIND_LABELS, METRIC_KINDS
-from runs.verdicts.numbers import NONE_TEXT, format_score
 from runs.web.params import choice_param, text_param
 
 

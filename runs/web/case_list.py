@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from runs import selectors
+from runs.core.verdicts.outcomes import Outcome
 from runs.selectors.cases import CaseFilters, MetricFailureList
 from runs.selectors.reruns import run_rerunnable
 from runs.selectors.review_panels import (
@@ -21,7 +22,6 @@ from runs.selectors.review_panels import (
     cases_by_review,
     review_list_count,
 )
-from runs.verdicts.outcomes import Outcome
 from runs.web.params import (
     Query,
     choice_param,
@@ -32,7 +32,7 @@ from runs.web.params import (
     shown_value,
     text_param,
 )
-from runs.web.rows import case_group_rows_html, case_rows_html
+from runs.web.row_html import case_group_rows_html, case_rows_html
 from runs.web.views import CASES_PER_PAGE, HtmxHttpRequest
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import selectors
+from runs.core.verdicts.outcomes import CaseState
 from runs.selectors.costs import pricing_for
 from runs.selectors.reruns import run_rerunnable
-from runs.verdicts.outcomes import CaseState
 from runs.web.params import flag_param, text_param
 from runs.web.reviews import case_panels
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from runs.bytesize import size_text
+from runs.core.bytesize import size_text
 
 _TOKEN = re.compile(r"\s+|[^\s]+")
 # Beyond this many tokens a side, the diff would be slow and unreadable: show both texts.

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from runs import selectors
 
 if TYPE_CHECKING:
-    from runs.writers.results import ExportFormat
+    from runs.core.writers.results import ExportFormat
 
 # format -> (content type, file name suffix)
 EXPORT_FORMATS: dict[str, tuple[str, str]] = {
@@ -23,8 +23,8 @@ EXPORT_FORMATS: dict[str, tuple[str, str]] = {
 def run_export_response(*, run_id: int, fmt: ExportFormat) -> HttpResponse:
     """The run as an attachment: ``json`` a HoloDeck-compatible result file (an EvalRun),
     ``markdown`` or ``junit`` (XML). 404 when there is no such run."""
-    from runs.wire.holodeck_io import slugify
-    from runs.writers.results import export_text
+    from runs.core.wire.holodeck_io import slugify
+    from runs.core.writers.results import export_text
 
     content_type, suffix = EXPORT_FORMATS[fmt]
     run = selectors.run_get(run_id=run_id)

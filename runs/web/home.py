@@ -8,9 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.web.access import role_in
-from runs.web.rows import project_rows_html
+from runs.web.row_html import project_rows_html
 
 
 @login_required

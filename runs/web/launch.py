@@ -14,13 +14,13 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
 from runs import selectors
-from runs.agentconfig.test_cases import case_label
-from runs.reviewing.vocabulary import Role
+from runs.core.agentconfig.test_cases import case_label
+from runs.core.reviewing.vocabulary import Role
 from runs.web.params import AsciiIntegerField, int_param
 from runs.web.views import form_page, project_of_page, role_required
 
 if TYPE_CHECKING:
-    from runs.agentconfig.loader import LoadedAgent
+    from runs.core.agentconfig.loader import LoadedAgent
     from runs.models import AgentProject, Run
 
 
@@ -151,8 +151,8 @@ def rerun_initial(run: Run) -> dict[str, Any]:
 def agent_loaded(project: AgentProject) -> tuple[LoadedAgent | None, list[str]]:
     """The project's agent.yaml as loaded now, or the problems that stopped it (each on one
     line)."""
-    from runs.agentconfig.errors import ConfigError
-    from runs.agentconfig.loader import load_agent
+    from runs.core.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.loader import load_agent
 
     try:
         return load_agent(project.agent_path), []
@@ -163,7 +163,7 @@ def agent_loaded(project: AgentProject) -> tuple[LoadedAgent | None, list[str]]:
 
 
 def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
-    from runs.engine.metrics import judge_warnings
+    from runs.core.engine.metrics import judge_warnings
 
     agent, problems = agent_loaded(project)
     if agent is None:
@@ -187,7 +187,7 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     A bad git ref or a filter matching nothing is reported at its field instead.
     """
     # Imported here: services pull in the spec loader, which web pages otherwise never need.
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError, run_create
 
     data = form.cleaned_data

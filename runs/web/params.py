@@ -1,6 +1,6 @@
 """Query-string parameters, validated: a bad value is a 400 with a message naming it, never a
 500 from deep in the database (an integer beyond 64 bits, a NUL byte, a date out of range).
-The rules themselves live in runs/queryvalues.py, which the API's schemas use too.
+The rules themselves live in runs/core/queryvalues.py, which the API's schemas use too.
 
 Each refusal is a ``BadParam`` naming its parameter, so a page with a filter form can show the
 form again with the message next to the field (``params_or_errors``) instead of a bare 400."""
@@ -15,7 +15,7 @@ from django.core.exceptions import BadRequest, ValidationError
 from django.http import HttpRequest, QueryDict
 from django.utils.dateparse import parse_date, parse_datetime
 
-from runs.queryvalues import (
+from runs.core.queryvalues import (
     MAX_INT,
     MAX_TEXT,
     QueryValueError,

@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_roles as roles_given
 from runs.selectors.people import user_named, usernames
 from runs.selectors.reviews import project_categories

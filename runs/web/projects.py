@@ -18,7 +18,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
 from runs.selectors import projects as project_reads
 from runs.web.launch import agent_loaded
 from runs.web.params import choice_param, page_param
@@ -74,7 +74,7 @@ class ProjectRemoveForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def project_new(request: HttpRequest) -> HttpResponse:
     """Register a project: nothing is saved unless its agent.yaml loads."""
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
     from runs.services.projects import ProjectError, project_register
 
     form = ProjectRegisterForm(request.POST or None)

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_http_methods
 from pydantic import ValidationError
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
-from runs.runoptions.replay import POLICIES, POLICY_TEXTS, ReplayChanges, ReplayParams
+from runs.core.reviewing.vocabulary import Role
+from runs.core.runoptions.replay import POLICIES, POLICY_TEXTS, ReplayChanges, ReplayParams
 from runs.selectors.replays import ReplayFormData, filtered_case_indices, replay_form_data
 from runs.web.case_list import RunCaseFilters, case_filters
 from runs.web.params import params_or_errors
@@ -127,7 +127,7 @@ def run_replay(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _submit(request: HttpRequest, original: Run) -> HttpResponse:
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
     from runs.services.launch import LaunchError
     from runs.services.replay import run_replay as replay
 

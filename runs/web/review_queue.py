@@ -24,7 +24,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import selectors
-from runs.reviewing.vocabulary import HumanVerdict, Role
+from runs.core.reviewing.vocabulary import HumanVerdict, Role
 from runs.selectors.access import user_can
 from runs.selectors.review_panels import project_turn_get
 from runs.selectors.review_queue import (

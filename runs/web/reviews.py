@@ -24,7 +24,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import selectors
-from runs.reviewing.vocabulary import HumanVerdict, Role
+from runs.core.reviewing.vocabulary import HumanVerdict, Role
+from runs.core.verdicts.outcomes import CaseState, Outcome
 from runs.selectors.access import user_can
 from runs.selectors.review_panels import (
     DISAGREES,
@@ -47,7 +48,6 @@ from runs.services.reviews import (
     review_reopen,
     review_save,
 )
-from runs.verdicts.outcomes import CaseState, Outcome
 from runs.web.views import HtmxHttpRequest
 
 if TYPE_CHECKING:

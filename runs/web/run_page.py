@@ -21,16 +21,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from runs import selectors
-from runs.reviewing.vocabulary import Role
+from runs.core.reviewing.vocabulary import Role
+from runs.core.verdicts.repeats import RunRepeatStats, run_repeat_stats
+from runs.core.verdicts.summary import RunSummary
 from runs.selectors.costs import Priced, run_cost
 from runs.selectors.replays import run_replay_line
 from runs.selectors.reruns import run_rerun_state, run_rerunnable
-from runs.verdicts.repeats import RunRepeatStats, run_repeat_stats
-from runs.verdicts.summary import RunSummary
 from runs.web.case_list import case_filters, case_list_context, case_query
 from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import choice_param, datetime_param, int_param, text_param
-from runs.web.rows import case_group_rows_html, case_rows_html
+from runs.web.row_html import case_group_rows_html, case_rows_html
 from runs.web.views import (
     CASES_PER_PAGE,
     HTMX_STOP_POLLING,
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
     from django.http.request import _ImmutableQueryDict
 
+    from runs.core.writers.results import ExportFormat
     from runs.models import CaseResult, Run
-    from runs.writers.results import ExportFormat
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from runs.sealing import SnapshotFile
+from runs.core.sealing import SnapshotFile
 from runs.selectors.snapshots import (
     StoredSnapshot,
     run_snapshot_get,
@@ -134,7 +134,7 @@ def snapshot_zip_response(*, run: Run, snapshot: StoredSnapshot) -> HttpResponse
     """The snapshot as stored (a zip of its files), as an attachment named after the agent and
     the snapshot's digest (1 query). The dashboard's link and ``GET
     /api/v1/runs/{id}/snapshot.zip`` serve it."""
-    from runs.wire.holodeck_io import slugify
+    from runs.core.wire.holodeck_io import slugify
 
     name = f"{slugify(run.agent_name)}-snapshot-{snapshot.short_digest}.zip"
     return _attachment(snapshot_archive(snapshot_id=snapshot.id), name, "application/zip")

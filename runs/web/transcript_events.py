@@ -2,7 +2,7 @@
 axis (a bar scaled to the turn's duration), its texts ready to show, and, for a tool call, the
 arg-match assertion it links to in the expanded turn.
 
-Events are the stored ones (``runs.wire.transcripts``); nothing here reads a row.
+Events are the stored ones (``runs.core.wire.transcripts``); nothing here reads a row.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
-from runs.verdicts.numbers import ordinal
-from runs.wire.transcripts import Event
+from runs.core.verdicts.numbers import ordinal
+from runs.core.wire.transcripts import Event
 
 # A text longer than this (characters or lines) is shown collapsed, behind "show all".
 LONG_CHARS = 1_200

@@ -22,6 +22,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from runs.compare.pages.transcripts import Row, SeenDiff, aligned, seen_diffs
+from runs.core.wire.transcripts import EDITED_PROMPT_SOURCE
 from runs.selectors.model_requests import model_requests_of_turn
 from runs.selectors.transcript_turns import (
     TurnTranscriptPage,
@@ -30,9 +32,7 @@ from runs.selectors.transcript_turns import (
 )
 from runs.web.model_requests import RequestDiff, request_diff
 from runs.web.params import int_param, text_param
-from runs.web.transcript_compare import Row, SeenDiff, aligned, seen_diffs
 from runs.web.transcript_events import Timeline, timeline
-from runs.wire.transcripts import EDITED_PROMPT_SOURCE
 
 if TYPE_CHECKING:
     from runs.models import CaseResult

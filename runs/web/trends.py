@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from runs import selectors
-from runs.charts import trend_chart, trend_runs
-from runs.charts.trend_runs import TrendRun
+from runs.core.charts import trend_chart, trend_runs
+from runs.core.charts.trend_runs import TrendRun
+from runs.core.verdicts.kinds import METRIC_KINDS, kinds_parse
 from runs.selectors import trends as trend
-from runs.verdicts.kinds import METRIC_KINDS, kinds_parse
 from runs.web.params import MAX_TEXT, choice_param, float_param, int_param, text_param
 
 if TYPE_CHECKING:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
+from runs.compare.pages import download as compare_export
+from runs.compare.pages import views as compare
 from runs.web import (
     audit,
     calibration,
     cases,
-    compare,
-    compare_export,
     home,
     imports,
     launch,

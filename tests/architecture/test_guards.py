@@ -10,17 +10,17 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from runs.verdicts.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
+from runs.core.verdicts.outcomes import RUN_ACTIVE_STATES, RUN_FINISHED_STATES, Outcome
 from tests.architecture.test_one_record import BUILDERS, RESULT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
-VERDICT_MODULE = "runs/verdicts/outcomes.py"
+VERDICT_MODULE = "runs/core/verdicts/outcomes.py"
 # The words of a verdict or a run state, as stored.
 STATE_WORDS = frozenset({o.value for o in Outcome} | {*RUN_ACTIVE_STATES, *RUN_FINISHED_STATES})
 # What holds a verdict or a state on a row, a wire model or a view model.
 STATE_FIELDS = frozenset({"outcome", "status", "state", "verdict"})
 # The wire models' own module may validate its classes (a model's classmethods).
-VALIDATORS = BUILDERS | {"runs/wire/models.py"}
+VALIDATORS = BUILDERS | {"runs/core/wire/models.py"}
 # The layers that show rows: they read through selectors and write through services.
 PAGE_LAYERS = ("runs/web/", "runs/api/", "runs/templatetags/")
 # Calls that write rows (on a model instance, a queryset or a manager).

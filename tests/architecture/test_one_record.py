@@ -12,14 +12,14 @@ RESULT_CLASSES = {"TurnResult", "MetricResult", "TestResult"}
 # the engine's live turn and its grader -> metric conversion, and the roll-ups of report/build.
 BUILDERS = {
     "runs/mapping.py",
-    "runs/engine/executor.py",
-    "runs/engine/metrics.py",
-    "runs/wire/build.py",
+    "runs/core/engine/executor.py",
+    "runs/core/engine/metrics.py",
+    "runs/core/wire/build.py",
 }
 # A call with this many keyword arguments or more is a field-by-field build.
 FIELD_BY_FIELD = 4
 VERDICT_WORDS = {"not_graded", "not-graded", "not graded", "errored", "pass", "fail", "absent"}
-VERDICT_MODULE = "runs/verdicts/outcomes.py"
+VERDICT_MODULE = "runs/core/verdicts/outcomes.py"
 
 
 def source_files() -> list[Path]:

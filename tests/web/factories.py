@@ -17,13 +17,13 @@ from django.contrib.auth.models import User
 from django.db.models import F
 from django.utils import timezone
 
+from runs.core.runoptions import RunOptions
+from runs.core.wire.requests import RequestLog
+from runs.core.wire.transcripts import capped
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
-from runs.runoptions import RunOptions
-from runs.wire.requests import RequestLog
-from runs.wire.transcripts import capped
 
 PASSWORD = "correct horse battery"
-# The verdicts by kind (runs.verdicts.outcomes) of a passing turn and of the failing turn.
+# The verdicts by kind (runs.core.verdicts.outcomes) of a passing turn and of the failing turn.
 PASSING_KINDS = {"code": "passed", "geval": "passed", "standard": "passed", "tools": "passed"}
 FAILING_KINDS = {"code": "failed", "geval": "not_graded", "standard": "failed", "tools": "failed"}
 
@@ -133,7 +133,7 @@ def transcript_events(turn: TurnResult, *, system: str) -> list[dict[str, Any]]:
     if failed:
         events.append({"type": "retry", "error": "429 rate limited", "start_ms": 2.0})
     first = _model_call(5.0, 300.0, 100, 0, "tool_calls", attempt=2 if failed else 1)
-    # The request it sent, as a backend keeps it (runs.wire.requests): this turn's own.
+    # The request it sent, as a backend keeps it (runs.core.wire.requests): this turn's own.
     messages = [{"role": "system", "content": system}, {"role": "user", "content": turn.input}]
     sent = {"model": "gpt-4o-mini", "messages": messages, "temperature": 0}
     events.append({**first, "request": RequestLog().request(sent, fmt="openai")})
@@ -239,8 +239,8 @@ def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[Tur
 
 
 def identify(turn: TurnResult, case: CaseResult, *, failed_metrics: Iterable[str] = ()) -> None:
-    """The turn's identity columns, as the recorder writes them (runs.reviewing.identity)."""
-    from runs.reviewing.identity import definition_digest, failure_digest, turn_key
+    """The turn's identity columns, as the recorder writes them (runs.core.reviewing.identity)."""
+    from runs.core.reviewing.identity import definition_digest, failure_digest, turn_key
 
     turn.turn_key = turn_key(case.name, case.index, turn.index)
     turn.definition = definition_digest(
@@ -570,7 +570,7 @@ def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Ru
 def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseResult:
     """Case ``index`` (a passed multi-turn one) failed only a tool's arguments at turn ``turn``:
     the tool was called, with another order id, and every metric passed. Its verdicts are those
-    ``runs.verdicts.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
+    ``runs.core.verdicts.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
     failed, every other kind passed); the run's counters and summary are counted again."""
     from runs.recorder import run_finish
 

@@ -174,7 +174,7 @@ def test_a_run_shows_its_summary_progress_cases_and_turns(
 def test_a_turn_is_served_as_the_result_files_turn_with_its_verdicts(
     client: Client, viewer_token: dict[str, str], project: AgentProject
 ) -> None:
-    from runs.wire.models import TurnResult
+    from runs.core.wire.models import TurnResult
 
     run = build_run(project, RunSpec(cases=2, turns=2, failing=(1,)))
     case_id = get(client, f"/runs/{run.pk}/cases", viewer_token, failed="true").json()["items"][0]
@@ -191,7 +191,7 @@ def test_a_turn_is_served_as_the_result_files_turn_with_its_verdicts(
 def test_a_case_row_names_its_result_fields_as_the_result_file_does(
     client: Client, viewer_token: dict[str, str], project: AgentProject
 ) -> None:
-    from runs.wire.models import TestResult
+    from runs.core.wire.models import TestResult
 
     run = build_run(project, RunSpec(cases=2, turns=1, status=Run.Status.RUNNING, done=1))
     cases = get(client, f"/runs/{run.pk}/cases", viewer_token).json()["items"]
@@ -207,7 +207,7 @@ def test_a_case_row_names_its_result_fields_as_the_result_file_does(
 def test_a_running_runs_summary_is_its_live_one_and_a_finished_runs_the_stored_one(
     client: Client, viewer_token: dict[str, str], project: AgentProject
 ) -> None:
-    from runs.verdicts.summary import RunSummary
+    from runs.core.verdicts.summary import RunSummary
 
     running = build_run(
         project, RunSpec(cases=3, turns=1, failing=(), status=Run.Status.RUNNING, done=2)

@@ -28,9 +28,9 @@ from urllib.parse import urlencode, urljoin
 import pytest
 from django.urls import Resolver404, resolve, reverse
 
+from runs.core.sealing import snapshot_working_tree
 from runs.models import AgentProject, CaseResult, MetricResult, Run
 from runs.recorder import run_finish
-from runs.sealing import snapshot_working_tree
 from runs.services.launch import run_cancel
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
-from runs.reviewing.vocabulary import HumanVerdict
 from runs.services.projects import project_register
 from runs.services.reviews import ReviewInput, review_save
 from tests.graders.fake_openai_judge import (

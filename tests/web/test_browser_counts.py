@@ -13,10 +13,10 @@ from django.urls import reverse
 
 from runs.models import CaseResult, Run
 from runs.recorder.cases import case_claim, case_fail
+from tests.compare.test_compare import later, same_names
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import RunSpec, build_run, make_project, make_user
 from tests.web.test_browser import browser_page, login, open_run, screenshot
-from tests.web.test_compare import later, same_names
 
 __all__ = ["browser_page"]  # a fixture, imported for this module
 

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import CaseResult, Run
-from tests.backends.fake_llm_servers import FakeOpenAI
+from tests.core.backends.fake_llm_servers import FakeOpenAI
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import make_user
 from tests.web.test_browser import login, screenshot

@@ -231,7 +231,7 @@ def test_j_and_k_move_focus_to_the_next_and_previous_failed_case_but_not_while_t
 def test_three_runs_side_by_side_sit_in_three_columns_at_1400px_and_stack_at_390px(
     live_server: Any, open_page: Any, transactional_db: None
 ) -> None:
-    from tests.web.compare_data import three_runs
+    from tests.compare.compare_data import three_runs
 
     data = three_runs(make_project())
     url = f"{live_server.url}/compare/case/?runs={data.ids}&key=refund+case+1"

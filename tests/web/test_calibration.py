@@ -14,8 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.models import AgentProject, CaseResult, Run, TurnResult
-from runs.reviewing.vocabulary import HumanVerdict
 from runs.selectors.calibration import metric_agreements, metric_calibration, project_calibration
 from runs.services.reviews import ReviewInput, review_save
 from runs.services.tokens import token_create

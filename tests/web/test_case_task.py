@@ -16,11 +16,11 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 
 from runs import recorder
-from runs.engine.events import CaseEvent
+from runs.core.engine.events import CaseEvent
+from runs.core.wire import models as wire
+from runs.core.wire.build import rollup_turns
 from runs.models import CaseResult, Run, TurnResult
 from runs.services import execution, launch
-from runs.wire import models as wire
-from runs.wire.build import rollup_turns
 from tests.web.factories import RunSpec, build_run
 from tests.web.services_helpers import example_project
 
@@ -237,7 +237,7 @@ def test_a_task_runs_its_runs_next_cases_with_a_few_queries_each_whatever_their_
     assert kinds["INSERT runs_turnresult"] == 3 + 1
     assert kinds["INSERT runs_metricresult"] == 3 + 1
     # claims, results (+ a heartbeat), and at the run's end its compare columns (two UPDATEs
-    # of its case rows: runs.selectors.compare_store)
+    # of its case rows: runs.compare.reads.store)
     assert kinds["UPDATE runs_caseresult"] <= 3 + 3 + 1 + 2
     assert kinds["UPDATE runs_run"] <= 3 + 2 + 1  # the cases' counters, the run's end
     # 31 to 34, and 5 for the first turn's own write: the rest is per task (load, pump, end);

@@ -64,5 +64,5 @@ def test_a_command_imports_neither_the_web_app_nor_unused_sdks(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     modules = imported(tmp_path, *args)
-    assert "runs.agentconfig.loader" in modules
+    assert "runs.core.agentconfig.loader" in modules
     assert not_needed(modules) == []

@@ -13,14 +13,14 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs import gitutil
+from runs.core import gitutil
+from runs.core.wire.holodeck_io import dump_eval_run
+from runs.core.wire.round_trip import SUBJECT_KEY
 from runs.models import AgentProject, Run
 from runs.selectors import run_eval_run
 from runs.services import history, launch
 from runs.services.regrade import run_regrade_create
-from runs.wire.holodeck_io import dump_eval_run
-from runs.wire.round_trip import SUBJECT_KEY
-from tests.web.compare_data import three_runs
+from tests.compare.compare_data import three_runs
 from tests.web.factories import RunSpec, build_run
 from tests.web.services_helpers import example_project, git
 

@@ -280,7 +280,7 @@ def test_a_runs_cost_summed_by_the_database_is_the_sum_of_each_rows_cost(
 ) -> None:
     """Every rule of the per-row pricing holds in the sums: cached tokens inside the prompt,
     usages of no tokens, a judge model without a price whose grades recorded a cost or not."""
-    from runs.pricing.prices import judge_cost, price_table, total, usage_cost
+    from runs.core.pricing.prices import judge_cost, price_table, total, usage_cost
     from runs.selectors.costs import runs_costs
 
     price_file.write_text(
@@ -381,7 +381,7 @@ def test_a_run_finishing_with_a_model_without_a_price_logs_a_warning_naming_it(
     project: AgentProject, caplog: pytest.LogCaptureFixture
 ) -> None:
     run = running(priced_run(project, judge="mystery-judge"))
-    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+    with caplog.at_level(logging.WARNING, logger="runs.core.pricing.prices"):
         run_finish(run.pk)
     (record,) = unpriced_warnings(caplog)
     assert record.levelno == logging.WARNING
@@ -396,7 +396,7 @@ def test_a_run_finishing_with_every_model_priced_logs_no_price_warning(
     project: AgentProject, caplog: pytest.LogCaptureFixture
 ) -> None:
     run = running(priced_run(project))
-    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+    with caplog.at_level(logging.WARNING, logger="runs.core.pricing.prices"):
         run_finish(run.pk)
     assert unpriced_warnings(caplog) == []
 
@@ -405,7 +405,7 @@ def test_a_run_opened_with_an_agent_model_without_a_price_logs_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     project = example_project(tmp_path)  # its scripted model has no price
-    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+    with caplog.at_level(logging.WARNING, logger="runs.core.pricing.prices"):
         run = run_create(project=project)
     (record,) = unpriced_warnings(caplog)
     assert record.models == ["scripted-convfinqa"]  # type: ignore[attr-defined]
@@ -419,6 +419,6 @@ def test_a_bad_price_file_warns_of_no_unpriced_model(
 
     price_file.write_text("models: [")
     run = priced_run(project, judge="mystery-judge")
-    with caplog.at_level(logging.WARNING, logger="runs.pricing.prices"):
+    with caplog.at_level(logging.WARNING, logger="runs.core.pricing.prices"):
         assert run_prices_warn(run=run, when="finished") == ()
     assert unpriced_warnings(caplog) == []

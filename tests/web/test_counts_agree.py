@@ -24,12 +24,12 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runs.core.verdicts.outcomes import COUNTED_OUTCOMES
+from runs.core.verdicts.summary import OutcomeCounts
+from runs.core.wire.models import COUNTS_KEY
 from runs.models import AgentProject, CaseResult, Run
 from runs.recorder import run_finish, run_settle
 from runs.recorder.cases import case_cancel, case_claim, case_fail
-from runs.verdicts.outcomes import COUNTED_OUTCOMES
-from runs.verdicts.summary import OutcomeCounts
-from runs.wire.models import COUNTS_KEY
 from tests.web.factories import RunSpec, build_run, make_not_graded, running_case
 from tests.web.services_helpers import eager_celery
 
@@ -202,7 +202,7 @@ def surfaces_agree(
     poll = client.get(reverse("run_progress", args=[run.pk])).text
     check_tiles(poll, cases, turns)
 
-    from runs.selectors.compare import compare_runs
+    from runs.compare.reads.comparison import compare_runs
 
     (headline,) = compare_runs([run], run, []).headlines
     assert (as_dict(headline.summary.cases), as_dict(headline.summary.turns)) == (cases, turns)
@@ -247,8 +247,8 @@ def test_repeated_regraded_and_partly_rerun_runs_state_the_same_counts_everywher
 
 
 def check_exports(run: Run, cases: dict[str, int], turns: dict[str, int]) -> None:
+    from runs.core.writers.results import counts_text, export_text
     from runs.selectors.export import run_eval_run
-    from runs.writers.results import counts_text, export_text
 
     eval_run = run_eval_run(run=run)
     data = json.loads(export_text(eval_run, "json"))
@@ -275,10 +275,10 @@ def check_exports(run: Run, cases: dict[str, int], turns: dict[str, int]) -> Non
 
 
 def check_gate_and_trends(run: Run, project: AgentProject, cases: dict[str, int]) -> None:
-    from runs.selectors.compare_baseline import Baseline
+    from runs.compare.reads.baseline import Baseline
+    from runs.core.writers.gate_markdown import GateOptions
     from runs.selectors.trends import finished_runs
     from runs.services.gate import gate_evaluate
-    from runs.writers.gate_markdown import GateOptions
 
     result = gate_evaluate(run, Baseline(run=run, rule="itself", added=False), GateOptions())
     assert as_dict(result.run.summary.cases) == cases
@@ -337,8 +337,8 @@ def test_a_cancelled_repeated_run_claims_pass_at_k_only_over_its_complete_cases(
 def test_a_holodeck_shaped_result_file_carries_our_counts_where_holodeck_readers_ignore_them(
     viewer_client: Client, project: AgentProject
 ) -> None:
+    from runs.core.wire.holodeck_io import dump_eval_run
     from runs.selectors.export import run_eval_run
-    from runs.wire.holodeck_io import dump_eval_run
 
     run = build_run(project, RunSpec(cases=4, turns=1, failing=(1,), status=Run.Status.RUNNING))
     for index in (2, 3):

@@ -18,10 +18,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import strip_tags
 
+from runs.core.wire.holodeck_io import load_eval_runs
 from runs.models import AgentProject, MetricResult, Run
 from runs.services import history
 from runs.services.tokens import token_create
-from runs.wire.holodeck_io import load_eval_runs
 from tests.web.factories import build_run
 
 pytestmark = pytest.mark.django_db

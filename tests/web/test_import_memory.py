@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from runs.core.wire.holodeck_io import ReportFormatError, iter_eval_runs
 from runs.models import Run
 from runs.services import history
-from runs.wire.holodeck_io import ReportFormatError, iter_eval_runs
 
 pytestmark = pytest.mark.django_db
 

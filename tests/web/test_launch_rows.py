@@ -1,5 +1,5 @@
-"""A launch's case rows: written without a model instance per row (``runs.rows``), they hold what
-``bulk_create`` would have written, on SQLite and PostgreSQL."""
+"""A launch's case rows: written without a model instance per row (``runs.bulk_insert``), they hold
+what ``bulk_create`` would have written, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from runs import rows
+from runs import bulk_insert
+from runs.bulk_insert import rows_insert
 from runs.models import CaseResult, Run
-from runs.rows import rows_insert
 from runs.services.launch import run_create
 from tests.web.factories import make_project
 from tests.web.services_helpers import example_project
@@ -41,7 +41,9 @@ def new_run(name: str) -> Run:
 
 
 def test_inserted_rows_hold_what_bulk_create_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rows, "MAX_PARAMS", 64)  # two rows a statement: batches are exercised
+    monkeypatch.setattr(
+        bulk_insert, "MAX_PARAMS", 64
+    )  # two rows a statement: batches are exercised
     inserted, created = new_run("inserted"), new_run("created")
 
     rows_insert(CaseResult, CASES, common={"run": inserted})

@@ -1,4 +1,4 @@
-"""Structured logs (holodeck_web/logs.py, holodeck_web/middleware.py, runs/logcontext.py): with
+"""Structured logs (holodeck_web/logs.py, holodeck_web/middleware.py, runs/core/logcontext.py): with
 LOG_FORMAT=json every line is one JSON object; a request's lines carry its request id (the one
 its response names), a case's lines its run's and its own ids; a bad LOG_FORMAT stops start-up.
 
@@ -195,9 +195,9 @@ def test_a_crashed_cases_line_carries_the_exception_and_the_ids(
 def test_the_turn_a_case_is_on_is_bound_from_the_engines_progress() -> None:
     import asyncio
 
-    from runs.engine.events import CaseEvent, emit
-    from runs.logcontext import log_context, log_context_ids
-    from runs.wire import models as wire
+    from runs.core.engine.events import CaseEvent, emit
+    from runs.core.logcontext import log_context, log_context_ids
+    from runs.core.wire import models as wire
 
     seen: list[object] = []
 

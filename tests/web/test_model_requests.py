@@ -19,8 +19,8 @@ from runs.models import CaseResult, Run, TurnResult
 from runs.selectors.model_requests import model_requests_of_turn
 from runs.services import launch
 from runs.services.projects import project_register
-from tests.backends.agent_files import TOOLS_PY
-from tests.backends.fake_llm_servers import FakeOpenAI
+from tests.core.backends.agent_files import TOOLS_PY
+from tests.core.backends.fake_llm_servers import FakeOpenAI
 from tests.web.snapshot_helpers import run_here
 from tests.web.test_api import bearer, get
 

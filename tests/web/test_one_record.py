@@ -12,12 +12,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.verdicts.numbers import format_rate
+from runs.core.verdicts.summary import RunSummary
+from runs.core.writers.gate_markdown import GateOptions
 from runs.models import CaseResult, Run, TurnResult
 from runs.services.gate import gate_baseline, gate_evaluate
 from runs.services.tokens import token_create
-from runs.verdicts.numbers import format_rate
-from runs.verdicts.summary import RunSummary
-from runs.writers.gate_markdown import GateOptions
 from tests.web.one_record import (
     IMPORTED,
     MIXED,
@@ -70,7 +70,7 @@ def test_an_import_whose_summary_contradicts_its_results_takes_the_results(
 
 
 def test_a_run_with_nothing_graded_has_no_pass_rate() -> None:
-    from runs.verdicts.summary import summarize
+    from runs.core.verdicts.summary import summarize
 
     summary = summarize(case_outcomes=["not_graded", "cancelled"], turn_outcomes=[], metrics=[])
     assert summary.pass_rate is None
@@ -99,7 +99,7 @@ def every_surface(
 ) -> dict[str, Numbers]:
     """What each surface says about ``run`` (``other`` is the run it is compared and gated
     against)."""
-    from tests.web.test_one_record_compare import api_numbers, compare_page, gate_numbers
+    from tests.compare.test_one_record_compare import api_numbers, compare_page, gate_numbers
     from tests.web.test_one_record_exports import surfaces
 
     compare_api = client.get(

@@ -18,10 +18,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from runs.core.verdicts.numbers import format_rate
+from runs.core.verdicts.outcomes import Outcome
 from runs.models import CaseResult, Run
 from runs.services.tokens import token_create
-from runs.verdicts.numbers import format_rate
-from runs.verdicts.outcomes import Outcome
 from tests.web.one_record import (
     IMPORTED,
     MIXED,
@@ -182,8 +182,8 @@ def test_the_not_graded_case_is_skipped_in_junit_and_not_graded_in_markdown(
 def test_the_api_export_and_the_results_file_keep_0_based_turn_index_while_people_read_from_1(
     client: Client, token: dict[str, str], mixed_run: Run, tmp_path: Path
 ) -> None:
+    from runs.core.wire.holodeck_io import write_eval_run
     from runs.selectors import run_eval_run
-    from runs.wire.holodeck_io import write_eval_run
 
     results = json.loads(export(client, token, mixed_run, "json"))["report"]["results"]
     multi = [result for result in results if len(result["turns"] or []) == 2]
@@ -198,8 +198,8 @@ def test_the_api_export_and_the_results_file_keep_0_based_turn_index_while_peopl
 def test_the_json_export_carries_the_stored_verdicts_and_a_results_file_does_not(
     client: Client, token: dict[str, str], mixed_run: Run, tmp_path: Path
 ) -> None:
+    from runs.core.wire.holodeck_io import write_eval_run
     from runs.selectors import run_eval_run
-    from runs.wire.holodeck_io import write_eval_run
 
     results = json.loads(export(client, token, mixed_run, "json"))["report"]["results"]
     stored = dict(CaseResult.objects.filter(run=mixed_run).values_list("name", "outcome"))

@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.verdicts.numbers import format_rate
+from runs.core.verdicts.summary import RunSummary
 from runs.models import CaseResult, Run
 from runs.selectors.trends import finished_runs, metric_averages
-from runs.verdicts.numbers import format_rate
-from runs.verdicts.summary import RunSummary
 from tests.web.one_record import (
     IMPORTED,
     MIXED,

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.runoptions import run_partial_text
 from runs.models import AgentProject, CaseResult, Run, TurnResult
-from runs.runoptions import run_partial_text
 from runs.services.launch import run_create
 from runs.services.projects import ProjectError, project_register, project_remove
 from tests.web.factories import RunSpec, build_run

@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from runs.queryvalues import QueryValueError, parse_aware_datetime, parse_int
+from runs.core.queryvalues import QueryValueError, parse_aware_datetime, parse_int
 from runs.services.tokens import token_create
 from tests.web.factories import RunSpec, build_run, make_project, make_user
 

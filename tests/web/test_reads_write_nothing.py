@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from runs.core.sealing import snapshot_working_tree
 from runs.models import AgentProject, CaseResult, Run
-from runs.sealing import snapshot_working_tree
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create, token_revoke
 from tests.web.factories import RunSpec, build_run, failing_case

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.db import models
 
+from runs.core.runoptions import RunOptions
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.recorder import case_rows_ensure
-from runs.runoptions import RunOptions
 from runs.services import launch
 from tests.web.services_helpers import example_project
 

@@ -48,7 +48,7 @@ def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
 ) -> None:
     import json
 
-    from runs.wire.holodeck_io import load_eval_runs
+    from runs.core.wire.holodeck_io import load_eval_runs
 
     path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
     (original,) = load_eval_runs(json.loads(path.read_text())[:1])
@@ -59,7 +59,7 @@ def test_a_run_exports_as_the_holodeck_result_file_it_was_made_from(
 
 
 def test_a_dashboard_run_exports_its_turns(tmp_path: Path, eager_celery: None) -> None:
-    from runs.wire.holodeck_io import dump_eval_run, load_eval_runs
+    from runs.core.wire.holodeck_io import dump_eval_run, load_eval_runs
 
     run = launch.run_create(project=example_project(tmp_path))
     exported = selectors.run_eval_run(run=Run.objects.get(pk=run.pk))
@@ -88,7 +88,7 @@ def test_importing_the_same_results_twice_adds_nothing(
 def test_an_exported_imported_run_imports_again_as_the_same_run(
     tmp_path: Path, shared_dir: Path
 ) -> None:
-    from runs.wire.holodeck_io import dump_eval_run
+    from runs.core.wire.holodeck_io import dump_eval_run
 
     path = shared_dir / "fixtures" / "holodeck" / "seed_runs.json"
     imported = history.runs_import([path]).imported

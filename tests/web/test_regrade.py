@@ -70,7 +70,7 @@ def test_a_regrade_applies_the_new_agent_yaml_to_the_stored_transcripts_without_
     fresh = cli_run(strict)  # the same deterministic agent, run with the stricter config
 
     with mock.patch(
-        "runs.backends.scripted.ScriptedBackend.__init__",
+        "runs.core.backends.scripted.ScriptedBackend.__init__",
         side_effect=AssertionError("a re-grade must not call the agent"),
     ):
         regrade = run_execute_inline(
@@ -368,9 +368,9 @@ def cancelled_mid_case(project: Any, *, case_index: int, after_turns: int) -> Ru
 def test_a_regrade_of_a_cancelled_run_with_the_same_agent_yaml_reads_as_its_original(
     tmp_path: Path,
 ) -> None:
-    from runs.selectors.compare import Baseline, compare_runs
+    from runs.compare.reads.comparison import Baseline, compare_runs
+    from runs.core.writers.gate_markdown import GateOptions
     from runs.services.gate import gate_evaluate
-    from runs.writers.gate_markdown import GateOptions
 
     original = cancelled_mid_case(example_project(tmp_path), case_index=1, after_turns=2)
     stopped = original.cases.get(index=1)

@@ -303,7 +303,7 @@ def test_a_run_without_repeats_shows_no_repetition_marks(tmp_path: Path, client:
 def test_exports_of_a_repeated_run_summarise_each_case_over_its_repetitions(
     tmp_path: Path,
 ) -> None:
-    from runs.writers.results import export_text
+    from runs.core.writers.results import export_text
 
     run = flaky_example_run(tmp_path)
     eval_run = run_eval_run(run=run)
@@ -317,7 +317,7 @@ def test_exports_of_a_repeated_run_summarise_each_case_over_its_repetitions(
     markdown = export_text(eval_run, "markdown")
     assert "## Repetitions" in markdown and "1 of 3 cases flaky" in markdown
     # Still a HoloDeck-shaped file: the extension is left out of a HoloDeck dump.
-    from runs.wire.models import holodeck_dump
+    from runs.core.wire.models import holodeck_dump
 
     assert "repetitions" not in holodeck_dump(eval_run.report)
 

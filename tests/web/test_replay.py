@@ -11,13 +11,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.runoptions import ReplayChanges
+from runs.core.wire.transcripts import EDITED_PROMPT_SOURCE
 from runs.models import AgentProject, Run, TurnResult
-from runs.runoptions import ReplayChanges
 from runs.services import launch
 from runs.services.replay import ReplayCaseNotFound, ReplayError, run_replay
 from runs.services.rerun import run_rerun
 from runs.services.tokens import token_create
-from runs.wire.transcripts import EDITED_PROMPT_SOURCE
 from tests.web.factories import RunSpec, build_run, make_user
 from tests.web.services_helpers import example_project, git
 from tests.web.snapshot_helpers import verdicts

@@ -18,7 +18,7 @@ from django.urls import reverse
 from runs.models import AgentProject, Run
 from runs.services import launch
 from runs.services.projects import project_register
-from tests.backends.fake_llm_servers import FakeOpenAI
+from tests.core.backends.fake_llm_servers import FakeOpenAI
 from tests.web.snapshot_helpers import verdicts
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
+from runs.core.reviewing.vocabulary import Role
 from runs.models import AgentProject, CaseResult, Run, TurnResult
 from runs.review_models import AuditEntry, Review, TriageCategory
-from runs.reviewing.vocabulary import Role
 from runs.selectors.access import project_role, user_can
 from runs.selectors.reviews import (
     KNOWN,

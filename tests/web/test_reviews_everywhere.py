@@ -16,12 +16,12 @@ from django.test import Client
 from django.urls import reverse
 
 from runs import selectors
+from runs.compare.core.csv_export import REVIEW_COLUMNS
+from runs.core.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
 from runs.models import AgentProject, CaseResult, Run, TurnResult
 from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory
 from runs.services import history
 from runs.services.reviews import ReviewInput, category_save, review_save
-from runs.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
-from runs.writers.compare_csv import REVIEW_COLUMNS
 from tests.web.factories import RunSpec, build_run, make_project
 
 pytestmark = pytest.mark.django_db

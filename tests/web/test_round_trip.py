@@ -17,7 +17,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs.agentconfig.loader import load_agent
+from runs.core.agentconfig.loader import load_agent
+from runs.core.wire.holodeck_io import dump_eval_run, load_eval_runs
+from runs.core.wire.round_trip import ENVIRONMENT_KEY
 from runs.models import AgentProject, CaseResult, Run
 from runs.recorder import case_claim
 from runs.selectors import run_eval_run
@@ -25,8 +27,6 @@ from runs.services import history, launch
 from runs.services.cli import RunStore
 from runs.services.recovery import cli_run_recover
 from runs.services.tokens import token_create
-from runs.wire.holodeck_io import dump_eval_run, load_eval_runs
-from runs.wire.round_trip import ENVIRONMENT_KEY
 from tests.web.services_helpers import example_project
 
 pytestmark = pytest.mark.django_db(transaction=True)

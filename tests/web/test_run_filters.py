@@ -13,14 +13,14 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.verdicts.summary import OutcomeCounts, RunSummary
+from runs.core.wire.build import summary_of_results
+from runs.core.wire.models import MetricResult as WireMetric
+from runs.core.wire.models import TurnResult as WireTurn
 from runs.models import AgentProject, CaseResult, Run
 from runs.selectors import CaseFilters, case_rows, run_eval_run, run_summary
 from runs.selectors import cases as cases_selectors
 from runs.services.tokens import token_create
-from runs.verdicts.summary import OutcomeCounts, RunSummary
-from runs.wire.build import summary_of_results
-from runs.wire.models import MetricResult as WireMetric
-from runs.wire.models import TurnResult as WireTurn
 from tests.web.factories import RunSpec, build_run, make_tool_args_failed, settled_run
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
-"""A run's launch options are one typed model (runs.runoptions.RunOptions): a bad value is refused
-when a run is written, an older row's JSON still reads (its unreadable values as defaults),
+"""A run's launch options are one typed model (runs.core.runoptions.RunOptions): a bad value is
+refused when a run is written, an older row's JSON still reads (its unreadable values as defaults),
 ``repeats`` is normalised in one place, and the options the lists read are columns of the run,
 filled for older runs by migration 0017 from their JSON."""
 
@@ -17,8 +17,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from pydantic import ValidationError
 
+from runs.core.runoptions import RerunPick, RunOptions, run_launch_options, run_partial_text
 from runs.models import Run
-from runs.runoptions import RerunPick, RunOptions, run_launch_options, run_partial_text
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from tests.web.factories import RunSpec, build_run, make_project
 
@@ -112,7 +112,9 @@ def test_a_runs_columns_and_its_json_say_the_same_partial_badge() -> None:
 
 
 def test_the_options_model_imports_no_django() -> None:
-    code = "import sys, runs.runoptions; print(any(m.startswith('django') for m in sys.modules))"
+    code = (
+        "import sys, runs.core.runoptions; print(any(m.startswith('django') for m in sys.modules))"
+    )
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

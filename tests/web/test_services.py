@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs import gitutil, recorder
-from runs.agentconfig.errors import ConfigError
+from runs.core import gitutil, recorder
+from runs.core.agentconfig.errors import ConfigError
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.services import execution, launch, recovery
 from tests.web.services_helpers import example_project, git
@@ -303,7 +303,7 @@ def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> No
     attempt = recorder.case_claim(case)
     assert attempt == 1
     CaseResult.objects.filter(pk=case.pk).update(attempts=2)  # a redelivery took it over
-    from runs.wire.models import TurnResult as WireTurn
+    from runs.core.wire.models import TurnResult as WireTurn
 
     turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
     with pytest.raises(recorder.CaseSuperseded):

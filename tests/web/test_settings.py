@@ -145,7 +145,7 @@ def test_the_gates_public_url_comes_from_its_variable_else_the_trusted_origin_el
 def test_a_worker_preloads_every_real_backend_by_default_and_can_name_any_backend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runs.backends.base import BACKENDS
+    from runs.core.backends.base import BACKENDS
 
     monkeypatch.delenv("HOLODECK_WORKER_PRELOAD", raising=False)
     names = load_settings(tmp_path, monkeypatch)

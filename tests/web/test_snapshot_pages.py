@@ -15,8 +15,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.sealing import snapshot_working_tree
 from runs.models import AgentProject, Run
-from runs.sealing import snapshot_working_tree
 from runs.services import launch
 from runs.services.snapshots import snapshot_store
 from runs.web.diffs import (

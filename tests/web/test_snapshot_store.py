@@ -18,8 +18,8 @@ from django.db.models import ProtectedError
 from django.test import Client
 from django.urls import reverse
 
+from runs.core.sealing import PackedSnapshot, snapshot_working_tree
 from runs.models import AgentSnapshot, Run
-from runs.sealing import PackedSnapshot, snapshot_working_tree
 from runs.services import launch
 from runs.services import snapshots as snapshot_services
 from runs.services.regrade import run_regrade_create
@@ -213,7 +213,7 @@ def test_a_file_the_agent_reads_outside_its_directory_is_a_launch_error(tmp_path
 def test_an_invalid_agent_is_validated_from_the_snapshot_and_nothing_is_stored(
     tmp_path: Path,
 ) -> None:
-    from runs.agentconfig.errors import ConfigError
+    from runs.core.agentconfig.errors import ConfigError
 
     project = example_project(tmp_path)
     (Path(project.directory) / "prompts" / "system.md").unlink()

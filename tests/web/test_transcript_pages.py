@@ -12,8 +12,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs.core.sealing import snapshot_working_tree
 from runs.models import AgentProject, CaseResult, Run, TurnTranscript
-from runs.sealing import snapshot_working_tree
 from runs.services.snapshots import snapshot_store
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project

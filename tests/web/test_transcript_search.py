@@ -16,11 +16,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from runs.core.wire.transcripts import transcript_search_text
 from runs.models import AgentProject, CaseResult, Run, TurnResult, TurnTranscript
 from runs.selectors import text_search
 from runs.selectors.text_search import cases_with_text
 from runs.services import launch
-from runs.wire.transcripts import transcript_search_text
 from tests.web.factories import RunSpec, build_run, make_user
 from tests.web.services_helpers import example_project
 from tests.web.snapshot_helpers import run_here

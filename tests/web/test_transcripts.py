@@ -11,12 +11,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from runs.core.wire.holodeck_io import load_eval_runs_bytes
+from runs.core.wire.transcripts import MAX_EVENTS, TEXT_CAP, TurnTrace, transcript_size
 from runs.models import CaseResult, Run, TurnResult, TurnTranscript
 from runs.selectors.export import run_eval_run
 from runs.services import launch
 from runs.services.history import run_import
-from runs.wire.holodeck_io import load_eval_runs_bytes
-from runs.wire.transcripts import MAX_EVENTS, TEXT_CAP, TurnTrace, transcript_size
 from tests.web.services_helpers import example_project
 from tests.web.snapshot_helpers import run_here
 from tests.web.test_api import bearer, get
@@ -113,7 +113,7 @@ def test_an_export_carries_the_transcripts_and_an_import_keeps_them(ran: Run) ->
 
 
 def test_an_imported_transcript_that_is_not_one_is_dropped_and_long_texts_are_capped() -> None:
-    from runs.wire.models import TurnResult as WireTurn
+    from runs.core.wire.models import TurnResult as WireTurn
 
     bad = WireTurn(
         turn_index=0, input="q", passed=True, execution_time_ms=1, transcript=[{"type": "?"}]

@@ -14,10 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.core.verdicts.summary import OutcomeCounts
 from runs.mapping import summary_of_rows
 from runs.models import AgentProject, Run
 from runs.services.history import runs_import
-from runs.verdicts.summary import OutcomeCounts
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
 
@@ -438,7 +438,7 @@ def churn_of(html: str) -> dict[int, tuple[int, int]]:
 def test_each_run_shows_the_turns_it_regressed_and_fixed_against_the_run_before(
     viewer_client: Client, project: AgentProject
 ) -> None:
-    from tests.web.compare_data import three_runs
+    from tests.compare.compare_data import three_runs
 
     data = three_runs(project)
 
@@ -459,7 +459,7 @@ def test_each_run_shows_the_turns_it_regressed_and_fixed_against_the_run_before(
 def test_the_first_run_drawn_is_compared_with_the_run_just_before_the_window(
     viewer_client: Client, project: AgentProject
 ) -> None:
-    from tests.web.compare_data import three_runs
+    from tests.compare.compare_data import three_runs
 
     data = three_runs(project)
 
@@ -472,7 +472,7 @@ def test_the_first_run_drawn_is_compared_with_the_run_just_before_the_window(
 def test_the_churn_counts_only_the_chosen_kinds_verdicts(
     viewer_client: Client, project: AgentProject
 ) -> None:
-    from tests.web.compare_data import three_runs
+    from tests.compare.compare_data import three_runs
 
     data = three_runs(project)
 

@@ -12,11 +12,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.core.verdicts.kinds import KIND_LABELS
+from runs.core.verdicts.numbers import format_rate
+from runs.core.verdicts.outcomes import Outcome
 from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
 from runs.templatetags.dashboard import ago, mark, percent
-from runs.verdicts.kinds import KIND_LABELS
-from runs.verdicts.numbers import format_rate
-from runs.verdicts.outcomes import Outcome
 from runs.web.views import CASES_PER_PAGE
 from tests.web.factories import (
     RunSpec,
@@ -727,7 +727,7 @@ def test_a_poll_with_more_finished_cases_than_a_page_redraws_the_first_page_of_t
 def test_a_finished_run_downloads_as_a_holodeck_result_file(
     viewer_client: Client, project: AgentProject
 ) -> None:
-    from runs.wire.holodeck_io import load_eval_runs
+    from runs.core.wire.holodeck_io import load_eval_runs
 
     run = build_run(project, RunSpec(cases=3, turns=2))
     response = viewer_client.get(reverse("run_export", args=[run.pk]))
@@ -816,7 +816,7 @@ def test_a_bad_git_ref_is_reported_at_the_git_ref_field(
 
 
 def test_the_pages_format_pass_rates_with_the_one_formatter() -> None:
-    assert percent is format_rate  # runs.verdicts.numbers
+    assert percent is format_rate  # runs.core.verdicts.numbers
     # One decimal that never rounds to a whole 100 or 0; "–" for no pass rate, never "0%".
     assert [percent(v) for v in (100.0, 90.0, 87.5, 66.6666, 99.96, 0.04, 0.0, None)] == [
         "100%",

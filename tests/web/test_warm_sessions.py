@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runs.backends.claude_capture import UPSTREAM_ENV
+from runs.core.backends.claude_capture import UPSTREAM_ENV
 from runs.models import AgentProject, CaseResult, Run
 from runs.services import launch
 from runs.services.projects import project_register
-from tests.backends.agent_files import needs_claude_cli, write_agent
-from tests.backends.fake_llm_servers import Exchange, FakeAnthropic
+from tests.core.backends.agent_files import needs_claude_cli, write_agent
+from tests.core.backends.fake_llm_servers import Exchange, FakeAnthropic
 from tests.web.worker_helpers import Workers, require_redis_and_postgresql, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services, pytest.mark.process]
@@ -166,7 +166,7 @@ def test_a_worker_process_hands_its_cli_to_the_runs_next_case_and_a_cancel_stops
 ) -> None:
     run, process = one_process_idle_with_a_kept_cli(tmp_path, fake, workers)
     log = worker_log(workers)
-    assert "imported runs.backends.claude_agent_sdk" in log  # preloaded by the main process
+    assert "imported runs.core.backends.claude_agent_sdk" in log  # preloaded by the main process
     # One CLI per worker process: the third case took the first case's, cleared.
     assert sorted(STARTED.findall(log)) == ["0", "1"] and TAKEN.findall(log) == ["2"], log
     kept = children(process) & cli_processes(fake)

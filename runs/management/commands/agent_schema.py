@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs.agentconfig.schema import agent_json_schema_text
+from runs.core.agentconfig.schema import agent_json_schema_text
 
 
 class Command(BaseCommand):

@@ -107,6 +107,7 @@ class Command(BaseCommand):
         return EXIT_PASSED if result.passed else EXIT_FAILED
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
+        from runs.core.writers.gate_markdown import GateOptions
         from runs.services.gate import (
             GateError,
             gate_kinds,
@@ -114,7 +115,6 @@ class Command(BaseCommand):
             metric_drops_parse,
             public_url,
         )
-        from runs.writers.gate_markdown import GateOptions
 
         if options["max_regressions"] < 0:
             raise GateError(f"--max-regressions {options['max_regressions']}: must be 0 or more")

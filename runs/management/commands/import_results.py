@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.core.wire.holodeck_io import ReportFormatError
 from runs.models import AgentProject
 from runs.services.history import runs_import
-from runs.wire.holodeck_io import ReportFormatError
 
 
 class Command(BaseCommand):

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         sys.exit(self.regrade(options))
 
     def regrade(self, options: dict[str, Any]) -> int:
-        from runs.agentconfig.errors import ConfigError
+        from runs.core.agentconfig.errors import ConfigError
         from runs.models import Run
         from runs.services.execution import run_execute_inline
         from runs.services.launch import LaunchError

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from runs.core.runoptions.replay import PARAMS, POLICIES, POLICY_TEXTS
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
-from runs.runoptions.replay import PARAMS, POLICIES, POLICY_TEXTS
 
 
 class Command(BaseCommand):
@@ -72,8 +72,8 @@ class Command(BaseCommand):
         """The replay's queued run, or None when it was refused (said on stderr)."""
         from pydantic import ValidationError
 
-        from runs.agentconfig.errors import ConfigError
-        from runs.runoptions.replay import ReplayChanges, ReplayParams
+        from runs.core.agentconfig.errors import ConfigError
+        from runs.core.runoptions.replay import ReplayChanges, ReplayParams
         from runs.services.launch import LaunchError
         from runs.services.replay import run_replay
 

@@ -14,8 +14,8 @@ from graders.result import error_text
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
 
 if TYPE_CHECKING:
+    from runs.core.wire.models import TestReport
     from runs.services.cli import RunStore
-    from runs.wire.models import TestReport
 
 
 class Command(BaseCommand):
@@ -81,9 +81,9 @@ class Command(BaseCommand):
         sys.exit(self.execute_run(options))
 
     def execute_run(self, options: dict[str, Any]) -> int:
-        from runs.agentconfig.errors import ConfigError
-        from runs.agentconfig.limits import MAX_REPEATS
-        from runs.agentconfig.loader import load_agent
+        from runs.core.agentconfig.errors import ConfigError
+        from runs.core.agentconfig.limits import MAX_REPEATS
+        from runs.core.agentconfig.loader import load_agent
 
         for output in options["output"]:
             if Path(output).suffix not in {".json", ".md", ".xml"}:
@@ -117,8 +117,8 @@ class Command(BaseCommand):
         if not indices:
             self.stderr.write(f"no test case matches --filter {options['filter']!r}")
             return EXIT_BAD_INPUT
-        from runs.engine.metrics import judge_warnings
-        from runs.gitutil import git_info
+        from runs.core.engine.metrics import judge_warnings
+        from runs.core.gitutil import git_info
 
         for warning in judge_warnings(agent):
             self.stderr.write(f"warning: {warning}")
@@ -137,7 +137,7 @@ class Command(BaseCommand):
         return EXIT_PASSED if run_status(eval_run.report) == "passed" else EXIT_FAILED
 
     def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
-        from runs.engine.progress import TerminalProgress
+        from runs.core.engine.progress import TerminalProgress
         from runs.services.cli import cli_run_execute
 
         progress = None
@@ -169,8 +169,8 @@ class Command(BaseCommand):
         return outcome.eval_run
 
     def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
-        from runs.wire.holodeck_io import write_eval_run
-        from runs.writers.results import EXPORT_SUFFIXES, export_text
+        from runs.core.wire.holodeck_io import write_eval_run
+        from runs.core.writers.results import EXPORT_SUFFIXES, export_text
 
         if not options["no_results_file"]:
             results_dir = Path(options["results_dir"] or default_results_dir())
@@ -187,7 +187,7 @@ class Command(BaseCommand):
 
 def run_status(report: TestReport) -> str:
     """The run's status as the dashboard gives it (``RunSummary.run_status``)."""
-    from runs.writers.results import report_summary
+    from runs.core.writers.results import report_summary
 
     return report_summary(report).run_status()
 
@@ -203,8 +203,8 @@ def default_results_dir() -> Path:
 def closing_line(agent_name: str, report: TestReport) -> str:
     """``"agent: 4 test cases: 1 passed, 2 failed, 0 errored, 1 not graded (pass rate 33.3%)
     in 1.2s"``: the numbers of the run's page and exports."""
-    from runs.verdicts.numbers import format_rate
-    from runs.writers.results import counts_text, report_summary
+    from runs.core.verdicts.numbers import format_rate
+    from runs.core.writers.results import counts_text, report_summary
 
     cases = report_summary(report).cases
     return (

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs.agentconfig.validate import EXIT_OK, validate_agent_file
+from runs.core.agentconfig.validate import EXIT_OK, validate_agent_file
 
 
 class Command(BaseCommand):

@@ -1,0 +1,107 @@
+"""The one read of a compare's rows: the compare page and ``GET /api/v1/compare`` both ask
+``compare_rows`` with a ``ComparisonQuery`` (``runs.compare.core.query``), so they keep the same
+rows, in the same order, for the same options.
+
+The comparison itself is ``comparison_for`` (5–7 queries); a chosen metric adds the cases'
+scores (1 query) and, with a repeated run among them, whether each case's score changed
+significantly over its repetitions; a search adds the turns where the text occurs (1 query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from runs.compare.core.filtering import (
+    attach_hits,
+    attach_scores,
+    rows_dropping,
+    rows_matching,
+    select_rows,
+    sort_rows,
+)
+from runs.compare.core.matrix import Row
+from runs.compare.core.query import ComparisonQuery, checked
+from runs.compare.reads.comparison import (
+    Baseline,
+    Comparison,
+    case_score_samples,
+    comparison_for,
+    turn_hits,
+)
+from runs.compare.reads.tally import PagedRows, comparison_tallied
+from runs.core.stats.significance import ScoreResult, classify_score_changes
+
+
+@dataclass(frozen=True)
+class ComparedRows:
+    """A compare's runs and the rows its query keeps, in its order."""
+
+    baseline: Baseline
+    comparison: Comparison
+    query: ComparisonQuery  # as the runs take it: a refused setting left out
+    rows: Sequence[Row]
+    errors: dict[str, str]  # parameter -> why the runs refuse it (empty when none)
+
+
+def compare_rows(query: ComparisonQuery) -> ComparedRows:
+    """The comparison of ``query.run_ids`` and the rows ``query`` keeps. Raises ``RunsMissing``
+    and ``NoBaseline`` as ``comparison_for``; a setting the runs refuse (``checked``) is left
+    out and said in ``errors``. Every row in the runs' order, of finished runs: tallied by the
+    database and read per slice (``runs.compare.reads.tally``)."""
+    read = comparison_tallied if every_row(query) else comparison_for
+    baseline, comparison = read(
+        query.run_ids, chosen=query.chosen, kinds=query.kinds, order=query.order
+    )
+    query, errors = checked(query, comparison.metric_names)
+    if isinstance(comparison.matrix.rows, PagedRows):
+        return ComparedRows(baseline, comparison, query, comparison.matrix.rows, errors)
+    return ComparedRows(baseline, comparison, query, rows_of(comparison, query), errors)
+
+
+def every_row(query: ComparisonQuery) -> bool:
+    """The query keeps every row in the runs' order, and reads no metric nor search."""
+    return (
+        query.show == "all"
+        and query.sort == "case"
+        and not query.metric
+        and not query.q
+        and query.min_drop is None
+    )
+
+
+def rows_of(comparison: Comparison, query: ComparisonQuery) -> list[Row]:
+    """The matrix's rows the query keeps, in its order: with a metric, each row carries its
+    cases' scores and deltas (1 query); with a search, only the rows where the text occurs
+    (1 query)."""
+    matrix = comparison.matrix
+    if query.metric:
+        samples = case_score_samples(matrix.run_ids, query.metric)
+        attach_scores(matrix, {case_id: fmean(scores) for case_id, scores in samples.items()})
+        if comparison.significance:  # repeated runs: is each case's score change real?
+            comparison.score_significance = _score_significance(comparison, samples)
+    if query.q:
+        attach_hits(matrix, turn_hits(matrix.run_ids, query.q))
+    rows = select_rows(matrix.rows, query.show)
+    if query.q:
+        rows = rows_matching(rows)
+    if query.min_drop is not None:
+        rows = rows_dropping(rows, query.min_drop)
+    return sort_rows(rows, query.sort)
+
+
+def _score_significance(
+    comparison: Comparison, samples: dict[int, list[float]]
+) -> dict[int, dict[str, ScoreResult]]:
+    """Per run, each case's scores over its repetitions against the compared run's
+    (Mann–Whitney, Benjamini–Hochberg over the cases; ``runs.core.stats.significance``)."""
+    found = {}
+    for run_id, other in comparison.matrix.against.items():
+        units = {
+            row.key: (samples[row.case_ids[other]], samples[row.case_ids[run_id]])
+            for row in comparison.matrix.rows
+            if row.case_ids.get(other) in samples and row.case_ids.get(run_id) in samples
+        }
+        found[run_id] = classify_score_changes(units)
+    return found
