@@ -22,7 +22,13 @@ STATE_FIELDS = frozenset({"outcome", "status", "state", "verdict"})
 # The wire models' own module may validate its classes (a model's classmethods).
 VALIDATORS = BUILDERS | {"runs/core/wire/models.py"}
 # The layers that show rows: they read through selectors and write through services.
-PAGE_LAYERS = ("runs/web/", "runs/api/", "runs/templatetags/")
+PAGE_LAYERS = (
+    "runs/web/",
+    "runs/api/",
+    "runs/templatetags/",
+    "runs/compare/pages/",
+    "runs/compare/api.py",
+)
 # Calls that write rows (on a model instance, a queryset or a manager).
 WRITE_CALLS = frozenset(
     {

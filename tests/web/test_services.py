@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs.core import gitutil, recorder
+from runs import recorder
+from runs.core import gitutil
 from runs.core.agentconfig.errors import ConfigError
 from runs.models import CaseResult, MetricResult, Run, TurnResult
 from runs.services import execution, launch, recovery

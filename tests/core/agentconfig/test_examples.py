@@ -15,7 +15,7 @@ from runs.core.agentconfig.loader import LoadedAgent, load_agent
 from runs.core.agentconfig.metrics import CodeMetric
 from runs.core.wire.models import ToolInvocation
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*/agent.yaml"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*/agent.yaml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from runs.core.wire.holodeck_io import load_eval_runs
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run_command(*args: str) -> int:

@@ -243,13 +243,13 @@ def test_the_built_in_table_names_its_date_and_source() -> None:
 
 
 def test_docs_cost_md_names_the_built_in_tables_date_and_source() -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "cost.md").read_text()
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "cost.md").read_text()
     assert f"as of {DEFAULTS_DATED}" in docs
     assert DEFAULTS_SOURCE in docs
 
 
 def test_the_docs_table_of_built_in_prices_is_the_modules_table() -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "cost.md").read_text()
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "cost.md").read_text()
     rows = re.findall(
         r"^\| `([^`]+)` \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", docs, re.M
     )

@@ -28,7 +28,7 @@ from runs.core.sealing import (
     unpack,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "convfinqa"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "convfinqa"
 
 
 def git(directory: Path, *args: str) -> str:

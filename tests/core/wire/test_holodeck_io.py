@@ -238,7 +238,7 @@ def test_the_import_command_reports_deep_json_without_a_traceback(
 
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     env = embedded_env(with_migrated_database(tmp_path / "data", migrated_sqlite))
     done = subprocess.run(
         [sys.executable, "manage.py", "import_results", str(path)],
