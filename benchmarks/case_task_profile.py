@@ -82,7 +82,7 @@ def main() -> None:
 def profile(agent: Path, count: int, top: int, sort: str) -> str:
     from django.db import connection
 
-    from runs.models import CaseResult, TurnResult
+    from runs.models import CaseRow, TurnRow
     from runs.services.execution import case_execute, run_start
     from runs.services.launch import run_create
     from runs.services.projects import project_register
@@ -101,8 +101,8 @@ def profile(agent: Path, count: int, top: int, sort: str) -> str:
             case_execute(case_id=case_id)
         profiler.disable()
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    executed = CaseResult.objects.filter(run=run, status=CaseResult.Status.DONE).count()
-    turns = TurnResult.objects.filter(run=run).count()
+    executed = CaseRow.objects.filter(run=run, status=CaseRow.Status.DONE).count()
+    turns = TurnRow.objects.filter(run=run).count()
     lines = [
         f"{connection.vendor}: {executed} cases / {turns} turns in {elapsed:.2f}s "
         f"({elapsed / executed * 1000:.1f} ms per case, {elapsed / turns * 1000:.2f} ms per "
@@ -161,10 +161,10 @@ class QueryCounter:
 
 
 def _next_pending(run_id: int) -> int | None:
-    from runs.models import CaseResult
+    from runs.models import CaseRow
 
     return (
-        CaseResult.objects.filter(run_id=run_id, status=CaseResult.Status.PENDING)
+        CaseRow.objects.filter(run_id=run_id, status=CaseRow.Status.PENDING)
         .order_by("index")
         .values_list("pk", flat=True)
         .first()

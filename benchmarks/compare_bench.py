@@ -237,11 +237,11 @@ def _columns(model: Any, *skip: str) -> list[str]:
 def _clone_statements(run_id: int) -> list[str]:
     """INSERT … SELECT of the cases, turns and metrics of the source cases in ``bench_map``
     into run ``run_id``."""
-    from runs.models import CaseResult, MetricResult, TurnResult
+    from runs.models import CaseRow, MetricRow, TurnRow
 
-    case_cols = _columns(CaseResult, "run_id", "index", "name")
-    turn_cols = _columns(TurnResult, "run_id", "case_id", "input", "response")
-    metric_cols = _columns(MetricResult, "run_id", "turn_id")
+    case_cols = _columns(CaseRow, "run_id", "index", "name")
+    turn_cols = _columns(TurnRow, "run_id", "case_id", "input", "response")
+    metric_cols = _columns(MetricRow, "run_id", "turn_id")
     old = "'order ' || m.src_index || '-'"
     new = "'order ' || m.idx || '-'"
     cases_in, turns_in, metrics_in = (

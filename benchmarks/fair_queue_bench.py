@@ -153,10 +153,10 @@ def timings(run_id: int) -> tuple[float, float]:
     """(launch to its first case's start, launch to its end), in seconds, from the rows."""
     from django.db.models import Max, Min
 
-    from runs.models import CaseResult, Run
+    from runs.models import CaseRow, Run
 
     created, finished = Run.objects.filter(pk=run_id).values_list("created_at", "finished_at").get()
-    found = CaseResult.objects.filter(run_id=run_id).aggregate(
+    found = CaseRow.objects.filter(run_id=run_id).aggregate(
         first=Min("started_at"), last=Max("finished_at")
     )
     end = finished or found["last"]

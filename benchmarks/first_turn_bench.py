@@ -46,10 +46,10 @@ CHROMIUM_ARGS = [
 ]
 TIMELINE = """
 import json
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 run = Run.objects.get(pk={run})
-case = CaseResult.objects.filter(run=run, started_at__isnull=False).order_by("started_at").first()
-turn = TurnResult.objects.filter(case=case).order_by("index").first()
+case = CaseRow.objects.filter(run=run, started_at__isnull=False).order_by("started_at").first()
+turn = TurnRow.objects.filter(case=case).order_by("index").first()
 print("TIMELINE " + json.dumps({{
     "created": run.created_at.timestamp(),
     "started": run.started_at.timestamp(),

@@ -220,7 +220,7 @@ def transcripts_add(run: Any) -> int:
     a model call asking for two tools, their calls, the answering call and its text; the
     system prompt on each case's first turn). Pages must not read them: only an opened
     transcript does."""
-    from runs.models import TurnResult, TurnTranscript
+    from runs.models import TurnRow, TurnTranscript
 
     def events(case: int, index: int) -> list[dict[str, Any]]:
         call = {
@@ -267,7 +267,7 @@ def transcripts_add(run: Any) -> int:
         return found
 
     rows = []
-    turns = TurnResult.objects.filter(run=run).values_list("pk", "case__index", "index")
+    turns = TurnRow.objects.filter(run=run).values_list("pk", "case__index", "index")
     for pk, case, index in turns.iterator():
         stored = events(case, index)
         rows.append(TurnTranscript.of_events(stored, turn_id=pk, run=run))
@@ -280,14 +280,14 @@ def reviews_add(run: Any, count: int) -> int:
     its project's default categories, as reviewers leave them."""
     from django.contrib.auth.models import User
 
-    from runs.models import TurnResult
+    from runs.models import TurnRow
     from runs.review_models import Review
     from runs.services.reviews import categories_ensure
 
     categories = categories_ensure(project_id=run.project_id)
     reviewer = User.objects.create_user(username=f"reviewer-{run.pk}")
     turns = list(
-        TurnResult.objects.filter(run=run)
+        TurnRow.objects.filter(run=run)
         .order_by("outcome", "pk")  # "error", "failed", "not_graded" before "passed"
         .values_list("pk", "case_id", "turn_key", "definition", "failure", "outcome")[:count]
     )
@@ -393,12 +393,12 @@ def finish_cases(run: Any, count: int) -> None:
     from django.db.models import F
     from django.utils import timezone
 
-    from runs.models import CaseResult, Run
+    from runs.models import CaseRow, Run
 
-    pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
+    pending = CaseRow.objects.filter(run=run, status=CaseRow.Status.PENDING)
     ids = list(pending.order_by("index").values_list("pk", flat=True)[:count])
-    CaseResult.objects.filter(pk__in=ids).update(
-        status=CaseResult.Status.DONE,
+    CaseRow.objects.filter(pk__in=ids).update(
+        status=CaseRow.Status.DONE,
         outcome="passed",
         passed=True,
         finished_at=timezone.now(),

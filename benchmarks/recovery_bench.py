@@ -100,15 +100,15 @@ def _start(command: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _launch_and_wait_mid_case(agent: Path) -> tuple[object, object]:
-    from runs.models import CaseResult, TurnResult
+    from runs.models import CaseRow, TurnRow
     from runs.services.launch import run_create
     from runs.services.projects import project_register
 
     run = run_create(project=project_register(agent_path=agent), parallel=2)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        for case in CaseResult.objects.filter(run=run, status=CaseResult.Status.RUNNING):
-            if 0 < TurnResult.objects.filter(case=case).count() < case.turn_count:
+        for case in CaseRow.objects.filter(run=run, status=CaseRow.Status.RUNNING):
+            if 0 < TurnRow.objects.filter(case=case).count() < case.turn_count:
                 return run, case
         time.sleep(0.1)
     sys.exit("no case reached the middle of its turns within 2 minutes")

@@ -109,7 +109,7 @@ def decode(payload: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
-class Channel(filesystem.Channel):
+class FilesystemChannel(filesystem.Channel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._listings: dict[str, deque[str]] = {}
         super().__init__(*args, **kwargs)
@@ -221,7 +221,7 @@ class Channel(filesystem.Channel):
 
 
 class Transport(filesystem.Transport):
-    Channel = Channel
+    Channel = FilesystemChannel
     driver_type = "holodeckfs"
     driver_name = "holodeckfs"
 

@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from runs.models import AgentProject, ApiToken, CaseResult, Run, TurnResult
+from runs.models import AgentProject, ApiToken, CaseRow, Run, TurnRow
 from runs.services.tokens import token_revoke
 
 
@@ -50,7 +50,7 @@ class RunAdmin(_ReadOnlyAdmin):
 
 
 class TurnInline(admin.TabularInline):
-    model = TurnResult
+    model = TurnRow
     fields = ("index", "passed", "skipped", "tools_matched", "execution_time_ms", "input")
     readonly_fields = fields
     extra = 0
@@ -61,7 +61,7 @@ class TurnInline(admin.TabularInline):
         return False
 
 
-@admin.register(CaseResult)
+@admin.register(CaseRow)
 class CaseResultAdmin(_ReadOnlyAdmin):
     list_display = ("id", "run", "index", "name", "status", "passed", "turn_count")
     list_filter = ("status", "passed", "is_multi_turn")

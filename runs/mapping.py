@@ -25,7 +25,7 @@ from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import MetricTally, OutcomeCounts, RunSummary, summarize_tallies
 from runs.core.wire import models as wire
 from runs.core.wire.build import case_turns
-from runs.models import CaseResult, MetricResult, TurnResult, TurnTranscript
+from runs.models import CaseRow, MetricRow, TurnRow, TurnTranscript
 
 __all__ = [
     "CASE_FIELDS",
@@ -127,12 +127,12 @@ class TurnRows(NamedTuple):
     """One turn's unsaved rows: the turn, its metrics and its transcript (their ``turn`` set
     when the turn is saved)."""
 
-    turn: TurnResult
-    metrics: list[MetricResult]
+    turn: TurnRow
+    metrics: list[MetricRow]
     transcript: TurnTranscript | None
 
 
-def turn_rows(*, run_id: int, case: CaseResult, turns: Iterable[wire.TurnResult]) -> list[TurnRows]:
+def turn_rows(*, run_id: int, case: CaseRow, turns: Iterable[wire.TurnResult]) -> list[TurnRows]:
     """Unsaved turn rows, each with its unsaved metric and transcript rows."""
     return [
         TurnRows(
@@ -150,13 +150,13 @@ def _transcript_row(run_id: int, events: list[dict[str, Any]] | None) -> TurnTra
     return TurnTranscript.of_events(events, run_id=run_id)
 
 
-def _turn_row(run_id: int, case: CaseResult, turn: wire.TurnResult) -> TurnResult:
-    return TurnResult(
+def _turn_row(run_id: int, case: CaseRow, turn: wire.TurnResult) -> TurnRow:
+    return TurnRow(
         run_id=run_id, case=case, **_to_row(turn, TURN_FIELDS), **turn_identity(case, turn)
     )
 
 
-def turn_identity(case: CaseResult, turn: wire.TurnResult) -> dict[str, str]:
+def turn_identity(case: CaseRow, turn: wire.TurnResult) -> dict[str, str]:
     """The turn's identity columns (``runs.core.reviewing.identity``): its place, what defines it,
     how it failed."""
     bad = {Outcome.FAILED.value, Outcome.ERROR.value, Outcome.NOT_GRADED.value}
@@ -180,12 +180,12 @@ def turn_identity(case: CaseResult, turn: wire.TurnResult) -> dict[str, str]:
     }  # fmt: skip
 
 
-def _metric_rows(run_id: int, turn: wire.TurnResult) -> list[MetricResult]:
+def _metric_rows(run_id: int, turn: wire.TurnResult) -> list[MetricRow]:
     rows = []
     for position, metric in enumerate(turn.metric_results):
         values = _to_row(metric, METRIC_FIELDS)
         values["scale"] = "" if values["scale"] is None else str(values["scale"])
-        rows.append(MetricResult(run_id=run_id, position=position, **values))
+        rows.append(MetricRow(run_id=run_id, position=position, **values))
     return rows
 
 
@@ -193,9 +193,9 @@ def _metric_rows(run_id: int, turn: wire.TurnResult) -> list[MetricResult]:
 
 
 def case_to_wire(
-    case: CaseResult,
-    turns: Sequence[TurnResult] = (),
-    metrics_by_turn: dict[int, list[MetricResult]] | None = None,
+    case: CaseRow,
+    turns: Sequence[TurnRow] = (),
+    metrics_by_turn: dict[int, list[MetricRow]] | None = None,
     transcripts: dict[int, list[dict[str, Any]]] | None = None,
 ) -> wire.TestResult:
     """A case row as a wire TestResult; a multi-turn case carries ``turns`` (pass its turn rows
@@ -224,8 +224,8 @@ def case_to_wire(
 
 
 def turn_to_wire(
-    turn: TurnResult,
-    metrics: Sequence[MetricResult],
+    turn: TurnRow,
+    metrics: Sequence[MetricRow],
     transcript: list[dict[str, Any]] | None = None,
 ) -> wire.TurnResult:
     values = _to_wire(turn, TURN_FIELDS)
@@ -234,7 +234,7 @@ def turn_to_wire(
     return wire.TurnResult.model_validate(values)
 
 
-def _metric_to_wire(metric: MetricResult) -> wire.MetricResult:
+def _metric_to_wire(metric: MetricRow) -> wire.MetricResult:
     values = _to_wire(metric, METRIC_FIELDS)
     scale: int | str | None = metric.scale or None
     if isinstance(scale, str) and scale.isdigit():
@@ -294,10 +294,10 @@ def counts_of_rows(run_id: int) -> tuple[OutcomeCounts, OutcomeCounts]:
 
 def _rows_of(
     run_ids: Sequence[int], case_id: int | None
-) -> tuple[QuerySet[CaseResult], QuerySet[TurnResult], QuerySet[MetricResult]]:
-    cases = CaseResult.objects.filter(run_id__in=run_ids)
-    turns = TurnResult.objects.filter(run_id__in=run_ids)
-    metrics = MetricResult.objects.filter(run_id__in=run_ids)
+) -> tuple[QuerySet[CaseRow], QuerySet[TurnRow], QuerySet[MetricRow]]:
+    cases = CaseRow.objects.filter(run_id__in=run_ids)
+    turns = TurnRow.objects.filter(run_id__in=run_ids)
+    metrics = MetricRow.objects.filter(run_id__in=run_ids)
     if case_id is not None:
         cases = cases.filter(pk=case_id)
         turns = turns.filter(case_id=case_id)
@@ -309,7 +309,7 @@ Tallies = dict[int, list[tuple[str, int]]]
 
 
 def _outcome_tallies(
-    run_ids: Sequence[int], cases: QuerySet[CaseResult], turns: QuerySet[TurnResult]
+    run_ids: Sequence[int], cases: QuerySet[CaseRow], turns: QuerySet[TurnRow]
 ) -> tuple[Tallies, Tallies]:
     """Per run, (outcome, how many) of its cases and of its turns, the turns its cases planned
     and did not record among them (``_unrun_turns``)."""
@@ -341,7 +341,7 @@ _UNRUN_AS: dict[str, Outcome] = {
 
 
 def _unrun_turns(
-    turns: QuerySet[TurnResult], planned: dict[tuple[int, str], int]
+    turns: QuerySet[TurnRow], planned: dict[tuple[int, str], int]
 ) -> Iterator[tuple[int, str, int]]:
     """(run id, outcome, how many) of the turns its cases planned and did not record, so that
     a summary's turns add up to the run's planned turns; one query, over the turns of the
@@ -365,7 +365,7 @@ def tool_counts_of_rows(run_ids: Sequence[int]) -> dict[int, OutcomeCounts]:
     """Each run's turns that asserted tool calls, by their tool verdict (``RunSummary.tools``,
     for a summary stored before they were counted; one query)."""
     tally: dict[int, list[tuple[str, int]]] = {run_id: [] for run_id in run_ids}
-    tally.update(_tool_tallies(TurnResult.objects.filter(run_id__in=run_ids)))
+    tally.update(_tool_tallies(TurnRow.objects.filter(run_id__in=run_ids)))
     return {run_id: OutcomeCounts.tallied(rows) for run_id, rows in tally.items()}
 
 
@@ -374,7 +374,7 @@ def _tally(rows: QuerySet[Any]) -> QuerySet[Any]:
     return rows.values_list("run_id", "outcome").annotate(n=Count("pk")).order_by()
 
 
-def _tool_tallies(turns: QuerySet[TurnResult]) -> Iterator[tuple[int, list[tuple[str, int]]]]:
+def _tool_tallies(turns: QuerySet[TurnRow]) -> Iterator[tuple[int, list[tuple[str, int]]]]:
     """Per run of ``turns``, (tool verdict, how many) of its turns that asserted tool calls
     (``kind_outcomes["tools"]``), grouped by run alone (the leading column of the turns'
     covering index ``turn_verdicts_cover``: no sort). A turn that failed its tool assertions did

@@ -1,5 +1,5 @@
-"""Django models mirroring the report models (TestReport -> Run, TestResult -> CaseResult,
-TurnResult -> TurnResult, MetricResult -> MetricResult).
+"""Django models mirroring the report models (TestReport -> Run, TestResult -> CaseRow,
+TurnRow -> TurnRow, MetricRow -> MetricRow).
 
 Lists read the summary columns on ``Run``; turn details are fetched only when a case row is
 expanded. Tool invocations, arg-match details and grader details are JSON on the turn row, and
@@ -326,7 +326,7 @@ CASE_COUNTERS: dict[Outcome, str] = {
 }
 
 
-class CaseResult(CompareColumns):
+class CaseRow(CompareColumns):
     Status = CaseState  # the verdict vocabulary's states (runs.core.verdicts.outcomes.CaseState)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="cases")
@@ -373,6 +373,7 @@ class CaseResult(CompareColumns):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "runs_caseresult"  # its name before the class was named a row
         ordering = ["run", "index", "repetition"]
         constraints = [
             models.UniqueConstraint(
@@ -412,9 +413,9 @@ class CaseResult(CompareColumns):
         return self.name or case_text(self.index)  # "case 1": reads better in page titles
 
 
-class TurnResult(models.Model):
+class TurnRow(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turn_rows")
-    case = models.ForeignKey(CaseResult, on_delete=models.CASCADE, related_name="turns")
+    case = models.ForeignKey(CaseRow, on_delete=models.CASCADE, related_name="turns")
     index = models.IntegerField()
     input = models.TextField()
     response = models.TextField(null=True, blank=True)
@@ -441,6 +442,7 @@ class TurnResult(models.Model):
     failure = models.CharField(max_length=32, blank=True)
 
     class Meta:
+        db_table = "runs_turnresult"  # its name before the class was named a row
         ordering = ["case", "index"]
         constraints = [models.UniqueConstraint(fields=["case", "index"], name="turn_unique_index")]
         indexes = [
@@ -457,9 +459,9 @@ class TurnResult(models.Model):
         return f"turn {self.index} of {self.case}"
 
 
-class MetricResult(models.Model):
+class MetricRow(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_rows")
-    turn = models.ForeignKey(TurnResult, on_delete=models.CASCADE, related_name="metrics")
+    turn = models.ForeignKey(TurnRow, on_delete=models.CASCADE, related_name="metrics")
     metric_name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, db_index=True)
     score = models.FloatField(null=True, blank=True)
@@ -481,6 +483,7 @@ class MetricResult(models.Model):
     case_index = models.IntegerField(null=True, blank=True)
 
     class Meta:
+        db_table = "runs_metricresult"  # its name before the class was named a row
         ordering = ["turn", "position"]
         indexes = [
             models.Index(fields=["run", "kind", "metric_name"]),
@@ -573,14 +576,14 @@ __all__ = [
     "AgentSnapshot",
     "ApiToken",
     "AuditEntry",
-    "CaseResult",
-    "MetricResult",
+    "CaseRow",
+    "MetricRow",
     "ProjectRole",
     "Review",
     "ReviewChange",
     "Run",
     "TriageCategory",
-    "TurnResult",
+    "TurnRow",
     "TurnTranscript",
     "WorkerHeartbeat",
 ]

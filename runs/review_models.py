@@ -65,9 +65,9 @@ class Review(models.Model):
         related_name="reviews",
     )  # fmt: skip
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="reviews")
-    case = models.ForeignKey("runs.CaseResult", on_delete=models.CASCADE, related_name="reviews")
+    case = models.ForeignKey("runs.CaseRow", on_delete=models.CASCADE, related_name="reviews")
     turn = models.ForeignKey(
-        "runs.TurnResult", null=True, blank=True, on_delete=models.CASCADE,
+        "runs.TurnRow", null=True, blank=True, on_delete=models.CASCADE,
         related_name="reviews",
     )  # fmt: skip
     turn_key = models.CharField(max_length=32, blank=True)

@@ -21,7 +21,7 @@ class TurnTranscript(models.Model):
     only when a transcript is opened: run and case pages never load it."""
 
     turn = models.OneToOneField(
-        "runs.TurnResult", primary_key=True, on_delete=models.CASCADE, related_name="transcript"
+        "runs.TurnRow", primary_key=True, on_delete=models.CASCADE, related_name="transcript"
     )
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="transcript_rows")
     events = models.JSONField(default=list)

@@ -70,7 +70,7 @@ class NoisyTurnOut(Schema):
     url: str
 
 
-class SignificanceOut(Schema):
+class GateSignificanceOut(Schema):
     worse: int = Field(description="turns significantly worse")
     better: int = Field(description="turns significantly better")
     noise: int = Field(description="turns whose verdict changed within noise")
@@ -127,7 +127,7 @@ class GateOut(Schema):
     metrics: list[MetricChangeOut]
     compare_url: str
     markdown: str
-    significance: SignificanceOut | None = Field(
+    significance: GateSignificanceOut | None = Field(
         default=None, description="with significant_only: what the samples say"
     )
     triaged: list[TriagedTurnOut] = Field(

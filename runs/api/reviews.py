@@ -39,7 +39,7 @@ from runs.services.reviews import (
 )
 
 if TYPE_CHECKING:
-    from runs.models import TurnResult
+    from runs.models import TurnRow
     from runs.review_models import Review
 
 router = Router(tags=["reviews"])
@@ -234,7 +234,7 @@ def review_out(review: "Review") -> dict[str, Any]:
     }
 
 
-def _turn_place(turn: "TurnResult") -> dict[str, Any]:
+def _turn_place(turn: "TurnRow") -> dict[str, Any]:
     """Which turn of which case (and repetition) an answer is about, and its verdict."""
     return {
         "turn_id": turn.pk,
@@ -246,7 +246,7 @@ def _turn_place(turn: "TurnResult") -> dict[str, Any]:
     }
 
 
-def carried_out(turn: "TurnResult", carried: Carried) -> dict[str, Any]:
+def carried_out(turn: "TurnRow", carried: Carried) -> dict[str, Any]:
     earlier = carried.review
     state = {KNOWN: KNOWN, OTHER_FAILURE: OTHER_FAILURE, STALE: STALE}[carried.state]
     return {
@@ -265,7 +265,7 @@ def carried_out(turn: "TurnResult", carried: Carried) -> dict[str, Any]:
     }
 
 
-def _turn_review(turn: "TurnResult") -> dict[str, Any]:
+def _turn_review(turn: "TurnRow") -> dict[str, Any]:
     own, carried = turn_review_state(turn=turn)
     return {
         "review": review_out(own) if own is not None else None,
@@ -433,7 +433,7 @@ def case_review_put(request: HttpRequest, run_id: Id, case_id: Id, payload: Revi
     return (200 if own is not None else 201), review_out(review_get(review_id=review.pk))
 
 
-def _writable(request: HttpRequest, run_id: int, case_id: int, index: int) -> "TurnResult":
+def _writable(request: HttpRequest, run_id: int, case_id: int, index: int) -> "TurnRow":
     turn = review_turn_at(run_id=run_id, case_id=case_id, index=index)
     role_only(request, project_id=turn.case.run.project_id, needed=Role.REVIEWER, action=ACTION)
     return turn

@@ -299,7 +299,7 @@ class CaseOut(Schema):
         return case.outcome or None
 
 
-class CaseFilters(Schema):
+class CaseFiltersIn(Schema):
     failed: bool = Field(default=False, description="only cases that failed or errored")
     q: SafeText = Field(default="", description="names containing this (case-insensitive)")
     flaky: bool = Field(
@@ -330,7 +330,7 @@ class CaseFilters(Schema):
 
 @router.get("/runs/{run_id}/cases", response=responses({200: list[CaseOut]}, 404))
 @paginate(BoundedPagination)
-def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFilters]) -> object:
+def case_list(request: HttpRequest, run_id: Id, filters: Query[CaseFiltersIn]) -> object:
     run = selectors.run_row(run_id=run_id, only=("id",))
     return selectors.case_rows(
         run=run,

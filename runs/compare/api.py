@@ -255,7 +255,7 @@ class RowOut(Schema):
     )
 
 
-class SignificanceOut(Schema):
+class PairSignificanceOut(Schema):
     run_id: int
     against: int
     worse_cases: int
@@ -284,7 +284,7 @@ class CompareOut(Schema):
     rows: list[RowOut]
     row_count: int = Field(description="rows in all (those that show and q keep)")
     mixed_projects: bool
-    significance: list[SignificanceOut] = Field(
+    significance: list[PairSignificanceOut] = Field(
         default_factory=list,
         description="with a repeated run among them: each run against the run it is compared with",
     )

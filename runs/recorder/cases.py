@@ -21,7 +21,7 @@ from runs.core.owner import process_identity
 from runs.core.verdicts.outcomes import GRADED, Outcome
 from runs.core.wire import models as wire
 from runs.mapping import TurnRows, case_values, turn_rows
-from runs.models import CASE_COUNTERS, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.models import CASE_COUNTERS, CaseRow, MetricRow, Run, TurnRow, TurnTranscript
 
 MAX_CASE_ATTEMPTS = 3
 
@@ -30,7 +30,7 @@ class CaseSuperseded(Exception):
     """Another attempt owns the case now (a redelivery); this one stops writing."""
 
 
-def case_claim(case: CaseResult, *, take_over: bool = False, unqueued: bool = False) -> int | None:
+def case_claim(case: CaseRow, *, take_over: bool = False, unqueued: bool = False) -> int | None:
     """Take the case for a new attempt by this process; None when it is not to run (another
     attempt has it, or it was given up after MAX_CASE_ATTEMPTS).
 
@@ -40,17 +40,17 @@ def case_claim(case: CaseResult, *, take_over: bool = False, unqueued: bool = Fa
     (``runs.services.execution``): it is marked queued by the same UPDATE, which fails when a
     pump queued it meanwhile.
     """
-    if case.status == CaseResult.Status.RUNNING and not take_over:
+    if case.status == CaseRow.Status.RUNNING and not take_over:
         return None
     attempt = case.attempts + 1
     now = timezone.now()
-    owned = CaseResult.objects.filter(pk=case.pk, status=case.status, attempts=case.attempts)
+    owned = CaseRow.objects.filter(pk=case.pk, status=case.status, attempts=case.attempts)
     queued: dict[str, Any] = {}
     if unqueued:
         owned = owned.filter(enqueued=False)
         queued = {"enqueued": True, "enqueued_at": now}
     claimed = owned.update(
-        status=CaseResult.Status.RUNNING,
+        status=CaseRow.Status.RUNNING,
         attempts=attempt,
         started_at=now,
         heartbeat_at=now,
@@ -59,7 +59,7 @@ def case_claim(case: CaseResult, *, take_over: bool = False, unqueued: bool = Fa
     )
     if not claimed:
         return None
-    if case.status == CaseResult.Status.RUNNING:  # its worker died mid-case
+    if case.status == CaseRow.Status.RUNNING:  # its worker died mid-case
         _case_reset(case)
     if attempt > MAX_CASE_ATTEMPTS:
         case_fail(
@@ -71,16 +71,16 @@ def case_claim(case: CaseResult, *, take_over: bool = False, unqueued: bool = Fa
     return attempt
 
 
-def case_owned(case: CaseResult, attempt: int) -> QuerySet[CaseResult]:
-    return CaseResult.objects.filter(pk=case.pk, attempts=attempt, status=CaseResult.Status.RUNNING)
+def case_owned(case: CaseRow, attempt: int) -> QuerySet[CaseRow]:
+    return CaseRow.objects.filter(pk=case.pk, attempts=attempt, status=CaseRow.Status.RUNNING)
 
 
-def case_heartbeat(case: CaseResult, attempt: int) -> bool:
+def case_heartbeat(case: CaseRow, attempt: int) -> bool:
     """Stamp the attempt's heartbeat; False when it does not own the case any more."""
     return bool(case_owned(case, attempt).update(heartbeat_at=timezone.now()))
 
 
-def turns_append(case: CaseResult, attempt: int, turns: Sequence[wire.TurnResult]) -> bool:
+def turns_append(case: CaseRow, attempt: int, turns: Sequence[wire.TurnResult]) -> bool:
     """Write finished turns of the attempt with their metric rows, and count them, in one
     transaction; True when the run was cancelled meanwhile (its running cases skip the rest of
     their turns). CaseSuperseded, with nothing written, when the attempt lost the case.
@@ -103,7 +103,7 @@ def turns_append(case: CaseResult, attempt: int, turns: Sequence[wire.TurnResult
 
 
 def case_finish(
-    case: CaseResult,
+    case: CaseRow,
     attempt: int,
     result: wire.TestResult,
     turns: Sequence[wire.TurnResult],
@@ -122,7 +122,7 @@ def case_finish(
         values["outcome"] = Outcome.CANCELLED.value
     with transaction.atomic():
         updated = case_owned(case, attempt).update(
-            status=CaseResult.Status.CANCELLED if cancelled else CaseResult.Status.DONE,
+            status=CaseRow.Status.CANCELLED if cancelled else CaseRow.Status.DONE,
             finished_at=timezone.now(),
             **values,
         )
@@ -152,25 +152,23 @@ def _counted(outcome: str) -> dict[str, Any]:
     return values
 
 
-def case_fail(case: CaseResult, attempt: int, error: str) -> None:
+def case_fail(case: CaseRow, attempt: int, error: str) -> None:
     """The attempt produced no result (it crashed, or was given up): an errored case."""
     _case_settle_without_result(case, attempt, Outcome.ERROR, error)
 
 
-def case_not_graded(case: CaseResult, attempt: int, reason: str) -> None:
+def case_not_graded(case: CaseRow, attempt: int, reason: str) -> None:
     """The attempt has nothing to grade (a re-grade of a case that never ran): not graded,
     with the reason, not an error."""
     _case_settle_without_result(case, attempt, Outcome.NOT_GRADED, reason)
 
 
-def _case_settle_without_result(
-    case: CaseResult, attempt: int, outcome: Outcome, error: str
-) -> None:
+def _case_settle_without_result(case: CaseRow, attempt: int, outcome: Outcome, error: str) -> None:
     """Settle the attempt's case with ``outcome`` and ``error`` alone, counted in its run."""
     errored = outcome == Outcome.ERROR
     with transaction.atomic():
         if case_owned(case, attempt).update(
-            status=CaseResult.Status.ERROR if errored else CaseResult.Status.DONE,
+            status=CaseRow.Status.ERROR if errored else CaseRow.Status.DONE,
             passed=False if errored else None,
             outcome=outcome.value,
             errors=[error],
@@ -193,14 +191,14 @@ def pass_rate_after(passed: int, graded: int) -> Round:
     )
 
 
-def case_cancel(case: CaseResult, *, running: bool = False) -> bool:
+def case_cancel(case: CaseRow, *, running: bool = False) -> bool:
     """A case of a cancelled run that never started; ``running``: one that was running when its
     attempt died (it will never stop by itself), cancelled with the turns it wrote kept. False
     when the case was no longer in that state."""
-    state = CaseResult.Status.RUNNING if running else CaseResult.Status.PENDING
+    state = CaseRow.Status.RUNNING if running else CaseRow.Status.PENDING
     with transaction.atomic():
-        cancelled = CaseResult.objects.filter(pk=case.pk, status=state).update(
-            status=CaseResult.Status.CANCELLED,
+        cancelled = CaseRow.objects.filter(pk=case.pk, status=state).update(
+            status=CaseRow.Status.CANCELLED,
             outcome=Outcome.CANCELLED.value,
             finished_at=timezone.now(),
         )
@@ -210,10 +208,10 @@ def case_cancel(case: CaseResult, *, running: bool = False) -> bool:
 
 
 def cases_cancel_pending(run: Run) -> int:
-    pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
+    pending = CaseRow.objects.filter(run=run, status=CaseRow.Status.PENDING)
     with transaction.atomic():  # the cases and the counters that count them move together
         count = pending.update(
-            status=CaseResult.Status.CANCELLED,
+            status=CaseRow.Status.CANCELLED,
             outcome=Outcome.CANCELLED.value,
             finished_at=timezone.now(),
         )
@@ -227,10 +225,10 @@ def cases_fail_open(run: Run, error: str) -> int:
     """Settle every case of the run not yet settled (pending or running) as an errored case:
     the process that was to run them is gone. The run's counters are recomputed when it ends
     (``run_abort``, ``run_finish``)."""
-    return CaseResult.objects.filter(
-        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    return CaseRow.objects.filter(
+        run=run, status__in=[CaseRow.Status.PENDING, CaseRow.Status.RUNNING]
     ).update(
-        status=CaseResult.Status.ERROR,
+        status=CaseRow.Status.ERROR,
         passed=False,
         outcome=Outcome.ERROR.value,
         errors=[error],
@@ -238,12 +236,12 @@ def cases_fail_open(run: Run, error: str) -> int:
     )
 
 
-def _case_reset(case: CaseResult) -> None:
+def _case_reset(case: CaseRow) -> None:
     """Remove a dead attempt's partial turn rows (and their metrics) before running again."""
     with transaction.atomic():
-        _, removed = TurnResult.objects.filter(case=case).delete()
+        _, removed = TurnRow.objects.filter(case=case).delete()
         Run.objects.filter(pk=case.run_id).update(
-            turns_done=F("turns_done") - _count(removed, TurnResult)
+            turns_done=F("turns_done") - _count(removed, TurnRow)
         )
 
 
@@ -252,9 +250,9 @@ def turn_rows_insert(rows_of_turns: Sequence[TurnRows]) -> None:
     queries)."""
     if not rows_of_turns:
         return
-    rows = TurnResult.objects.bulk_create([rows.turn for rows in rows_of_turns], batch_size=500)
+    rows = TurnRow.objects.bulk_create([rows.turn for rows in rows_of_turns], batch_size=500)
     if not all(row.pk for row in rows):  # a backend without RETURNING on bulk insert
-        saved = TurnResult.objects.filter(case_id__in={row.case_id for row in rows})
+        saved = TurnRow.objects.filter(case_id__in={row.case_id for row in rows})
         by_key = {(t.case_id, t.index): t for t in saved}
         rows = [by_key[(row.case_id, row.index)] for row in rows]
     metrics, transcripts = [], []
@@ -266,11 +264,11 @@ def turn_rows_insert(rows_of_turns: Sequence[TurnRows]) -> None:
         if unsaved.transcript is not None:
             unsaved.transcript.turn = row
             transcripts.append(unsaved.transcript)
-    MetricResult.objects.bulk_create(metrics, batch_size=1000)
+    MetricRow.objects.bulk_create(metrics, batch_size=1000)
     TurnTranscript.objects.bulk_create(transcripts, batch_size=200)
 
 
-def _count(removed: dict[str, int] | int, model: type[TurnResult]) -> int:
+def _count(removed: dict[str, int] | int, model: type[TurnRow]) -> int:
     if isinstance(removed, int):
         return removed
     return removed.get(model._meta.label, 0)

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 
 from runs.core.wire import models as wire
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder.cases import case_claim, case_finish, turns_append
 
 CaseKey = tuple[int, int]  # (case index, repetition)
@@ -47,7 +47,7 @@ class CaseRecorder:
         self.write_within = write_within
         self.cancelled = False
         # Keyed by (case index, repetition): a case's repetitions are rows of their own.
-        self.attempts: dict[CaseKey, tuple[CaseResult, int]] = {}  # -> (row, attempt)
+        self.attempts: dict[CaseKey, tuple[CaseRow, int]] = {}  # -> (row, attempt)
         self.finished: dict[CaseKey, bool] = {}  # -> settled by this attempt
         # Per case: its finished turns not written yet, the timer that will write them, the
         # write under way, and what a write in the background raised (for the case).
@@ -56,7 +56,7 @@ class CaseRecorder:
         self.writes: dict[CaseKey, asyncio.Task[None]] = {}
         self.failures: dict[CaseKey, Exception] = {}
 
-    def track(self, case: CaseResult, attempt: int) -> None:
+    def track(self, case: CaseRow, attempt: int) -> None:
         self.attempts[(case.index, case.repetition)] = (case, attempt)
 
     async def __call__(self, event: Any) -> None:
@@ -98,13 +98,13 @@ class CaseRecorder:
             if self.unwritten.get(index):
                 await self._write(index)
 
-    def unsettled(self) -> list[tuple[CaseResult, int]]:
+    def unsettled(self) -> list[tuple[CaseRow, int]]:
         """Cases claimed here that the engine never finished (it crashed on them)."""
         return [owned for index, owned in self.attempts.items() if index not in self.finished]
 
     def _claim(self, key: CaseKey) -> None:
         assert self.claim_in is not None
-        case = CaseResult.objects.get(run=self.claim_in, index=key[0], repetition=key[1])
+        case = CaseRow.objects.get(run=self.claim_in, index=key[0], repetition=key[1])
         attempt = case_claim(case)
         if attempt is not None:
             self.track(case, attempt)

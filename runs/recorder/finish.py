@@ -9,15 +9,15 @@ from django.utils import timezone
 
 from runs.core.verdicts.summary import RunSummary
 from runs.mapping import summary_of_rows
-from runs.models import CASE_COUNTERS, CaseResult, Run, TurnResult
+from runs.models import CASE_COUNTERS, CaseRow, Run, TurnRow
 from runs.selectors.case_counts import list_counts_count
 from runs.selectors.costs import cost_sums_count, run_prices_warn
 
 
 def run_settle(run: Run) -> bool:
     """Finish the run once no case is pending or running (True when it did)."""
-    open_cases = CaseResult.objects.filter(
-        run=run, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    open_cases = CaseRow.objects.filter(
+        run=run, status__in=[CaseRow.Status.PENDING, CaseRow.Status.RUNNING]
     ).exists()
     if open_cases:
         return False
@@ -37,7 +37,7 @@ def run_finish(run_id: int, *, source_hash: str = "") -> None:
     duration = int((timezone.now() - (run.started_at or run.created_at)).total_seconds() * 1000)
     fields = {
         **run_counters(summary),
-        "turns_done": TurnResult.objects.filter(run=run).count(),
+        "turns_done": TurnRow.objects.filter(run=run).count(),
         "duration_ms": duration,
         "summary": summary.model_dump(mode="json"),
         # What its case list counts under each filter (its rows change no more).

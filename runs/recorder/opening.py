@@ -17,7 +17,7 @@ from runs.core.owner import process_identity
 from runs.core.runoptions import RunOptions
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.regrades import GradingSource, RegradeSources, TranscriptSource
-from runs.models import AgentSnapshot, CaseResult, Run, TurnResult
+from runs.models import AgentSnapshot, CaseRow, Run, TurnRow
 from runs.recorder.cases import pass_rate_after
 from runs.selectors.costs import run_prices_warn
 
@@ -131,7 +131,7 @@ def _run_identity(
 def _case_rows_insert(run: Run, options: RunOptions) -> None:
     """A pending row per selected case and repetition: they run, and count, apart."""
     rows_insert(  # not bulk_create: 4 s of CPU for 17,747 cases (runs/bulk_insert.py)
-        CaseResult,
+        CaseRow,
         [
             {
                 "index": index,
@@ -150,9 +150,9 @@ def _case_rows_insert(run: Run, options: RunOptions) -> None:
 def case_rows_ensure(run: Run) -> None:
     """Create the case rows a run lacks: runs queued before case rows were made at launch
     (the one write of case rows outside ``run_open``)."""
-    CaseResult.objects.bulk_create(
+    CaseRow.objects.bulk_create(
         [
-            CaseResult(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
+            CaseRow(run=run, index=index, name=name, is_multi_turn=multi, turn_count=turns)
             for index, name, multi, turns in run.run_options.cases
         ],
         ignore_conflicts=True,
@@ -165,21 +165,21 @@ def _regrade_carry_unrun(run: Run, original: Run) -> None:
     grade: they are settled at once as the original settled them, so the re-grade reads as its
     original does (the same counts, the same rows in compare) and only the cases with a
     transcript go to the workers."""
-    ran = TurnResult.objects.filter(case=OuterRef("pk"))
-    same = CaseResult.objects.filter(
+    ran = TurnRow.objects.filter(case=OuterRef("pk"))
+    same = CaseRow.objects.filter(
         run=original, index=OuterRef("index"), repetition=OuterRef("repetition")
     )
-    pending = CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING)
+    pending = CaseRow.objects.filter(run=run, status=CaseRow.Status.PENDING)
     now = timezone.now()
-    not_started = same.filter(status=CaseResult.Status.CANCELLED).filter(~Exists(ran))
+    not_started = same.filter(status=CaseRow.Status.CANCELLED).filter(~Exists(ran))
     cancelled = pending.filter(Exists(not_started)).update(
-        status=CaseResult.Status.CANCELLED, outcome=Outcome.CANCELLED.value, finished_at=now
+        status=CaseRow.Status.CANCELLED, outcome=Outcome.CANCELLED.value, finished_at=now
     )
     # An errored case produced no result (the turns it may have written are not a whole
     # case): grading them would make a pass of a case that never finished.
-    errored_in_original = same.filter(status=CaseResult.Status.ERROR)
+    errored_in_original = same.filter(status=CaseRow.Status.ERROR)
     errored = pending.filter(Exists(errored_in_original)).update(
-        status=CaseResult.Status.ERROR,
+        status=CaseRow.Status.ERROR,
         outcome=Outcome.ERROR.value,
         passed=False,
         errors=Subquery(errored_in_original.values("errors")[:1]),

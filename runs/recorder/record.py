@@ -17,7 +17,7 @@ from runs.core.wire import models as wire
 from runs.core.wire.build import summary_of_results
 from runs.core.wire.round_trip import commit_subject
 from runs.mapping import case_turns, case_values, turn_rows
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder.cases import turn_rows_insert
 from runs.recorder.finish import list_counts_store, run_counters
 
@@ -101,13 +101,13 @@ def _cases_record(
     run: Run, results: Sequence[wire.TestResult], turns_of: Sequence[Sequence[wire.TurnResult]]
 ) -> None:
     """The finished case rows of a recorded report, then their turn and metric rows."""
-    cases = CaseResult.objects.bulk_create(
+    cases = CaseRow.objects.bulk_create(
         [
-            CaseResult(
+            CaseRow(
                 run=run,
                 index=index,
                 name=result.test_name or "",
-                status=CaseResult.Status.DONE,
+                status=CaseRow.Status.DONE,
                 enqueued=True,
                 is_multi_turn=result.turns is not None,
                 finished_at=run.finished_at,
@@ -117,7 +117,7 @@ def _cases_record(
         ]
     )
     if not all(case.pk for case in cases):  # a backend without RETURNING on bulk insert
-        by_index = {c.index: c for c in CaseResult.objects.filter(run=run)}
+        by_index = {c.index: c for c in CaseRow.objects.filter(run=run)}
         cases = [by_index[case.index] for case in cases]
     turn_rows_insert(
         [

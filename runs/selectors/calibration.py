@@ -19,7 +19,7 @@ from runs.core.reviewing.agreement import Agreement, Judged, agreement_of
 from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.core.verdicts.kinds import kind_order
 from runs.core.verdicts.numbers import case_text
-from runs.models import MetricResult
+from runs.models import MetricRow
 
 VERDICTS = tuple(verdict.value for verdict in HumanVerdict)
 
@@ -71,7 +71,7 @@ def project_calibration(*, project_id: int, kind: str = "") -> list[Agreement]:
     """Every metric the project's runs graded (of ``kind``, when given), by kind then name,
     each with its agreement over the reviewed turns (none reviewed: an empty one). Two
     queries."""
-    graded = MetricResult.objects.filter(run__project_id=project_id)
+    graded = MetricRow.objects.filter(run__project_id=project_id)
     if kind:
         graded = graded.filter(kind=kind)
     kinds: dict[str, set[str]] = {}
@@ -125,7 +125,7 @@ def _reviewed_rows(
     """The metric rows of reviewed turns with the review's verdict and the turn's place, newest
     run first (one query: a turn has at most one review of its own)."""
     reviewed = where & Q(turn__reviews__reopened=False, turn__reviews__verdict__in=VERDICTS)
-    rows = MetricResult.objects.filter(reviewed)
+    rows = MetricRow.objects.filter(reviewed)
     if kind:
         rows = rows.filter(kind=kind)
     if metric_names:

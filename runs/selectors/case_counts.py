@@ -27,7 +27,7 @@ from runs.core.verdicts.kinds import METRIC_KINDS
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.repeats import RunRepeatStats, run_repeat_stats
 from runs.core.verdicts.status import most_common_cause
-from runs.models import CaseResult, MetricResult, TurnResult
+from runs.models import CaseRow, MetricRow, TurnRow
 from runs.selectors.cases import (
     CASE_OUTCOMES,
     TOOL_VERDICTS,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 LIST_COUNTS_VERSION = 1
 
 
-def listed(run: Run, cases: QuerySet[CaseResult]) -> QuerySet[Any, Any]:
+def listed(run: Run, cases: QuerySet[CaseRow]) -> QuerySet[Any, Any]:
     """What the case list counts and pages: the case rows, or a repeated run's case indices
     (one row per case, its repetitions under it)."""
     return case_group_indices(cases) if run.repeats > 1 else cases
@@ -81,7 +81,7 @@ def _metric_failures(run: Run) -> dict[str, int]:
     turn that failed it, by the index each metric row keeps: a repeated run's list counts case
     indices, and so does this). One query, no join."""
     counted = (
-        MetricResult.objects.filter(run=run, kind__in=METRIC_KINDS, outcome=Outcome.FAILED)
+        MetricRow.objects.filter(run=run, kind__in=METRIC_KINDS, outcome=Outcome.FAILED)
         .order_by()
         .values("metric_name")
         .annotate(n=Count("case_index", distinct=True))
@@ -156,15 +156,13 @@ CAUSE_CASES = 100
 def _not_graded_cause(run: Run) -> str:
     """The most common error of the metrics that could not grade in the run's not-graded
     cases; else (a case with nothing to grade) of those cases' own errors."""
-    cases = CaseResult.objects.filter(run=run, outcome=Outcome.NOT_GRADED).order_by()
+    cases = CaseRow.objects.filter(run=run, outcome=Outcome.NOT_GRADED).order_by()
     ids = list(cases.values_list("pk", flat=True)[:CAUSE_CASES])
     if not ids:
         return ""
-    turns = list(TurnResult.objects.filter(case_id__in=ids).values_list("pk", flat=True))
+    turns = list(TurnRow.objects.filter(case_id__in=ids).values_list("pk", flat=True))
     errors = (
-        MetricResult.objects.filter(
-            turn_id__in=turns, outcome__in=(Outcome.NOT_GRADED, Outcome.ERROR)
-        )
+        MetricRow.objects.filter(turn_id__in=turns, outcome__in=(Outcome.NOT_GRADED, Outcome.ERROR))
         .exclude(error=None)
         .order_by()
         .values_list("error", flat=True)[:CAUSE_SAMPLE]
@@ -175,7 +173,7 @@ def _not_graded_cause(run: Run) -> str:
 def _case_error_cause(run: Run, outcome: Outcome) -> str:
     """The most common first error of the run's cases with ``outcome``."""
     rows = (
-        CaseResult.objects.filter(run=run, outcome=outcome)
+        CaseRow.objects.filter(run=run, outcome=outcome)
         .order_by()
         .values_list("errors", flat=True)[:CAUSE_SAMPLE]
     )

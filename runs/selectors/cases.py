@@ -19,7 +19,7 @@ from runs.core.verdicts.outcomes import BAD, Outcome
 from runs.core.verdicts.repeats import RepeatStats, ScoreSpread, score_spreads, stats_by_unit
 from runs.core.verdicts.summary import RunSummary
 from runs.mapping import summary_of_rows
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.selectors.text_search import cases_with_text
 
 # "Only failures": cases that failed or errored (not those that could not be graded), in the
@@ -106,13 +106,13 @@ def case_rows(
     run: Run,
     filters: CaseFilters = CaseFilters(),
     fields: Sequence[str] = CASE_ROW_FIELDS,
-) -> QuerySet[CaseResult]:
+) -> QuerySet[CaseRow]:
     """The case rows of a run that pass ``filters`` (reading ``fields``), in one query: the
     verdict filters read the indexed ``outcome`` column; the metric filter is a semi-join on
-    the run's metric rows (``MetricResult``'s index on run and metric name); the tools filter
+    the run's metric rows (``MetricRow``'s index on run and metric name); the tools filter
     reads the verdicts of the run's cases that did not pass. A text search first reads the ids
     of the cases that have the text (``_cases_with_text``: one scan of the run's responses)."""
-    cases = CaseResult.objects.filter(run=run).only(*fields).order_by("index", "repetition")
+    cases = CaseRow.objects.filter(run=run).only(*fields).order_by("index", "repetition")
     if filters.failures:
         cases = cases.filter(outcome__in=FAILURES)
     if filters.outcome:
@@ -137,7 +137,7 @@ def _cases_failing_metric(run: Run, metric: str) -> QuerySet[Any, Any]:
     kind is named so the database seeks the failures in ``metric_summary_cover`` (run, name,
     kind, outcome) instead of reading every grade of the metric."""
     return (
-        MetricResult.objects.filter(
+        MetricRow.objects.filter(
             run=run, metric_name=metric, kind__in=METRIC_KINDS, outcome=Outcome.FAILED
         )
         .order_by()
@@ -155,7 +155,7 @@ class MetricFailureList:
         self.run = run
         self.rows = case_rows(run=run, fields=fields)
         self.keys = (
-            MetricResult.objects.filter(run=run, metric_name=metric, outcome=Outcome.FAILED)
+            MetricRow.objects.filter(run=run, metric_name=metric, outcome=Outcome.FAILED)
             .order_by("case_index")
             .values_list("case_index", flat=True)
             .distinct()
@@ -191,7 +191,7 @@ def _cases_with_text(run: Run, text: str) -> Q:
 def _flaky_indices(run: Run) -> QuerySet[Any, Any]:
     """The indices of the run's flaky cases (``runs.core.verdicts.repeats``), as a subquery."""
     return (
-        CaseResult.objects.filter(run=run)
+        CaseRow.objects.filter(run=run)
         .order_by()
         .values("index")
         .annotate(
@@ -211,7 +211,7 @@ def case_repeat_stats(*, run: Run) -> dict[int, RepeatStats]:
     # Counted by the database (one row per case, not per repetition), as ``repeat_stats``
     # counts: passed, and failed or errored.
     rows = (
-        CaseResult.objects.filter(run=run)
+        CaseRow.objects.filter(run=run)
         .order_by()
         .values("index")
         .annotate(
@@ -224,29 +224,29 @@ def case_repeat_stats(*, run: Run) -> dict[int, RepeatStats]:
     return {index: RepeatStats(*counts) for index, *counts in rows}
 
 
-def case_repetitions(*, case: CaseResult) -> list[CaseResult]:
+def case_repetitions(*, case: CaseRow) -> list[CaseRow]:
     """Every repetition of ``case``'s case in its run (itself included), in order."""
     return list(
-        CaseResult.objects.filter(run_id=case.run_id, index=case.index)
+        CaseRow.objects.filter(run_id=case.run_id, index=case.index)
         .only("id", "run_id", "index", "repetition", "outcome", "status")
         .order_by("repetition")
     )
 
 
-def turn_repeat_stats(*, case: CaseResult) -> dict[int, RepeatStats]:
+def turn_repeat_stats(*, case: CaseRow) -> dict[int, RepeatStats]:
     """Each turn of ``case``'s case over its repetitions (by turn index). One query."""
     rows = (
-        TurnResult.objects.filter(case__run_id=case.run_id, case__index=case.index)
+        TurnRow.objects.filter(case__run_id=case.run_id, case__index=case.index)
         .order_by()
         .values_list("index", "outcome")
     )
     return stats_by_unit(rows)
 
 
-def case_score_spreads(*, case: CaseResult) -> list[ScoreSpread]:
+def case_score_spreads(*, case: CaseRow) -> list[ScoreSpread]:
     """Each metric's scores over the repetitions of ``case``'s case. One query."""
     rows = (
-        MetricResult.objects.filter(turn__case__run_id=case.run_id, turn__case__index=case.index)
+        MetricRow.objects.filter(turn__case__run_id=case.run_id, turn__case__index=case.index)
         .order_by("position", "id")
         .values_list("metric_name", "score")
     )
@@ -254,8 +254,8 @@ def case_score_spreads(*, case: CaseResult) -> list[ScoreSpread]:
 
 
 def case_rows_changed_since(
-    *, rows: QuerySet[CaseResult], since: datetime, most: int | None = None
-) -> list[CaseResult]:
+    *, rows: QuerySet[CaseRow], since: datetime, most: int | None = None
+) -> list[CaseRow]:
     """The rows of ``rows`` (``case_rows``) that started or finished after ``since`` (the
     progress poll swaps just these), the first ``most`` of them (by index) when given."""
     return list(rows.filter(_changed_since(since))[:most])
@@ -264,7 +264,7 @@ def case_rows_changed_since(
 # --- a repeated run's case list: one row per case, its repetitions under it ------------------
 
 
-def case_group_indices(cases: QuerySet[CaseResult]) -> QuerySet[Any, int]:
+def case_group_indices(cases: QuerySet[CaseRow]) -> QuerySet[Any, int]:
     """The case indices of ``cases`` (rows of one run, as ``case_rows`` filters them), each
     once and in order: a repeated run's case list counts and pages its cases by these, not its
     rows. A case is listed when any of its repetitions is among ``cases``."""
@@ -276,7 +276,7 @@ class Repetition(NamedTuple):
     page holds a hundred cases of up to a thousand repetitions each."""
 
     pk: int
-    case_index: int  # CaseResult.index (a tuple's ``index`` is its method)
+    case_index: int  # CaseRow.index (a tuple's ``index`` is its method)
     repetition: int
     name: str
     status: str
@@ -284,7 +284,7 @@ class Repetition(NamedTuple):
 
     @property
     def label(self) -> str:
-        return self.name or case_text(self.case_index)  # as CaseResult.label
+        return self.name or case_text(self.case_index)  # as CaseRow.label
 
 
 REPETITION_FIELDS = ("id", "index", "repetition", "name", "status", "outcome")
@@ -294,7 +294,7 @@ def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[Repetition]]:
     """Every repetition of the cases of ``run`` at ``indices`` (a list, or a query such as a
     page of ``case_group_indices``), one list per case, by index then repetition. One query."""
     rows = (
-        CaseResult.objects.filter(run=run, index__in=indices)
+        CaseRow.objects.filter(run=run, index__in=indices)
         .order_by("index", "repetition")
         .values_list(*REPETITION_FIELDS)
     )
@@ -306,12 +306,12 @@ def case_groups(*, run: Run, indices: Iterable[int]) -> list[list[Repetition]]:
 
 
 def case_groups_changed_since(
-    *, run: Run, cases: QuerySet[CaseResult], since: datetime, most: int | None = None
+    *, run: Run, cases: QuerySet[CaseRow], since: datetime, most: int | None = None
 ) -> list[list[Repetition]]:
     """The cases listed by ``cases`` (``case_group_indices``) any repetition of which started or
     finished after ``since``, each with all its repetitions (``case_groups``): the rows the
     progress poll swaps in; the first ``most`` of them when given. One query."""
-    changed = CaseResult.objects.filter(run=run).filter(_changed_since(since)).values("index")
+    changed = CaseRow.objects.filter(run=run).filter(_changed_since(since)).values("index")
     indices = case_group_indices(cases.filter(index__in=Subquery(changed)))
     return case_groups(run=run, indices=indices[:most] if most is not None else indices)
 
@@ -329,7 +329,7 @@ def case_version(*, status: str, turns: int) -> str:
 def case_version_get(*, run_id: int, case_id: int) -> tuple[bool, str]:
     """(whether it is running, its ``case_version``) of one case, or 404: one small query."""
     row = (
-        CaseResult.objects.filter(pk=case_id, run_id=run_id)
+        CaseRow.objects.filter(pk=case_id, run_id=run_id)
         .annotate(written=Count("turns"))
         .values_list("status", "written")
         .first()
@@ -337,30 +337,30 @@ def case_version_get(*, run_id: int, case_id: int) -> tuple[bool, str]:
     if row is None:
         raise Http404("no such case")
     status, written = row
-    return status == CaseResult.Status.RUNNING, case_version(status=status, turns=written)
+    return status == CaseRow.Status.RUNNING, case_version(status=status, turns=written)
 
 
-def next_failed_case(*, case: CaseResult) -> CaseResult | None:
+def next_failed_case(*, case: CaseRow) -> CaseRow | None:
     """The next failed case of the same run after ``case`` (by index), if any."""
     return (
-        CaseResult.objects.filter(run_id=case.run_id, outcome__in=FAILURES, index__gt=case.index)
+        CaseRow.objects.filter(run_id=case.run_id, outcome__in=FAILURES, index__gt=case.index)
         .only("id", "run_id", "index", "name")
         .order_by("index")
         .first()
     )
 
 
-def case_get(*, run_id: int, case_id: int) -> CaseResult:
+def case_get(*, run_id: int, case_id: int) -> CaseRow:
     """One case with its run, turns and each turn's metrics (three queries).
 
     The case pages read only the run's id, agent name and status, so the run's project is not
     joined and its large text/JSON columns stay in the database.
     """
-    turns = TurnResult.objects.order_by("index").prefetch_related(
-        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+    turns = TurnRow.objects.order_by("index").prefetch_related(
+        Prefetch("metrics", queryset=MetricRow.objects.order_by("position", "id"))
     )
     return get_object_or_404(
-        CaseResult.objects.select_related("run")
+        CaseRow.objects.select_related("run")
         .defer(*(f"run__{name}" for name in CASE_PAGE_UNUSED_RUN_FIELDS))
         .prefetch_related(Prefetch("turns", queryset=turns)),
         pk=case_id,
@@ -368,12 +368,12 @@ def case_get(*, run_id: int, case_id: int) -> CaseResult:
     )
 
 
-def case_run_repeats(case: CaseResult) -> int:
+def case_run_repeats(case: CaseRow) -> int:
     """How many times the run of ``case`` (read by ``case_get``) ran each case."""
     return case.run.repeats
 
 
-def case_summary(*, case: CaseResult) -> RunSummary:
+def case_summary(*, case: CaseRow) -> RunSummary:
     """The case's own summary (its turns, their tool verdicts and metrics, counted as a run's
     are; four queries)."""
     return summary_of_rows(case.run_id, case_id=case.pk)

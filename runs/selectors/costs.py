@@ -35,7 +35,7 @@ from runs.core.pricing.prices import (
     usage_cost,
     warn_unpriced,
 )
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.selectors.runs import MODEL_NAME
 
 
@@ -161,12 +161,12 @@ def cost_sums_count(*, run_ids: list[int]) -> dict[int, CostSums]:
     tokens. Plain JSON values: what ``run_finish`` stores in ``Run.list_counts["cost"]``."""
     found: dict[int, CostSums] = {run_id: {"agent": [], "judge": []} for run_id in run_ids}
     cases = _with_tokens(
-        CaseResult.objects.filter(run_id__in=run_ids, token_usage__isnull=False), "token_usage"
+        CaseRow.objects.filter(run_id__in=run_ids, token_usage__isnull=False), "token_usage"
     )
     for row in cases.filter(has_tokens=1).values("run_id").annotate(**_SUMS):
         found[row.pop("run_id")]["agent"].append(_plain(row))
     judged = _with_tokens(
-        MetricResult.objects.filter(run_id__in=run_ids).filter(
+        MetricRow.objects.filter(run_id__in=run_ids).filter(
             Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False)
         ),
         "judge_usage",
@@ -271,7 +271,7 @@ def _judge_group_cost(row: dict[str, Any], table: PriceTable) -> Cost:
     return cost
 
 
-def turn_row_cost(turn: TurnResult, model: str | None, table: PriceTable) -> SplitCost:
+def turn_row_cost(turn: TurnRow, model: str | None, table: PriceTable) -> SplitCost:
     """One stored turn (its metrics prefetched)."""
     return SplitCost(
         usage_cost(turn.token_usage, model, table),
@@ -282,7 +282,7 @@ def turn_row_cost(turn: TurnResult, model: str | None, table: PriceTable) -> Spl
     )
 
 
-def case_row_cost(turns: Iterable[TurnResult], model: str | None, table: PriceTable) -> SplitCost:
+def case_row_cost(turns: Iterable[TurnRow], model: str | None, table: PriceTable) -> SplitCost:
     costs = [turn_row_cost(turn, model, table) for turn in turns]
     return SplitCost(total(c.agent for c in costs), total(c.judge for c in costs))
 

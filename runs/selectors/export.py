@@ -12,7 +12,7 @@ from runs.core.verdicts.numbers import repetition_name
 from runs.core.wire import models as wire
 from runs.core.wire.reviews import IMPORTED_BY, ReviewWire
 from runs.mapping import case_to_wire, turn_to_wire
-from runs.models import CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.models import CaseRow, MetricRow, Run, TurnRow, TurnTranscript
 from runs.review_models import Review, ReviewChange
 from runs.selectors.runs import run_summary
 
@@ -20,12 +20,12 @@ from runs.selectors.runs import run_summary
 def case_turn_results(*, run_id: int, case_id: int) -> list[wire.TurnResult]:
     """A case's turns as wire TurnResults with their metric results and transcripts, in order
     (four queries); 404 when the run has no such case."""
-    case = get_object_or_404(CaseResult.objects.only("id"), pk=case_id, run_id=run_id)
+    case = get_object_or_404(CaseRow.objects.only("id"), pk=case_id, run_id=run_id)
     turns = (
-        TurnResult.objects.filter(case=case)
+        TurnRow.objects.filter(case=case)
         .order_by("index")
         .prefetch_related(
-            Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+            Prefetch("metrics", queryset=MetricRow.objects.order_by("position", "id"))
         )
     )
     transcripts = dict(
@@ -79,7 +79,7 @@ def _cancelled_names(run: Run) -> list[str]:
     """The names of the run's cases a cancel stopped (with repeats, each repetition's)."""
     if not run.cancelled_cases:
         return []
-    cases = CaseResult.objects.filter(run=run, status=CaseResult.Status.CANCELLED).order_by(
+    cases = CaseRow.objects.filter(run=run, status=CaseRow.Status.CANCELLED).order_by(
         "index", "repetition"
     )
     return [
@@ -91,20 +91,20 @@ def _cancelled_names(run: Run) -> list[str]:
 
 def _run_results(
     run: Run,
-) -> tuple[list[CaseResult], list[wire.TestResult], list[wire.RepetitionSummary] | None]:
+) -> tuple[list[CaseRow], list[wire.TestResult], list[wire.RepetitionSummary] | None]:
     """Every settled case of the run (done, or errored), and each as a wire TestResult, in
     order; with repeats, each repetition, named as such (``repetition_name``), and the cases'
     summaries over their repetitions."""
     cases = list(
-        CaseResult.objects.filter(
-            run=run, status__in=[CaseResult.Status.DONE, CaseResult.Status.ERROR]
+        CaseRow.objects.filter(
+            run=run, status__in=[CaseRow.Status.DONE, CaseRow.Status.ERROR]
         ).order_by("index", "repetition")
     )
-    turns_by_case: dict[int, list[TurnResult]] = {}
-    metrics_by_turn: dict[int, list[MetricResult]] = {}
-    for metric in MetricResult.objects.filter(run=run).order_by("turn_id", "position"):
+    turns_by_case: dict[int, list[TurnRow]] = {}
+    metrics_by_turn: dict[int, list[MetricRow]] = {}
+    for metric in MetricRow.objects.filter(run=run).order_by("turn_id", "position"):
         metrics_by_turn.setdefault(metric.turn_id, []).append(metric)
-    for turn in TurnResult.objects.filter(run=run).order_by("case_id", "index"):
+    for turn in TurnRow.objects.filter(run=run).order_by("case_id", "index"):
         turns_by_case.setdefault(turn.case_id, []).append(turn)
     transcripts = dict(TurnTranscript.objects.filter(run=run).values_list("turn_id", "events"))
     results = [
@@ -143,7 +143,7 @@ def _run_results(
     )
 
 
-def run_review_wires(*, run: Run, cases: list[CaseResult]) -> list[ReviewWire]:
+def run_review_wires(*, run: Run, cases: list[CaseRow]) -> list[ReviewWire]:
     """The reviews of the run's settled ``cases`` (in the export's order), each naming its
     result by position, case by case and turn by turn (two queries). ``by`` is who last changed
     it; for a review imported from a file and not changed since, the name the file gave."""
@@ -167,7 +167,7 @@ def run_review_wires(*, run: Run, cases: list[CaseResult]) -> list[ReviewWire]:
 
 
 def _review_wire(
-    review: Review, case: CaseResult, position: int, imported: dict[int, str]
+    review: Review, case: CaseRow, position: int, imported: dict[int, str]
 ) -> ReviewWire:
     by = review.updated_by.get_username() if review.updated_by else imported.get(review.pk, "")
     return ReviewWire(

@@ -10,7 +10,7 @@ from typing import Any
 from django.http import Http404
 
 from runs.core.wire.requests import RequestBook
-from runs.models import TurnResult
+from runs.models import TurnRow
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def model_requests_of_turn(*, run_id: int, case_id: int, index: int) -> list[Mod
     """Every model call of the case's turn ``index`` that kept its request (one query: the
     case's transcripts up to that turn); 404 when the case has no such turn."""
     rows = list(
-        TurnResult.objects.filter(case_id=case_id, case__run_id=run_id, index__lte=index)
+        TurnRow.objects.filter(case_id=case_id, case__run_id=run_id, index__lte=index)
         .order_by("index")
         .values_list("index", "transcript__events")
     )

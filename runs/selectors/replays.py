@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from runs.core.runoptions.replay import POLICY_TEXTS, ReplayPick
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.selectors.cases import CaseFilters, case_rows
 from runs.selectors.reruns import failed_case_indices
 from runs.selectors.snapshots import snapshot_contents, stored_snapshot
@@ -29,7 +29,7 @@ def replay_recording(*, original_id: int, indices: list[int]) -> dict[int, Recor
     """The original's recorded tool calls of each case of ``indices`` (its first repetition),
     turn by turn: {case index: [[call, ...] per turn]} (1 query)."""
     rows = (
-        TurnResult.objects.filter(run_id=original_id, case__index__in=indices, case__repetition=0)
+        TurnRow.objects.filter(run_id=original_id, case__index__in=indices, case__repetition=0)
         .order_by("case__index", "index")
         .values_list("case__index", "index", "tool_invocations")
     )
@@ -122,7 +122,7 @@ def replay_form_data(*, run: Run, chosen: list[int] | None) -> ReplayFormData:
     failed = failed_case_indices(run=run)
     picked = set(failed if chosen is None else chosen)
     rows = list(
-        CaseResult.objects.filter(run=run, repetition=0)
+        CaseRow.objects.filter(run=run, repetition=0)
         .order_by("index")
         .values_list("index", "name", "outcome")[:MAX_CASES_LISTED]
     )
@@ -174,7 +174,7 @@ def replay_verdict_changes(*, original_id: int, replay_id: int) -> list[VerdictC
     repetition (2 queries)."""
 
     def verdicts(run_id: int) -> dict[int, tuple[str, str, dict[int, str]]]:
-        rows = TurnResult.objects.filter(run_id=run_id, case__repetition=0).values_list(
+        rows = TurnRow.objects.filter(run_id=run_id, case__repetition=0).values_list(
             "case__index", "case__name", "case__outcome", "index", "outcome"
         )
         found: dict[int, tuple[str, str, dict[int, str]]] = {}

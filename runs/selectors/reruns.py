@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from runs.core.runoptions import RERUN_FAILED
 from runs.core.verdicts.numbers import case_text
 from runs.core.verdicts.outcomes import Outcome
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.selectors.case_counts import list_count_stored
 from runs.selectors.cases import CaseFilters
 
@@ -54,7 +54,7 @@ def run_rerunnable(run: Run) -> bool:
 
 def failed_case_indices(*, run: Run) -> list[int]:
     """The indices of its cases that failed or errored (with repeats: in any repetition)."""
-    rows = CaseResult.objects.filter(run=run, outcome__in=FAILED_OUTCOMES)
+    rows = CaseRow.objects.filter(run=run, outcome__in=FAILED_OUTCOMES)
     return sorted(set(rows.values_list("index", flat=True)))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from django.shortcuts import get_object_or_404
 
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 from runs.review_models import Review
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
@@ -31,7 +31,7 @@ REVIEW_RELATED = (
 class CarriedTurn:
     """A failing turn of the run and the review it carries from an earlier run."""
 
-    turn: TurnResult
+    turn: TurnRow
     carried: Carried
 
 
@@ -52,7 +52,7 @@ def run_review_listing(*, run: Run) -> RunReviews:
         key=lambda r: (r.case.index, r.case.repetition, r.turn.index if r.turn else -1, r.pk),
     )
     failing = list(
-        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+        TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
         .select_related("case")
         .order_by("case__index", "case__repetition", "index")
     )
@@ -64,10 +64,10 @@ def run_review_listing(*, run: Run) -> RunReviews:
     )
 
 
-def review_turn_at(*, run_id: int, case_id: int, index: int) -> TurnResult:
+def review_turn_at(*, run_id: int, case_id: int, index: int) -> TurnRow:
     """The turn at ``index`` of the run's case, with its case and run, or 404."""
     return get_object_or_404(
-        TurnResult.objects.select_related("case__run").defer(
+        TurnRow.objects.select_related("case__run").defer(
             "case__run__raw_yaml", "case__run__config_snapshot"
         ),
         run_id=run_id,
@@ -76,23 +76,23 @@ def review_turn_at(*, run_id: int, case_id: int, index: int) -> TurnResult:
     )
 
 
-def review_case_at(*, run_id: int, case_id: int) -> CaseResult:
+def review_case_at(*, run_id: int, case_id: int) -> CaseRow:
     """The run's case, with its run, or 404."""
     return get_object_or_404(
-        CaseResult.objects.select_related("run").defer("run__raw_yaml", "run__config_snapshot"),
+        CaseRow.objects.select_related("run").defer("run__raw_yaml", "run__config_snapshot"),
         run_id=run_id,
         pk=case_id,
     )
 
 
-def case_review_of(*, case: CaseResult) -> Review | None:
+def case_review_of(*, case: CaseRow) -> Review | None:
     """The case's own review (of the case itself, not of a turn), or None (one query)."""
     return (
         Review.objects.filter(case=case, turn__isnull=True).select_related(*REVIEW_RELATED).first()
     )
 
 
-def turn_review_state(*, turn: TurnResult) -> tuple[Review | None, Carried | None]:
+def turn_review_state(*, turn: TurnRow) -> tuple[Review | None, Carried | None]:
     """The turn's own review, and the review it carries from an earlier run (two queries)."""
     own = Review.objects.filter(turn=turn).select_related(*REVIEW_RELATED).first()
     carried = carried_reviews(run=turn.case.run, turns=[turn]).get(turn.pk)

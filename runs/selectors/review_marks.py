@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from runs.models import TurnResult
+from runs.models import TurnRow
 from runs.review_models import Review
 from runs.selectors.reviews import FAILURE_OUTCOMES, carried_reviews, is_triaged
 
@@ -65,7 +65,7 @@ class Failure:
 def run_failures(*, run: Run) -> list[Failure]:
     """Every failing turn of the run with its triage, by case and turn (three queries)."""
     turns = list(
-        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+        TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
         .select_related("case")
         .only(*_FAILURE_FIELDS)
         .order_by("case__index", "case__repetition", "index")
@@ -87,7 +87,7 @@ def run_failures(*, run: Run) -> list[Failure]:
     ]
 
 
-def turn_marks(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, TriageMark]:
+def turn_marks(*, run: Run, turns: Sequence[TurnRow]) -> dict[int, TriageMark]:
     """The triage of each of ``turns`` (of ``run``) that has one, by turn id (two queries)."""
     wanted = {turn.pk for turn in turns}
     reviews = (
@@ -105,7 +105,7 @@ def turn_marks(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, TriageMark
 
 
 def marks_of_turns(
-    *, turns: Sequence[TurnResult], project_of: Mapping[int, int | None]
+    *, turns: Sequence[TurnRow], project_of: Mapping[int, int | None]
 ) -> dict[int, TriageMark]:
     """The triage of each of ``turns`` that failed (of several runs: a side by side;
     ``project_of``: each run's project by run id), by turn id: none, one or two queries
@@ -129,13 +129,13 @@ def marks_of_turns(
     return marks
 
 
-def _known(review: Review, turn: TurnResult) -> bool:
+def _known(review: Review, turn: TurnRow) -> bool:
     """The same turn (by place), defined the same, failing the same way."""
     return (review.definition, review.failure) == (turn.definition, turn.failure)
 
 
 def _newest_elsewhere(
-    turns: Sequence[TurnResult], project_of: Mapping[int, int | None]
+    turns: Sequence[TurnRow], project_of: Mapping[int, int | None]
 ) -> dict[int, Review]:
     """For each turn (by id), the newest review of the same turn (by place) made on another
     run of its project (one query)."""

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import get_object_or_404
 
 from runs.core.reviewing.vocabulary import HumanVerdict
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 from runs.review_models import Review, ReviewChange
 from runs.selectors.reviews import (
     FAILURE_OUTCOMES,
@@ -41,7 +41,7 @@ NOTE_SHOWN = 80
 
 
 @dataclass(frozen=True)
-class Change:
+class HistoryChange:
     """One change of a review as its history lists it: who, when, and what it changed."""
 
     by: str
@@ -59,17 +59,17 @@ class CaseReviews:
     own: dict[int, Review] = field(default_factory=dict)
     carried: dict[int, Carried] = field(default_factory=dict)
     case_review: Review | None = None
-    history: dict[int, list[Change]] = field(default_factory=dict)
+    history: dict[int, list[HistoryChange]] = field(default_factory=dict)
     categories: list[CategoryChoice] = field(default_factory=list)
 
 
-def is_failing(turn: TurnResult) -> bool:
+def is_failing(turn: TurnRow) -> bool:
     """A turn a reviewer triages: failed, errored or not graded (not passed, not skipped)."""
     return turn.outcome in FAILURE_OUTCOMES
 
 
 def case_reviews(
-    *, case: CaseResult, turns: Sequence[TurnResult], categories: bool = True
+    *, case: CaseRow, turns: Sequence[TurnRow], categories: bool = True
 ) -> CaseReviews:
     """The reviews the panels of ``case`` show, for its failing ``turns`` (at most four
     queries: the reviews of the case, the ones its turns carry, their changes, and with
@@ -107,7 +107,7 @@ def not_reopened(carried: dict[int, Carried], own: dict[int, Review]) -> dict[in
     }
 
 
-def _reviews_of_case(case: CaseResult) -> list[Review]:
+def _reviews_of_case(case: CaseRow) -> list[Review]:
     return list(
         Review.objects.filter(case=case).select_related(
             "category", "created_by", "updated_by", "assignee", "carried_from__run",
@@ -116,9 +116,9 @@ def _reviews_of_case(case: CaseResult) -> list[Review]:
     )  # fmt: skip
 
 
-def review_changes(review_ids: Iterable[int]) -> dict[int, list[Change]]:
+def review_changes(review_ids: Iterable[int]) -> dict[int, list[HistoryChange]]:
     """Every change of the given reviews, newest first, by review id (one query)."""
-    history: dict[int, list[Change]] = defaultdict(list)
+    history: dict[int, list[HistoryChange]] = defaultdict(list)
     ids = list(review_ids)
     if not ids:
         return {}
@@ -127,7 +127,7 @@ def review_changes(review_ids: Iterable[int]) -> dict[int, list[Change]]:
     return dict(history)
 
 
-def _change(change: ReviewChange) -> Change:
+def _change(change: ReviewChange) -> HistoryChange:
     before, after = change.before or {}, change.after or {}
     changed = [
         _described(name, _shown(name, before.get(name)), _shown(name, after.get(name)))
@@ -135,7 +135,7 @@ def _change(change: ReviewChange) -> Change:
         if before.get(name) != after.get(name) and (before or after.get(name))
     ]
     by = change.by.get_username() if change.by else ""
-    return Change(by=by, at=change.at, fields=changed, first=not before)
+    return HistoryChange(by=by, at=change.at, fields=changed, first=not before)
 
 
 def _described(name: str, before: str, after: str) -> str:
@@ -168,29 +168,29 @@ def _shown(name: str, value: Any) -> str:
 # --- what a form posts to ------------------------------------------------------------------
 
 
-def review_turn_get(*, run_id: int, case_id: int, turn_id: int) -> TurnResult:
+def review_turn_get(*, run_id: int, case_id: int, turn_id: int) -> TurnRow:
     """One turn of a case of a run, with its case and run (one query; 404 when they do not
     belong together)."""
     return get_object_or_404(
-        TurnResult.objects.select_related("case__run"), pk=turn_id, case_id=case_id, run_id=run_id
+        TurnRow.objects.select_related("case__run"), pk=turn_id, case_id=case_id, run_id=run_id
     )
 
 
-def review_case_get(*, run_id: int, case_id: int) -> CaseResult:
+def review_case_get(*, run_id: int, case_id: int) -> CaseRow:
     """One case of a run, with its run (one query; 404 when it is not the run's)."""
-    return get_object_or_404(CaseResult.objects.select_related("run"), pk=case_id, run_id=run_id)
+    return get_object_or_404(CaseRow.objects.select_related("run"), pk=case_id, run_id=run_id)
 
 
-def project_turn_get(*, project_id: int, turn_id: int) -> TurnResult:
+def project_turn_get(*, project_id: int, turn_id: int) -> TurnRow:
     """One turn of a run of the project, with its case and run (404 otherwise)."""
     return get_object_or_404(
-        TurnResult.objects.select_related("case__run", "run"),
+        TurnRow.objects.select_related("case__run", "run"),
         pk=turn_id,
         run__project_id=project_id,
     )
 
 
-def turn_reviews(*, turn: TurnResult) -> CaseReviews:
+def turn_reviews(*, turn: TurnRow) -> CaseReviews:
     """The review panel of one turn: its own review, the one it carries, their changes, the
     categories (four queries)."""
     own = (
@@ -211,7 +211,7 @@ def turn_reviews(*, turn: TurnResult) -> CaseReviews:
     )
 
 
-def case_own_review(*, case: CaseResult) -> CaseReviews:
+def case_own_review(*, case: CaseRow) -> CaseReviews:
     """The review panel of a case itself (three queries)."""
     review = (
         Review.objects.filter(case=case, turn__isnull=True)
@@ -225,7 +225,7 @@ def case_own_review(*, case: CaseResult) -> CaseReviews:
     )
 
 
-def earlier_review(*, turn: TurnResult, review_id: int) -> Carried | None:
+def earlier_review(*, turn: TurnRow, review_id: int) -> Carried | None:
     """The earlier run's review ``review_id`` as ``turn`` carries it (None when it carries
     another, or none): what Confirm and Reopen act on (one query)."""
     found = carried_reviews(run=turn.case.run, turns=[turn]).get(turn.pk)
@@ -240,7 +240,7 @@ def _triaging() -> Q:
     return Q(reopened=False) & (~Q(verdict="") | Q(category__isnull=False))
 
 
-def cases_by_review(cases: QuerySet[CaseResult], *, run: Run, which: str) -> QuerySet[CaseResult]:
+def cases_by_review(cases: QuerySet[CaseRow], *, run: Run, which: str) -> QuerySet[CaseRow]:
     """``cases`` (a run's case rows) narrowed to the review filter ``which`` (one of
     ``REVIEW_FILTERS``; "" leaves them as they are): semi-joins on the run's failing turns and
     reviews, in the same query."""
@@ -252,7 +252,7 @@ def cases_by_review(cases: QuerySet[CaseResult], *, run: Run, which: str) -> Que
     untriaged_turns = _untriaged_turns(run)
     if which == UNTRIAGED:
         return cases.filter(pk__in=untriaged_turns)
-    failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES).values("case_id")
+    failing = TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES).values("case_id")
     return cases.filter(pk__in=failing).exclude(pk__in=untriaged_turns)
 
 
@@ -260,7 +260,7 @@ def _untriaged_turns(run: Run) -> QuerySet[Any, Any]:
     """The case ids of the run's failing turns no review of their own triages."""
     triaged = Review.objects.filter(_triaging(), turn=OuterRef("pk"))
     return (
-        TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+        TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
         .filter(~Exists(triaged))
         .values("case_id")
     )
@@ -278,5 +278,5 @@ def review_list_count(*, run: Run, which: str) -> int | None:
     untriaged = int(_untriaged_turns(run).distinct().count())
     if which == UNTRIAGED:
         return untriaged
-    failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+    failing = TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
     return int(failing.values("case_id").distinct().count()) - untriaged

@@ -17,7 +17,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 
 from runs.core.reviewing.vocabulary import Role
 from runs.core.verdicts.outcomes import RUN_FINISHED_STATES, Outcome
-from runs.models import MetricResult, Run, TurnResult
+from runs.models import MetricRow, Run, TurnRow
 from runs.review_models import Review
 from runs.selectors.review_panels import not_reopened
 from runs.selectors.reviews import (
@@ -56,7 +56,7 @@ class QueueItem:
     failed or could not grade, its own review when it has one that does not triage it (an
     assignment, a reopened review), and the review it carries from an earlier run."""
 
-    turn: TurnResult
+    turn: TurnRow
     failed_metrics: list[tuple[str, str]]  # (name, outcome)
     review: Review | None
     carried: Carried | None
@@ -106,11 +106,11 @@ class Queue:
     default_runs: bool = True
 
 
-def _failing(run_ids: Sequence[int]) -> QuerySet[TurnResult]:
-    return TurnResult.objects.filter(run_id__in=list(run_ids), outcome__in=FAILURE_OUTCOMES)
+def _failing(run_ids: Sequence[int]) -> QuerySet[TurnRow]:
+    return TurnRow.objects.filter(run_id__in=list(run_ids), outcome__in=FAILURE_OUTCOMES)
 
 
-def _untriaged(run_ids: Sequence[int]) -> QuerySet[TurnResult]:
+def _untriaged(run_ids: Sequence[int]) -> QuerySet[TurnRow]:
     return _failing(run_ids).filter(
         ~Exists(Review.objects.filter(_triaging(), turn=OuterRef("pk")))
     )
@@ -179,7 +179,7 @@ def _triaging() -> Q:
     return Q(reopened=False) & (~Q(verdict="") | Q(category__isnull=False))
 
 
-def queue_items(*, project_id: int, turns: list[TurnResult]) -> list[QueueItem]:
+def queue_items(*, project_id: int, turns: list[TurnRow]) -> list[QueueItem]:
     """What the queue shows of ``turns``: their failed metrics, their own reviews, the reviews
     they carry (three queries)."""
     if not turns:
@@ -187,7 +187,7 @@ def queue_items(*, project_id: int, turns: list[TurnResult]) -> list[QueueItem]:
     ids = [turn.pk for turn in turns]
     failed: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for turn_id, name, outcome in (
-        MetricResult.objects.filter(turn_id__in=ids)
+        MetricRow.objects.filter(turn_id__in=ids)
         .exclude(outcome=Outcome.PASSED.value)
         .order_by("turn_id", "position", "id")
         .values_list("turn_id", "metric_name", "outcome")
@@ -206,7 +206,7 @@ def queue_items(*, project_id: int, turns: list[TurnResult]) -> list[QueueItem]:
     ]
 
 
-def _carried(project_id: int, turns: list[TurnResult]) -> dict[int, Carried]:
+def _carried(project_id: int, turns: list[TurnRow]) -> dict[int, Carried]:
     """For each turn, the newest review of the same turn (by place) from another run (one
     query for turns of several runs: ``selectors.reviews.carried_reviews`` reads one run's)."""
     keys = {turn.turn_key for turn in turns if turn.turn_key}
@@ -226,7 +226,7 @@ def _carried(project_id: int, turns: list[TurnResult]) -> dict[int, Carried]:
     return found
 
 
-def _state(review: Review, turn: TurnResult) -> str:
+def _state(review: Review, turn: TurnRow) -> str:
     if review.definition != turn.definition:
         return STALE
     return KNOWN if review.failure == turn.failure else OTHER_FAILURE

@@ -13,7 +13,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from runs.core.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import RunSummary
-from runs.models import TurnResult
+from runs.models import TurnRow
 from runs.review_models import Review, TriageCategory
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def run_reviews(*, run: Run) -> dict[int, Review]:
     return {review.turn_id: review for review in reviews if review.turn_id is not None}
 
 
-def carried_reviews(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, Carried]:
+def carried_reviews(*, run: Run, turns: Sequence[TurnRow]) -> dict[int, Carried]:
     """For each of ``turns`` (of ``run``), the newest review of the same turn (by place) from
     another run of the project, and whether it is known here, about another failure, or
     stale (one query)."""
@@ -111,7 +111,7 @@ def carried_reviews(*, run: Run, turns: Sequence[TurnResult]) -> dict[int, Carri
     }
 
 
-def _state(review: Review, turn: TurnResult) -> str:
+def _state(review: Review, turn: TurnRow) -> str:
     if review.definition != turn.definition:
         return STALE
     return KNOWN if review.failure == turn.failure else OTHER_FAILURE
@@ -121,7 +121,7 @@ def run_review_tally(*, run: Run) -> ReviewTally:
     """The run's failing turns, how many people triaged (and into which category), how many
     they disagree with, and how many untriaged ones carry a known review from an earlier run:
     counted by the database (three queries, whatever the run's size)."""
-    failing = TurnResult.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
+    failing = TurnRow.objects.filter(run=run, outcome__in=FAILURE_OUTCOMES)
     own = Review.objects.filter(run=run, turn__outcome__in=FAILURE_OUTCOMES)
     triaging = own.filter(reopened=False).filter(~Q(verdict="") | Q(category__isnull=False))
     stored = _failing_turns_stored(run)
@@ -152,7 +152,7 @@ def _failing_turns_stored(run: Run) -> int | None:
     return summary.turns.failed + summary.turns.error + summary.turns.not_graded
 
 
-def _known_count(run: Run, turns: QuerySet[TurnResult]) -> int:
+def _known_count(run: Run, turns: QuerySet[TurnRow]) -> int:
     """How many of ``turns`` (of ``run``, with no review of their own) carry a known review:
     the newest review of the same place from another run (``carried_reviews``) was made on the
     same definition failing the same way (one query: an index seek per turn)."""
@@ -215,4 +215,4 @@ def untriaged_filter() -> Q:
     triaged = Q(reviews__reopened=False) & (
         ~Q(reviews__verdict="") | Q(reviews__category__isnull=False)
     )
-    return ~Q(pk__in=TurnResult.objects.filter(triaged).values("pk"))
+    return ~Q(pk__in=TurnRow.objects.filter(triaged).values("pk"))

@@ -22,7 +22,7 @@ from runs.core.stats.significance import (
 )
 from runs.core.verdicts.numbers import turn_text
 from runs.core.verdicts.outcomes import GRADED_VALUES, Outcome
-from runs.models import Run, TurnResult
+from runs.models import Run, TurnRow
 
 Samples = dict[str, list[bool]]  # unit key -> its graded outcomes (True: passed)
 TURN_SEPARATOR = " · turn "  # in a turn's key, between its case's key and its number
@@ -75,7 +75,7 @@ def samples_by_run(run_ids: Sequence[int]) -> dict[int, SideSamples]:
 
 def _turn_rows(run_ids: Sequence[int]) -> Iterable[tuple[int, int, int, str, int, str]]:
     return (
-        TurnResult.objects.filter(run_id__in=run_ids)
+        TurnRow.objects.filter(run_id__in=run_ids)
         .order_by()
         .values_list("run_id", "case_id", "case__index", "case__name", "index", "outcome")
     )

@@ -34,7 +34,7 @@ from django.db.models import Exists, OuterRef, Q, Value
 from django.db.models.functions import StrIndex, Upper
 from django.db.models.lookups import GreaterThan
 
-from runs.models import CaseResult, Run, TurnResult, TurnTranscript
+from runs.models import CaseRow, Run, TurnRow, TurnTranscript
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def cases_with_text(*, run: Run, text: str, limit: int) -> Q:
         ids = _scanned_case_ids(run, text, limit)
     if len(ids) <= limit:
         return Q(pk__in=ids)
-    turns = TurnResult.objects.filter(case=OuterRef("pk")).filter(_contains("response", text))
+    turns = TurnRow.objects.filter(case=OuterRef("pk")).filter(_contains("response", text))
     transcripts = TurnTranscript.objects.filter(turn__case=OuterRef("pk")).filter(
         _contains("search_text", text)
     )
@@ -114,8 +114,8 @@ def _contains(field: str, text: str) -> Q:
 def _scanned_case_ids(run: Run, text: str, limit: int) -> list[int]:
     """Up to ``limit`` + 1 ids of the run's cases with ``text`` (one query; PostgreSQL answers
     it from its trigram indexes when the text is rare, from the run's rows when it is not)."""
-    turns = TurnResult.objects.filter(run=run).filter(_contains("response", text)).order_by()
-    own = CaseResult.objects.filter(run=run).filter(_contains("agent_response", text)).order_by()
+    turns = TurnRow.objects.filter(run=run).filter(_contains("response", text)).order_by()
+    own = CaseRow.objects.filter(run=run).filter(_contains("agent_response", text)).order_by()
     seen = TurnTranscript.objects.filter(run=run).filter(_contains("search_text", text))
     matched = turns.values_list("case_id", flat=True).union(
         own.values_list("pk", flat=True), seen.order_by().values_list("turn__case_id", flat=True)

@@ -14,7 +14,7 @@ from typing import Any
 from django.http import Http404
 
 from runs.core.wire.transcripts import Event
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 from runs.selectors.costs import prices
 from runs.selectors.transcripts import priced
 
@@ -49,7 +49,7 @@ def turn_transcript_get(*, run_id: int, case_id: int, index: int) -> TurnTranscr
     """Turn ``index`` of the case with its transcript, model calls priced (``cost_usd``); 404
     when the run has no such case or the case no such turn (one query)."""
     row = (
-        TurnResult.objects.filter(case_id=case_id, case__run_id=run_id, index=index)
+        TurnRow.objects.filter(case_id=case_id, case__run_id=run_id, index=index)
         .values_list(*_FIELDS)
         .first()
     )
@@ -70,12 +70,12 @@ def turn_transcript_get(*, run_id: int, case_id: int, index: int) -> TurnTranscr
     )
 
 
-def transcript_cases(*, case_ids: tuple[int, int]) -> tuple[CaseResult, CaseResult]:
+def transcript_cases(*, case_ids: tuple[int, int]) -> tuple[CaseRow, CaseRow]:
     """The two cases of a side by side, each with its run (the columns' headings); 404 when
     either is missing (one query)."""
     found = {
         case.pk: case
-        for case in CaseResult.objects.filter(pk__in=case_ids)
+        for case in CaseRow.objects.filter(pk__in=case_ids)
         .select_related("run")
         .only(
             "id",

@@ -12,7 +12,7 @@ from runs.core.pricing.prices import PriceTable, usage_cost
 from runs.core.wire.models import TokenUsage
 from runs.core.wire.requests import RequestBook
 from runs.core.wire.transcripts import Event
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 from runs.selectors.costs import prices
 
 
@@ -28,7 +28,7 @@ class TurnTranscriptView:
 
 @dataclass(frozen=True)
 class CaseTranscript:
-    case: CaseResult
+    case: CaseRow
     turns: list[TurnTranscriptView]
 
     @property
@@ -47,12 +47,12 @@ def case_transcript_get(
     ``request`` as the whole body it sent (``runs.core.wire.requests``) instead of its stored
     references. 404 when the run has no such case."""
     case = get_object_or_404(
-        CaseResult.objects.only("id", "run_id", "index", "repetition", "name"),
+        CaseRow.objects.only("id", "run_id", "index", "repetition", "name"),
         pk=case_id,
         run_id=run_id,
     )
     rows = (
-        TurnResult.objects.filter(case=case)
+        TurnRow.objects.filter(case=case)
         .order_by("index")
         .values_list("id", "index", "outcome", "transcript__events", "transcript__size_bytes")
     )

@@ -37,7 +37,7 @@ from runs.core.commit_order import commit_ordered
 from runs.core.gitutil import GitError, commit_order
 from runs.core.verdicts.regrades import RegradeSources
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import Review
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from runs.selectors.reviews import FAILURE_OUTCOMES
@@ -89,7 +89,7 @@ def runs_reviewed(runs: Any) -> dict[int, tuple[int, int]]:
         ~Q(verdict="") | Q(category__isnull=False)
     )
     rows = (
-        TurnResult.objects.filter(run__in=runs.values("pk"), outcome__in=FAILURE_OUTCOMES)
+        TurnRow.objects.filter(run__in=runs.values("pk"), outcome__in=FAILURE_OUTCOMES)
         .annotate(is_triaged=Exists(triaging))
         .order_by()
         .values("run_id")

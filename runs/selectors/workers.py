@@ -18,7 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from runs.models import CaseResult, WorkerHeartbeat
+from runs.models import CaseRow, WorkerHeartbeat
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def worker_overview(*, include_stale: bool = False) -> WorkerOverview:
 
 def _running_cases() -> list[RunningCase]:
     rows = (
-        CaseResult.objects.filter(status=CaseResult.Status.RUNNING)
+        CaseRow.objects.filter(status=CaseRow.Status.RUNNING)
         .exclude(claimed_by="")
         .order_by("run_id", "index")
         .values_list("run_id", "pk", "name", "index", "claimed_by")

@@ -42,7 +42,7 @@ from runs.core.engine.events import emit
 from runs.core.logcontext import log_context, log_context_set
 from runs.core.owner import owner_dead
 from runs.core.wire import models as wire
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.services import warm_sessions
 from runs.services.heartbeats import case_heartbeat
 from runs.services.queue import EXECUTE_CASE, task_enqueue
@@ -93,7 +93,7 @@ def run_execute_inline(*, run_id: int) -> Run:
     with _recorder_connection():
         for case in (
             _cases_with_run()
-            .filter(run_id=run_id, status=CaseResult.Status.PENDING)
+            .filter(run_id=run_id, status=CaseRow.Status.PENDING)
             .order_by("index", "repetition")
         ):
             if case.run.status != Run.Status.RUNNING:
@@ -112,8 +112,8 @@ def case_pump(*, run: Run) -> int:
 
     Each case is queued once (an atomic flag), so concurrent pumps never double-queue.
     """
-    in_flight = CaseResult.objects.filter(
-        run=run, enqueued=True, status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+    in_flight = CaseRow.objects.filter(
+        run=run, enqueued=True, status__in=[CaseRow.Status.PENDING, CaseRow.Status.RUNNING]
     ).count()
     slots = (run.run_options.parallel or 1) - in_flight
     queued = 0
@@ -138,8 +138,8 @@ def case_execute(*, case_id: int) -> None:
     run = case.run
     touched = [run]
     if run.status == Run.Status.RUNNING and case.status in (
-        CaseResult.Status.PENDING,
-        CaseResult.Status.RUNNING,
+        CaseRow.Status.PENDING,
+        CaseRow.Status.RUNNING,
     ):
         attempt = recorder.case_claim(case, take_over=case_attempt_dead(case))
         if attempt is not None:
@@ -236,8 +236,8 @@ def runs_load() -> dict[int, RunLoad]:
     """The load of every active run the workers run (one query; a CLI run's command runs its
     own cases), by run id; a run with no open case is left out."""
     rows = (
-        CaseResult.objects.filter(
-            status__in=[CaseResult.Status.PENDING, CaseResult.Status.RUNNING],
+        CaseRow.objects.filter(
+            status__in=[CaseRow.Status.PENDING, CaseRow.Status.RUNNING],
             run__status__in=Run.ACTIVE,
         )
         .exclude(run__source=Run.Source.CLI)
@@ -248,7 +248,7 @@ def runs_load() -> dict[int, RunLoad]:
     loads: dict[int, RunLoad] = {}
     for run_id, status, created_at, case_status, enqueued, count in rows:
         load = loads.setdefault(run_id, RunLoad(run_id, status, created_at))
-        if case_status == CaseResult.Status.RUNNING:
+        if case_status == CaseRow.Status.RUNNING:
             load.running += count
         elif enqueued:
             load.waiting += count
@@ -286,7 +286,7 @@ def run_fairest(
 
 def case_next_fair(
     *, after: Run, freed: Mapping[int, int], loads: Mapping[int, RunLoad] | None = None
-) -> CaseResult | None:
+) -> CaseRow | None:
     """The case a worker slot takes when it finished a case of ``after`` (``run_fairest`` of
     ``loads``, read when not given), its run row attached; None when no run has one to start.
     A run of a few cases (a re-grade) launched while a big run keeps every slot busy starts at
@@ -304,27 +304,27 @@ def case_next_fair(
     return _case_next_waiting(fairest.run_id, run=run)
 
 
-def _case_next_unqueued(run_id: int, run: Run | None = None) -> CaseResult | None:
+def _case_next_unqueued(run_id: int, run: Run | None = None) -> CaseRow | None:
     """The next pending case nobody queued yet of the run, while it runs (one read: a cancelled
     run's pending cases are cancelled, and it is not running any more)."""
     return _case_next(run_id, run, enqueued=False)
 
 
-def _case_next_waiting(run_id: int, run: Run | None = None) -> CaseResult | None:
+def _case_next_waiting(run_id: int, run: Run | None = None) -> CaseRow | None:
     """The run's next case queued to the broker and not started yet, while the run runs."""
     return _case_next(run_id, run, enqueued=True)
 
 
-def _case_next(run_id: int, run: Run | None, *, enqueued: bool) -> CaseResult | None:
+def _case_next(run_id: int, run: Run | None, *, enqueued: bool) -> CaseRow | None:
     """With ``run`` given (the task's row: what a case needs of it does not change), the case
     is read alone and given it; else with its run row."""
-    cases = _cases_with_run() if run is None else CaseResult.objects.all()
+    cases = _cases_with_run() if run is None else CaseRow.objects.all()
     case = (
         cases.filter(
             run_id=run_id,
             run__status=Run.Status.RUNNING,
             enqueued=enqueued,
-            status=CaseResult.Status.PENDING,
+            status=CaseRow.Status.PENDING,
         )
         .order_by("index", "repetition")
         .first()
@@ -349,8 +349,8 @@ RUN_COLUMNS_UNREAD = (
 )
 
 
-def _cases_with_run() -> QuerySet[CaseResult]:
-    return CaseResult.objects.select_related("run", "run__project").defer(
+def _cases_with_run() -> QuerySet[CaseRow]:
+    return CaseRow.objects.select_related("run", "run__project").defer(
         *(f"run__{column}" for column in RUN_COLUMNS_UNREAD)
     )
 
@@ -360,29 +360,27 @@ def _case_mark_next_queued(run: Run) -> int | None:
     pumps never take the same case); its id, 0 when a concurrent pump took it first, or None
     when no case is left."""
     case_id = (
-        CaseResult.objects.filter(run=run, enqueued=False, status=CaseResult.Status.PENDING)
+        CaseRow.objects.filter(run=run, enqueued=False, status=CaseRow.Status.PENDING)
         .order_by("index", "repetition")
         .values_list("pk", flat=True)
         .first()
     )
     if case_id is None:
         return None
-    taken = CaseResult.objects.filter(pk=case_id, enqueued=False).update(
+    taken = CaseRow.objects.filter(pk=case_id, enqueued=False).update(
         enqueued=True, enqueued_at=timezone.now()
     )
     return case_id if taken else 0
 
 
-def case_attempt_dead(case: CaseResult) -> bool:
-    if case.status != CaseResult.Status.RUNNING:
+def case_attempt_dead(case: CaseRow) -> bool:
+    if case.status != CaseRow.Status.RUNNING:
         return False
     age = (timezone.now() - case.heartbeat_at).total_seconds() if case.heartbeat_at else None
     return owner_dead(case.claimed_by, age, settings.HOLODECK_CASE_STALE_SECONDS)
 
 
-def _case_run(
-    case: CaseResult, attempt: int, agent: LoadedAgent | None = None
-) -> LoadedAgent | None:
+def _case_run(case: CaseRow, attempt: int, agent: LoadedAgent | None = None) -> LoadedAgent | None:
     """Run the claimed case with ``agent`` (the run's, loaded here when not given); the agent,
     for the task's next case of the run, or None when it could not be loaded. Every line logged
     meanwhile carries the run's and the case's ids (runs/core/logcontext.py).
@@ -438,7 +436,7 @@ TURN_WRITE_SECONDS = 0.2
 async def _execute(
     agent: LoadedAgent,
     backend: AgentBackend,
-    case: CaseResult,
+    case: CaseRow,
     attempt: int,
     first_at_once: bool = False,
 ) -> None:
@@ -479,7 +477,7 @@ def _turn_bound(listener: EventCallback) -> EventCallback:
     return on_event
 
 
-def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: int) -> None:
+def _regrade(agent: LoadedAgent, case: CaseRow, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
     is never called. The graded turns are written with the case's result (one transaction)."""
     from runs.core.engine.regrade import NOT_REGRADABLE, regrade_case
@@ -503,14 +501,14 @@ def _regrade(agent: LoadedAgent, case: CaseResult, attempt: int, original_id: in
     recorder.case_finish(case, attempt, result, turns, cancelled=stopped, unwritten=turns)
 
 
-def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
+def _stored_turns(original_id: int, case: CaseRow) -> list[wire.TurnResult]:
     """The original run's turns of the case with this index and repetition (the re-grade keeps
     both)."""
     from runs.mapping import turn_to_wire
     from runs.models import TurnTranscript
 
     rows = list(
-        TurnResult.objects.filter(
+        TurnRow.objects.filter(
             run_id=original_id, case__index=case.index, case__repetition=case.repetition
         ).order_by("index")
     )
@@ -523,11 +521,11 @@ def _stored_turns(original_id: int, case: CaseResult) -> list[wire.TurnResult]:
     return [turn_to_wire(row, (), transcripts.get(row.pk)) for row in rows]
 
 
-def _original_stopped(original_id: int, case: CaseResult) -> bool:
+def _original_stopped(original_id: int, case: CaseRow) -> bool:
     """Whether the original run's case of this index and repetition was stopped by a cancel."""
-    return CaseResult.objects.filter(
+    return CaseRow.objects.filter(
         run_id=original_id,
         index=case.index,
         repetition=case.repetition,
-        status=CaseResult.Status.CANCELLED,
+        status=CaseRow.Status.CANCELLED,
     ).exists()

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from django.conf import settings
 
 from runs import recorder
-from runs.models import CaseResult
+from runs.models import CaseRow
 
 log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def case_heartbeat(case: CaseResult, attempt: int) -> Iterator[None]:
+def case_heartbeat(case: CaseRow, attempt: int) -> Iterator[None]:
     """Stamp the attempt's heartbeat every HOLODECK_HEARTBEAT_SECONDS while the case runs, so a
     long turn is not taken for a dead worker (one thread per process stamps every case it runs).
     """
@@ -36,11 +36,11 @@ class _Heartbeats:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.running: dict[tuple[int, int], CaseResult] = {}
+        self.running: dict[tuple[int, int], CaseRow] = {}
         self.thread: threading.Thread | None = None
         self.pid = 0
 
-    def add(self, case: CaseResult, attempt: int) -> None:
+    def add(self, case: CaseRow, attempt: int) -> None:
         with self.lock:
             self.running[(case.pk, attempt)] = case
             # A forked pool child inherits the parent's object but not its thread.
@@ -51,7 +51,7 @@ class _Heartbeats:
                 )
                 self.thread.start()
 
-    def remove(self, case: CaseResult, attempt: int) -> None:
+    def remove(self, case: CaseRow, attempt: int) -> None:
         with self.lock:
             self.running.pop((case.pk, attempt), None)
 

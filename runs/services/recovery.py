@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from runs.core.owner import owner_alive
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder import case_cancel, cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
@@ -56,18 +56,18 @@ def run_recover(*, run: Run) -> bool:
     if run.status != Run.Status.RUNNING or run.source == Run.Source.CLI:
         return False
     cutoff = _cutoff()
-    candidates = CaseResult.objects.filter(run=run).filter(
-        Q(status=CaseResult.Status.RUNNING)
-        | Q(status=CaseResult.Status.PENDING, enqueued=True, enqueued_at__lt=cutoff)
+    candidates = CaseRow.objects.filter(run=run).filter(
+        Q(status=CaseRow.Status.RUNNING)
+        | Q(status=CaseRow.Status.PENDING, enqueued=True, enqueued_at__lt=cutoff)
     )
     requeued = 0
     for case in candidates.only("id", "status", "claimed_by", "heartbeat_at", "enqueued_at"):
-        if case.status == CaseResult.Status.RUNNING and (
+        if case.status == CaseRow.Status.RUNNING and (
             not case_attempt_dead(case) or _requeued_lately(case, cutoff)
         ):
             continue  # alive, or already queued again by a sweep (its task has not run yet)
         # Stamp the time first, so the next sweep does not queue the same case again at once.
-        CaseResult.objects.filter(pk=case.pk).update(enqueued_at=timezone.now())
+        CaseRow.objects.filter(pk=case.pk).update(enqueued_at=timezone.now())
         task_enqueue(EXECUTE_CASE, case.pk)
         requeued += 1
     with transaction.atomic():
@@ -79,7 +79,7 @@ def run_recover(*, run: Run) -> bool:
 def stopping_run_recover(*, run: Run) -> bool:
     """A cancelled run's running case whose attempt is dead is cancelled (``case_cancel``); the
     run is finished once no case is running."""
-    running = CaseResult.objects.filter(run=run, status=CaseResult.Status.RUNNING)
+    running = CaseRow.objects.filter(run=run, status=CaseRow.Status.RUNNING)
     stopped = 0
     for case in running.only("id", "run_id", "status", "claimed_by", "heartbeat_at"):
         if case_attempt_dead(case):
@@ -88,7 +88,7 @@ def stopping_run_recover(*, run: Run) -> bool:
     return bool(stopped or settled)
 
 
-def _requeued_lately(case: CaseResult, cutoff: datetime) -> bool:
+def _requeued_lately(case: CaseRow, cutoff: datetime) -> bool:
     """A sweep stamps ``enqueued_at`` when it queues a dead attempt's case again: later than the
     attempt's last heartbeat. Within the stale limit that message is still on its way."""
     return bool(

@@ -20,7 +20,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet
 
 from runs.core.runoptions import CaseEntry, RunOptions
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.services.launch import (
     KeyedRequest,
     LaunchError,
@@ -142,14 +142,14 @@ def _cases_of(original: Run) -> list[CaseEntry]:
     return list({index: (index, name, multi, turns) for index, name, multi, turns in rows}.values())
 
 
-def _cases_that_ran(original: Run) -> QuerySet[CaseResult]:
+def _cases_that_ran(original: Run) -> QuerySet[CaseRow]:
     """The cases of ``original`` a re-grade grades: those with a transcript — done, or
     cancelled after some of their turns were written; a case cancelled before it started (or
     one that errored before any turn) has nothing to grade and is left out of the re-grade."""
-    ran = TurnResult.objects.filter(case=OuterRef("pk"))
+    ran = TurnRow.objects.filter(case=OuterRef("pk"))
     return (
-        CaseResult.objects.filter(
-            run=original, status__in=[CaseResult.Status.DONE, CaseResult.Status.CANCELLED]
+        CaseRow.objects.filter(
+            run=original, status__in=[CaseRow.Status.DONE, CaseRow.Status.CANCELLED]
         )
         .filter(Exists(ran))
         .order_by("index", "repetition")

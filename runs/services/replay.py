@@ -27,7 +27,7 @@ from runs.core.runoptions.replay import (
     agent_changed,
     model_before,
 )
-from runs.models import AgentSnapshot, CaseResult, Run
+from runs.models import AgentSnapshot, CaseRow, Run
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import (
     KeyedRequest,
@@ -221,7 +221,7 @@ def _indices_picked(original: Run, cases: ReplayCases) -> list[int]:
     if not wanted:
         raise ReplayError("no case chosen to replay")
     known = set(
-        CaseResult.objects.filter(run=original, index__in=wanted).values_list("index", flat=True)
+        CaseRow.objects.filter(run=original, index__in=wanted).values_list("index", flat=True)
     )
     missing = [index for index in wanted if index not in known]
     if missing:

@@ -21,7 +21,7 @@ from runs.core.agentconfig.errors import ConfigError, ConfigProblem
 from runs.core.runoptions import RERUN_FAILED, RerunPick, RunOptions
 from runs.core.runoptions.replay import agent_changed
 from runs.core.sealing import SnapshotError
-from runs.models import AgentSnapshot, CaseResult, Run
+from runs.models import AgentSnapshot, CaseRow, Run
 from runs.recorder import run_open
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import KeyedRequest, LaunchError, launch_warnings, run_open_once
@@ -140,9 +140,7 @@ def _indices_picked(original: Run, cases: RerunCases) -> tuple[list[int], str]:
         if not indices:
             raise RerunError(f"run {original.pk} has no failed or errored case to re-run")
         return indices, ""
-    name = (
-        CaseResult.objects.filter(run=original, index=cases).values_list("name", flat=True).first()
-    )
+    name = CaseRow.objects.filter(run=original, index=cases).values_list("name", flat=True).first()
     if name is None:
         raise RerunCaseNotFound(f"run {original.pk} has no case of index {cases}")
     return [cases], name

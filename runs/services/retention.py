@@ -26,10 +26,10 @@ from django.utils import timezone
 from runs.models import (
     AgentProject,
     AgentSnapshot,
-    CaseResult,
-    MetricResult,
+    CaseRow,
+    MetricRow,
     Run,
-    TurnResult,
+    TurnRow,
     TurnTranscript,
 )
 from runs.review_models import Review, ReviewChange
@@ -124,9 +124,9 @@ def _count(candidates: QuerySet[Run]) -> PruneCounts:
     ids = candidates.values("pk")
     return PruneCounts(
         runs=candidates.count(),
-        cases=CaseResult.objects.filter(run_id__in=ids).count(),
-        turns=TurnResult.objects.filter(run_id__in=ids).count(),
-        metrics=MetricResult.objects.filter(run_id__in=ids).count(),
+        cases=CaseRow.objects.filter(run_id__in=ids).count(),
+        turns=TurnRow.objects.filter(run_id__in=ids).count(),
+        metrics=MetricRow.objects.filter(run_id__in=ids).count(),
     )
 
 
@@ -187,10 +187,10 @@ def _delete_batch(ids: list[int], *, kept_too: bool = False) -> tuple[PruneCount
         Review.objects.filter(carried_from__run_id__in=run_ids).update(carried_from=None)
         ReviewChange.objects.filter(review__run_id__in=run_ids)._raw_delete(using)
         Review.objects.filter(run_id__in=run_ids)._raw_delete(using)
-        metrics = MetricResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
+        metrics = MetricRow.objects.filter(run_id__in=run_ids)._raw_delete(using)
         TurnTranscript.objects.filter(run_id__in=run_ids)._raw_delete(using)
-        turns = TurnResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
-        cases = CaseResult.objects.filter(run_id__in=run_ids)._raw_delete(using)
+        turns = TurnRow.objects.filter(run_id__in=run_ids)._raw_delete(using)
+        cases = CaseRow.objects.filter(run_id__in=run_ids)._raw_delete(using)
         # Re-grades of these runs keep their own rows; only their link goes (SET_NULL).
         Run.objects.filter(regrade_of_id__in=run_ids).update(regrade_of=None)
         Run.objects.filter(rerun_of_id__in=run_ids).update(rerun_of=None)

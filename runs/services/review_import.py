@@ -15,7 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from runs.core.wire.reviews import IMPORTED_BY, ReviewWire
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.review_models import Review, ReviewChange, TriageCategory
 from runs.services.audit import audit_write
 from runs.services.reviews import categories_ensure, review_fields
@@ -27,8 +27,8 @@ def reviews_import(*, run: Run, reviews: Sequence[ReviewWire], user: Any = None)
     if not reviews or run.project_id is None:
         return []
     categories, added = _categories(int(run.project_id), reviews)
-    cases = {case.index: case for case in CaseResult.objects.filter(run=run)}
-    turns = {(turn.case_id, turn.index): turn for turn in TurnResult.objects.filter(run=run)}
+    cases = {case.index: case for case in CaseRow.objects.filter(run=run)}
+    turns = {(turn.case_id, turn.index): turn for turn in TurnRow.objects.filter(run=run)}
     now = timezone.now()
     rows = []
     for review in reviews:
@@ -55,8 +55,8 @@ def reviews_import(*, run: Run, reviews: Sequence[ReviewWire], user: Any = None)
 
 def _review_row(
     run: Run,
-    case: CaseResult,
-    turn: TurnResult | None,
+    case: CaseRow,
+    turn: TurnRow | None,
     wired: ReviewWire,
     categories: dict[str, TriageCategory],
     now: Any,

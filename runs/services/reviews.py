@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runs.core.reviewing.vocabulary import DEFAULT_CATEGORIES, HumanVerdict, Role
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 from runs.review_models import ProjectRole, Review, ReviewChange, TriageCategory
 from runs.services.audit import audit_write
 
@@ -46,8 +46,8 @@ class ReviewInput:
 def review_save(
     *,
     user: Any,
-    case: CaseResult,
-    turn: TurnResult | None,
+    case: CaseRow,
+    turn: TurnRow | None,
     data: ReviewInput,
     carried_from: Review | None = None,
 ) -> Review:
@@ -68,7 +68,7 @@ def review_save(
         return _saved(review, user, before, "review.save")
 
 
-def review_confirm(*, user: Any, case: CaseResult, turn: TurnResult, earlier: Review) -> Review:
+def review_confirm(*, user: Any, case: CaseRow, turn: TurnRow, earlier: Review) -> Review:
     """An earlier run's review of the same turn, confirmed for this run: the same verdict,
     category, note and link, linked to it; this turn keeps whom it is assigned to."""
     assigned = Review.objects.filter(case=case, turn=turn).values_list("assignee_id", flat=True)
@@ -82,7 +82,7 @@ def review_confirm(*, user: Any, case: CaseResult, turn: TurnResult, earlier: Re
     return review_save(user=user, case=case, turn=turn, data=data, carried_from=earlier)
 
 
-def review_reopen(*, user: Any, case: CaseResult, turn: TurnResult, earlier: Review) -> Review:
+def review_reopen(*, user: Any, case: CaseRow, turn: TurnRow, earlier: Review) -> Review:
     """The earlier review does not hold on this run: the failure is to be triaged again."""
     with transaction.atomic():
         review = _review_of(case, turn)
@@ -106,7 +106,7 @@ def review_fields(review: Review) -> dict[str, Any]:
     }
 
 
-def _review_of(case: CaseResult, turn: TurnResult | None) -> Review:
+def _review_of(case: CaseRow, turn: TurnRow | None) -> Review:
     """The stored review of the turn (or case), locked, or a new one for it."""
     found = Review.objects.select_for_update().filter(
         case=case, turn=turn, **({} if turn is not None else {"turn__isnull": True})
@@ -148,7 +148,7 @@ def _saved(review: Review, user: Any, before: dict[str, Any] | None, action: str
     return review
 
 
-def _project_of(case: CaseResult) -> int:
+def _project_of(case: CaseRow) -> int:
     project_id = case.run.project_id
     if project_id is None:
         raise ReviewError("run", "this run belongs to no project: register its project first")
@@ -278,7 +278,7 @@ def role_set(*, by: Any, project_id: int, user_id: int, role: str) -> ProjectRol
 
 
 def review_assign(
-    *, user: Any, case: CaseResult, turn: TurnResult | None, assignee_id: int | None
+    *, user: Any, case: CaseRow, turn: TurnRow | None, assignee_id: int | None
 ) -> Review:
     """Give the review of ``turn`` (or of ``case`` itself) to a user to triage (None: to
     nobody); its verdict, category and note stay as they are, so a turn nobody triaged stays

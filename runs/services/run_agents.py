@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class _Kept:
+class _KeptAgent:
     agent: LoadedAgent
     # What to release when the agent is dropped: the git worktree of a run without a snapshot.
     stack: contextlib.ExitStack
@@ -37,7 +37,7 @@ class _Kept:
 
 # "<digest>:<agent file>:<parallel>" for runs with a snapshot (runs of one tree share it), or
 # "run:<id>" for the older runs without one.
-_AGENTS: OrderedDict[str, _Kept] = OrderedDict()
+_AGENTS: OrderedDict[str, _KeptAgent] = OrderedDict()
 _AGENTS_KEPT = 4
 _AGENTS_LOCK = threading.Lock()
 
@@ -55,11 +55,11 @@ def run_agent(run: Run) -> LoadedAgent:
         stack = contextlib.ExitStack()
         try:
             if run.snapshot_id is None:
-                kept = _Kept(_agent_load_legacy(run, stack), stack, legacy_run=run.pk)
+                kept = _KeptAgent(_agent_load_legacy(run, stack), stack, legacy_run=run.pk)
             elif run.run_options.replay is not None:
                 kept = _replay_kept(run, stack)
             else:
-                kept = _Kept(_agent_load(run), stack)
+                kept = _KeptAgent(_agent_load(run), stack)
         except BaseException:
             stack.close()
             raise
@@ -143,7 +143,7 @@ def _agent_load(run: Run) -> LoadedAgent:
     return load_agent(directory / _agent_file(run), parallel_override=run.run_options.parallel)
 
 
-def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _Kept:
+def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _KeptAgent:
     """A replay's agent: its snapshot's, with its changes (the system prompt, the model), kept
     for that run alone, with the recording its backend answers tools from."""
     from runs.core.runoptions.replay import agent_changed
@@ -151,7 +151,7 @@ def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _Kept:
     pick = run.run_options.replay
     assert pick is not None
     agent = agent_changed(_agent_load(run), pick)
-    return _Kept(agent, stack, legacy_run=run.pk, replay=_tool_replay(run))
+    return _KeptAgent(agent, stack, legacy_run=run.pk, replay=_tool_replay(run))
 
 
 def _tool_replay(run: Run) -> ToolReplay | None:

@@ -112,7 +112,7 @@ async def _awaited[T](coroutine: Awaitable[T]) -> T:
 
 
 @dataclass
-class _Kept:
+class _KeptSessions:
     """A backend's sessions kept for one run, and when a case of that run last used them."""
 
     backend: Any
@@ -127,7 +127,7 @@ class WarmSessions:
     def __init__(self) -> None:
         self.loop = SessionLoop()
         self.enabled = False
-        self._kept: dict[tuple[int, int], _Kept] = {}
+        self._kept: dict[tuple[int, int], _KeptSessions] = {}
         self._checker: asyncio.Task[None] | None = None
 
     def case_run[T](self, backend: Any, run_id: int, case: Callable[[], Awaitable[T]]) -> T:
@@ -164,7 +164,7 @@ class WarmSessions:
 
     async def _case[T](self, backend: Any, run_id: int, case: Callable[[], Awaitable[T]]) -> T:
         key = (id(backend), run_id)
-        kept = self._kept.setdefault(key, _Kept(backend, run_id, time.monotonic()))
+        kept = self._kept.setdefault(key, _KeptSessions(backend, run_id, time.monotonic()))
         kept.busy += 1
         try:
             async with backend.session_scope(key=run_id):
@@ -188,7 +188,7 @@ class WarmSessions:
             self._checker.cancel()
         await self._close(lambda _: True)
 
-    async def _close(self, which: Callable[[_Kept], bool]) -> None:
+    async def _close(self, which: Callable[[_KeptSessions], bool]) -> None:
         chosen = [(key, kept) for key, kept in self._kept.items() if which(kept)]
         for key, _ in chosen:
             del self._kept[key]
@@ -217,16 +217,16 @@ class WarmSessions:
                     await self._close(_ended(active))
 
 
-def _this(chosen: _Kept) -> Callable[[_Kept], bool]:
+def _this(chosen: _KeptSessions) -> Callable[[_KeptSessions], bool]:
     return lambda kept: kept is chosen
 
 
-def _idle(now: float) -> Callable[[_Kept], bool]:
+def _idle(now: float) -> Callable[[_KeptSessions], bool]:
     idle_for = settings.HOLODECK_WORKER_SESSION_IDLE_SECONDS
     return lambda kept: not kept.busy and now - kept.used_at >= idle_for
 
 
-def _ended(active: set[int]) -> Callable[[_Kept], bool]:
+def _ended(active: set[int]) -> Callable[[_KeptSessions], bool]:
     return lambda kept: not kept.busy and kept.run_id not in active
 
 
@@ -247,7 +247,7 @@ def _keeps_sessions(backend: Any) -> bool:
     )
 
 
-def _sessions_of(kept: _Kept) -> int:
+def _sessions_of(kept: _KeptSessions) -> int:
     return int(kept.backend.sessions_kept(kept.run_id))
 
 

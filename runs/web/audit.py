@@ -26,7 +26,7 @@ ENTRIES_PER_PAGE = 50
 
 
 @dataclass(frozen=True)
-class Change:
+class FieldChange:
     """One field of an entry: its value before and after ("" where it had none)."""
 
     field: str
@@ -37,16 +37,16 @@ class Change:
 @dataclass(frozen=True)
 class AuditRow:
     entry: AuditEntry
-    changes: list[Change]
+    changes: list[FieldChange]
 
 
-def changes_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[Change]:
+def changes_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[FieldChange]:
     """The fields an entry changed (all of them for a creation or a removal), in the order the
     object lists them."""
     old, new = before or {}, after or {}
     fields = [*old, *(field for field in new if field not in old)]
     return [
-        Change(field, _text(old.get(field)), _text(new.get(field)))
+        FieldChange(field, _text(old.get(field)), _text(new.get(field)))
         for field in fields
         if before is None or after is None or old.get(field) != new.get(field)
     ]

@@ -38,7 +38,7 @@ from runs.web.views import CASES_PER_PAGE, HtmxHttpRequest
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from runs.models import CaseResult, Run
+    from runs.models import CaseRow, Run
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _case_list(run: Run, filters: RunCaseFilters) -> QuerySet[Any, Any] | Metric
     ``filters``; a metric's failures alone through their own index."""
     if filters == RunCaseFilters(metric=filters.metric) and filters.metric:
         return selectors.MetricFailureList(run=run, metric=filters.metric)
-    cases: QuerySet[CaseResult] = selectors.case_rows(run=run, filters=filters)
+    cases: QuerySet[CaseRow] = selectors.case_rows(run=run, filters=filters)
     cases = cases_by_review(cases, run=run, which=filters.review)
     return selectors.listed(run, cases)
 

@@ -19,7 +19,7 @@ from runs.web.params import flag_param, text_param
 from runs.web.reviews import case_panels
 
 if TYPE_CHECKING:
-    from runs.models import CaseResult
+    from runs.models import CaseRow
 
 
 @login_required
@@ -52,7 +52,7 @@ def case_turns(request: HttpRequest, run_id: int, case_id: int) -> HttpResponse:
     return render(request, "runs/case_detail.html#case_turns", context)
 
 
-def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, Any]:
+def _case_turns_context(case: CaseRow, *, whole: bool = False) -> dict[str, Any]:
     """What the turns fragment needs besides its anchors and prices: while the case runs, the
     version it polls with and the turn it waits for."""
     written = len(case.turns.all())
@@ -68,7 +68,7 @@ def _case_turns_context(case: CaseResult, *, whole: bool = False) -> dict[str, A
     }
 
 
-def _repetitions_context(case: CaseResult, repeats: int) -> dict[str, Any]:
+def _repetitions_context(case: CaseRow, repeats: int) -> dict[str, Any]:
     """A repeated case's switcher (its repetitions) and its stats over them: per turn, and
     per metric its scores' mean and spread (three queries)."""
     turn_stats = selectors.turn_repeat_stats(case=case)

@@ -49,7 +49,7 @@ from runs.web.reviews import carried_named, refusal, review_input
 from runs.web.views import HtmxHttpRequest
 
 if TYPE_CHECKING:
-    from runs.models import TurnResult
+    from runs.models import TurnRow
 
 ITEM = "runs/review_queue.html#item_response"
 
@@ -69,7 +69,7 @@ class ItemUrls:
 
 
 @dataclass(frozen=True)
-class Row:
+class QueueRow:
     item: QueueItem
     urls: ItemUrls
 
@@ -84,7 +84,7 @@ def _filled(name: str, count: int) -> Callable[..., str]:
     return lambda *args: template.format(*args)
 
 
-def queue_rows(items: list[QueueItem]) -> list[Row]:
+def queue_rows(items: list[QueueItem]) -> list[QueueRow]:
     """The items with their URLs."""
     case, run = _filled("case_detail", 2), _filled("run_detail", 1)
     transcript = _filled("case_transcript", 2)
@@ -103,7 +103,7 @@ def queue_rows(items: list[QueueItem]) -> list[Row]:
             assign=assign(project, turn.pk),
             earlier=case(earlier.run_id, earlier.case_id) if earlier else "",
         )
-        rows.append(Row(item, urls))
+        rows.append(QueueRow(item, urls))
     return rows
 
 
@@ -160,7 +160,7 @@ def _queue_runs(request: HttpRequest) -> list[int]:
 
 def _item_response(
     request: HttpRequest,
-    turn: TurnResult,
+    turn: TurnRow,
     *,
     status: int = 200,
     errors: dict[str, str] | None = None,
@@ -182,7 +182,7 @@ def _item_response(
     return render(request, ITEM, context, status=status)
 
 
-def _answer(request: HtmxHttpRequest, turn: TurnResult, **more: Any) -> HttpResponse:
+def _answer(request: HtmxHttpRequest, turn: TurnRow, **more: Any) -> HttpResponse:
     """The item (htmx), else back to the queue."""
     if request.htmx:
         return _item_response(request, turn, **more)
@@ -190,7 +190,7 @@ def _answer(request: HtmxHttpRequest, turn: TurnResult, **more: Any) -> HttpResp
     return HttpResponseRedirect(f"{url}#queue-turn-{turn.pk}")
 
 
-def _target(request: HttpRequest, project_id: int, turn_id: int) -> TurnResult | HttpResponse:
+def _target(request: HttpRequest, project_id: int, turn_id: int) -> TurnRow | HttpResponse:
     """The turn a post acts on, or the 403 of a user who may not review in the project."""
     turn = project_turn_get(project_id=project_id, turn_id=turn_id)
     if not user_can(user=request.user, project_id=project_id, needed=Role.REVIEWER):

@@ -31,7 +31,7 @@ from runs.selectors.review_panels import (
     DISAGREES,
     UNTRIAGED,
     CaseReviews,
-    Change,
+    HistoryChange,
     case_own_review,
     case_reviews,
     earlier_review,
@@ -51,7 +51,7 @@ from runs.services.reviews import (
 from runs.web.views import HtmxHttpRequest
 
 if TYPE_CHECKING:
-    from runs.models import CaseResult, Run, TurnResult
+    from runs.models import CaseRow, Run, TurnRow
     from runs.review_models import Review
 
 PANEL = "runs/_review_panel.html#panel"
@@ -73,14 +73,14 @@ def refusal(project_id: int | None) -> str:
 
 
 @dataclass(frozen=True)
-class Panel:
+class ReviewPanel:
     """One review panel: of ``turn`` of ``case``, or of the case itself (no turn)."""
 
-    case: CaseResult
-    turn: TurnResult | None
+    case: CaseRow
+    turn: TurnRow | None
     review: Review | None
     carried: Carried | None
-    history: list[Change]
+    history: list[HistoryChange]
     categories: list[CategoryChoice]
     can_review: bool
     errors: dict[str, str] = field(default_factory=dict)
@@ -165,15 +165,15 @@ class Panel:
 
 
 def _panel(
-    case: CaseResult, turn: TurnResult | None, found: CaseReviews, can: bool, **more: Any
-) -> Panel:
+    case: CaseRow, turn: TurnRow | None, found: CaseReviews, can: bool, **more: Any
+) -> ReviewPanel:
     review = found.case_review if turn is None else found.own.get(turn.pk)
     carried = found.carried.get(turn.pk) if turn is not None else None
     history = found.history.get(review.pk, []) if review is not None else []
-    return Panel(case, turn, review, carried, history, found.categories, can, **more)
+    return ReviewPanel(case, turn, review, carried, history, found.categories, can, **more)
 
 
-def case_panels(*, user: Any, case: CaseResult) -> dict[str, Any]:
+def case_panels(*, user: Any, case: CaseRow) -> dict[str, Any]:
     """The case fragment's review panels (``review_panels``: by turn id, for each failing turn;
     ``case_panel``: the case's own): none while the case runs (its fragment is redrawn as
     turns come) or when its run belongs to no project."""
@@ -210,7 +210,7 @@ def _posted(request: HttpRequest) -> dict[str, str]:
 
 
 def _answer(
-    request: HtmxHttpRequest, panel: Panel, *, status: int = 200, anchor: str = ""
+    request: HtmxHttpRequest, panel: ReviewPanel, *, status: int = 200, anchor: str = ""
 ) -> HttpResponse:
     """The panel (htmx), else back to the case page where it is (or, refused, the panel on a
     page of its own with what is wrong)."""
@@ -226,18 +226,18 @@ def _answer(
                   status=status)  # fmt: skip
 
 
-def _refused(request: HtmxHttpRequest, panel: Panel) -> HttpResponse:
+def _refused(request: HtmxHttpRequest, panel: ReviewPanel) -> HttpResponse:
     message = refusal(panel.run.project_id)
     if not request.htmx:
         raise PermissionDenied(message)
     return _answer(request, _with(panel, errors={"role": message}, can_review=False), status=403)
 
 
-def _with(panel: Panel, **changes: Any) -> Panel:
+def _with(panel: ReviewPanel, **changes: Any) -> ReviewPanel:
     return replace(panel, **changes)
 
 
-def _turn_panel(turn: TurnResult, can: bool, **more: Any) -> Panel:
+def _turn_panel(turn: TurnRow, can: bool, **more: Any) -> ReviewPanel:
     return _panel(turn.case, turn, turn_reviews(turn=turn), can, **more)
 
 
@@ -260,7 +260,7 @@ def turn_review(request: HtmxHttpRequest, run_id: int, case_id: int, turn_id: in
     return _answer(request, _turn_panel(turn, can))
 
 
-def carried_named(turn: TurnResult, request: HttpRequest) -> Carried | str:
+def carried_named(turn: TurnRow, request: HttpRequest) -> Carried | str:
     """The earlier review the form names (``earlier``), when the turn carries it as known;
     else what is wrong."""
     raw = request.POST.get("earlier", "")

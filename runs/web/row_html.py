@@ -34,11 +34,11 @@ from runs.templatetags.dashboard import (
 )
 
 if TYPE_CHECKING:
-    from runs.models import AgentProject, CaseResult
+    from runs.models import AgentProject, CaseRow
     from runs.selectors.cases import Repetition
     from runs.selectors.projects import LastRun
 
-PENDING = CaseState.PENDING  # CaseResult.Status values (the rows read no model)
+PENDING = CaseState.PENDING  # CaseRow.Status values (the rows read no model)
 RUNNING = CaseState.RUNNING
 LIVE = frozenset({PENDING, RUNNING})  # not settled yet
 FAILED_OUTCOMES = frozenset(outcome.value for outcome in BAD)
@@ -54,7 +54,7 @@ DESCRIPTION_CHARS = 120
 
 
 def case_rows_html(
-    cases: Iterable[CaseResult], *, run_id: int, oob: bool = False, stopping: bool = False
+    cases: Iterable[CaseRow], *, run_id: int, oob: bool = False, stopping: bool = False
 ) -> SafeString:
     """The rows of ``cases`` (of run ``run_id``), one line each; ``stopping``: the run was
     cancelled while they ran (``Run.is_stopping``)."""
@@ -176,7 +176,7 @@ def _group_chips(reps: Sequence[Repetition], verdict: str, live: int, stopping: 
     return chips
 
 
-def _pending_row(case: CaseResult, swap: str) -> str:
+def _pending_row(case: CaseRow, swap: str) -> str:
     count, state = case.turn_count, CaseState(case.status)
     return (
         f'<div class="case case-pending" id="case-{case.pk}"{swap}><div class="case-sum">'
@@ -188,7 +188,7 @@ def _pending_row(case: CaseResult, swap: str) -> str:
 
 
 def _case_row(
-    case: CaseResult,
+    case: CaseRow,
     swap: str,
     turns_url: str,
     page_url: str,

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
 
     from runs.core.writers.results import ExportFormat
-    from runs.models import CaseResult, Run
+    from runs.models import CaseRow, Run
 
 
 def _run_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -260,7 +260,7 @@ def _progress_response(
     return render(request, "runs/run_detail.html#progress_response", context, status=status)
 
 
-def _changed_rows_html(run: Run, rows: QuerySet[CaseResult], since: datetime) -> str | None:
+def _changed_rows_html(run: Run, rows: QuerySet[CaseRow], since: datetime) -> str | None:
     """The rows of ``rows`` (the filtered case rows) that changed since ``since``, to swap in
     out of band (a repeated run's: the cases any repetition of which changed); None when more
     changed than a page holds (the whole list is drawn again instead)."""

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs.compare.pages.transcripts import Row, SeenDiff, aligned, seen_diffs
+from runs.compare.pages.transcripts import EventPair, SeenDiff, aligned, seen_diffs
 from runs.core.wire.transcripts import EDITED_PROMPT_SOURCE
 from runs.selectors.model_requests import model_requests_of_turn
 from runs.selectors.transcript_turns import (
@@ -35,7 +35,7 @@ from runs.web.params import int_param, text_param
 from runs.web.transcript_events import Timeline, timeline
 
 if TYPE_CHECKING:
-    from runs.models import CaseResult
+    from runs.models import CaseRow
 
 MAX_TURN = 10_000
 # The anchor prefix of the turn the fragment is drawn in (``case-12-``, ``run-3-``, none).
@@ -117,7 +117,7 @@ class Side:
     """One run's column: its case, and its turn's transcript (None: the case has no such turn;
     ``page.events`` None: the turn has no transcript)."""
 
-    case: CaseResult
+    case: CaseRow
     case_url: str
     page: TurnTranscriptPage | None
     timeline: Timeline | None
@@ -141,7 +141,7 @@ def compare_transcript(request: HttpRequest) -> HttpResponse:
         raise Http404(f"neither case has a turn {index}")
     shown = [side.timeline.events if side.timeline else [] for side in (left, right)]
     names = (f"#{cases[0].run_id}", f"#{cases[1].run_id}")
-    rows: list[Row] = aligned(shown[0], shown[1], names)
+    rows: list[EventPair] = aligned(shown[0], shown[1], names)
     both = left.recorded and right.recorded
     seen: list[SeenDiff] = seen_diffs(shown[0], shown[1]) if both else []
     sent = _request_change(cases, index) if both else None
@@ -162,7 +162,7 @@ def compare_transcript(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare_transcript.html", context)
 
 
-def _request_change(cases: tuple[CaseResult, CaseResult], index: int) -> RequestDiff | None:
+def _request_change(cases: tuple[CaseRow, CaseRow], index: int) -> RequestDiff | None:
     """What the turn's first model call was sent differently, when both runs kept it."""
     first = []
     for case in cases:
@@ -184,7 +184,7 @@ def _pair_query(ids: tuple[int, int], index: int) -> str:
     return urlencode({"a": ids[0], "b": ids[1], "turn": index})
 
 
-def _side(case: CaseResult, index: int) -> Side:
+def _side(case: CaseRow, index: int) -> Side:
     """The column of ``case``: its tool calls link to their arg-match diffs on the case page."""
     case_url = reverse("case_detail", args=[case.run_id, case.pk])
     try:

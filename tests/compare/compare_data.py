@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, MetricRow, Run, TurnRow
 from tests.web.factories import RunSpec, build_run
 
 LOST = "Your parcel was LOST in transit, so the refund is 42.00 EUR."
@@ -45,11 +45,11 @@ def three_runs(project: AgentProject, *, cases: int = 6, turns: int = 3) -> Thre
         )
         for hour, (failing, commit) in enumerate((((1,), "a"), ((2,), "b"), ((1, 3), "c")))
     ]
-    for case in CaseResult.objects.filter(run__in=made, name__startswith="failing "):
-        CaseResult.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
+    for case in CaseRow.objects.filter(run__in=made, name__startswith="failing "):
+        CaseRow.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
     oldest, middle, newest = made
-    TurnResult.objects.filter(run=middle, case__index=5, index=0).update(response=LOST)
-    MetricResult.objects.filter(run=newest, turn__case__index=4, metric_name="rouge").update(
+    TurnRow.objects.filter(run=middle, case__index=5, index=0).update(response=LOST)
+    MetricRow.objects.filter(run=newest, turn__case__index=4, metric_name="rouge").update(
         score=LOW_ROUGE
     )
     return ThreeRuns(oldest, middle, newest)

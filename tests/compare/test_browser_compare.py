@@ -199,7 +199,7 @@ def literal_arg(name: str, value: Any) -> dict[str, Any]:
 def convfinqa_like(runs: list[Run]) -> None:
     """Turn 1 of "refund case 0" in each run as a ConvFinQA turn reads: a calculator call
     with long numbers matched literally, and metrics whose judge wrote a paragraph."""
-    from runs.models import MetricResult, TurnResult
+    from runs.models import MetricRow, TurnRow
 
     details = [
         {
@@ -217,9 +217,9 @@ def convfinqa_like(runs: list[Run]) -> None:
             ],
         }
     ]
-    turns = TurnResult.objects.filter(run__in=runs, case__name="refund case 0", index=0)
+    turns = TurnRow.objects.filter(run__in=runs, case__name="refund case 0", index=0)
     turns.update(arg_match_details=details)
-    MetricResult.objects.filter(turn__in=turns).update(
+    MetricRow.objects.filter(turn__in=turns).update(
         reasoning=REASONING, model_used="gpt-4o-mini-2024-07-18", evaluation_time_ms=1810
     )
 

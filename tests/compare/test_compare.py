@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from runs.core.verdicts.outcomes import Outcome
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import git
 
@@ -44,8 +44,8 @@ def regressed_pair(project: AgentProject) -> tuple[Run, Run]:
 
 def same_names(*runs: Run) -> None:
     """The factory names failing cases apart; here a case keeps its name from run to run."""
-    for case in CaseResult.objects.filter(run__in=runs, name__startswith="failing "):
-        CaseResult.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
+    for case in CaseRow.objects.filter(run__in=runs, name__startswith="failing "):
+        CaseRow.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
 
 
 def test_a_regressed_turn_is_counted_per_kind(viewer_client: Client, project: AgentProject) -> None:
@@ -78,7 +78,7 @@ def test_aligning_by_name_keeps_cases_of_one_run_only_as_absent(
 ) -> None:
     base = build_run(project, RunSpec(cases=3, turns=1, failing=()))
     run = build_run(project, RunSpec(cases=5, turns=1, failing=()), created_at=later(5))
-    CaseResult.objects.filter(run=base, index=0).update(name="only in the baseline")
+    CaseRow.objects.filter(run=base, index=0).update(name="only in the baseline")
     context = compare(viewer_client, base, run, baseline=str(base.pk), show="partial").context
     partial = {view.row.key: [cell.verdict for cell in view.cells] for view in context["rows"]}
     assert partial == {
@@ -155,7 +155,7 @@ def test_a_run_with_nothing_graded_has_no_pass_rate_never_0_percent(
 ) -> None:
     base = build_run(project, RunSpec(cases=2, turns=1, failing=()))
     run = build_run(project, RunSpec(cases=2, turns=1, failing=()), created_at=later(5))
-    CaseResult.objects.filter(run=run).update(outcome="not_graded")
+    CaseRow.objects.filter(run=run).update(outcome="not_graded")
     response = compare(viewer_client, base, run, baseline=str(base.pk))
     lines = {line.label: [cell.text for cell in line.cells] for line in response.context["lines"]}
     assert lines["pass rate"] == ["100%", "–"]
@@ -240,7 +240,7 @@ def test_a_case_side_by_side_diffs_responses_and_tool_calls_as_text(
 ) -> None:
     base, run = regressed_pair(project)
     name = "refund case 1"
-    turn = TurnResult.objects.get(case__run=run, case__index=1, index=1)
+    turn = TurnRow.objects.get(case__run=run, case__index=1, index=1)
     turn.response = f"The refund is {SCRIPT} 41.00 EUR"
     turn.tool_invocations[0]["args"] = {"order_id": SCRIPT}
     turn.grader_details = {"refund_grader": {"note": SCRIPT}}
@@ -414,13 +414,13 @@ def cancelled_then_failed(project: AgentProject) -> tuple[Run, Run]:
     before issue 27."""
     first = build_run(project, RunSpec(cases=3, turns=4, failing=(), status=Run.Status.CANCELLED))
     second = build_run(project, RunSpec(cases=3, turns=4, failing=()), created_at=later(5))
-    TurnResult.objects.filter(run__in=[first, second], case__index=0, index__gte=2).update(
+    TurnRow.objects.filter(run__in=[first, second], case__index=0, index__gte=2).update(
         outcome="skipped", passed=False, kind_outcomes={}, skipped=True
     )
-    CaseResult.objects.filter(run=first, index=0).update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", passed=None
+    CaseRow.objects.filter(run=first, index=0).update(
+        status=CaseRow.Status.CANCELLED, outcome="cancelled", passed=None
     )
-    CaseResult.objects.filter(run=second, index=0).update(outcome="failed", passed=False)
+    CaseRow.objects.filter(run=second, index=0).update(outcome="failed", passed=False)
     return first, second
 
 
@@ -499,7 +499,7 @@ def test_the_matrixs_link_to_a_case_finds_it_whatever_its_name_holds(
     viewer_client: Client, project: AgentProject, name: str
 ) -> None:
     base, run = regressed_pair(project)
-    CaseResult.objects.filter(run__in=(base, run), index=1).update(name=name)
+    CaseRow.objects.filter(run__in=(base, run), index=1).update(name=name)
     html = compare(viewer_client, base, run).text
     query = urlencode({"key": name})
     links = {unescape(href) for href in re.findall(r'href="(/compare/case/\?[^"]+)"', html)}

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from runs.compare.core.csv_export import REVIEW_COLUMNS
 from runs.compare.reads import export as compare_export
-from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.models import AgentProject, CaseRow, MetricRow, Run
 from tests.compare.compare_data import LOW_ROUGE, ThreeRuns, three_runs
 from tests.web.factories import repeated_run
 
@@ -43,7 +43,7 @@ def data(project: AgentProject) -> ThreeRuns:
     made = three_runs(project)
     Run.objects.filter(pk=made.middle.pk).update(git_subject=SUBJECT)
     runs = (made.oldest, made.middle, made.newest)
-    CaseResult.objects.filter(run__in=runs, index=5).update(name=FORMULA)
+    CaseRow.objects.filter(run__in=runs, index=5).update(name=FORMULA)
     return made
 
 
@@ -181,7 +181,7 @@ def test_each_row_has_its_tokens_its_cost_and_its_score_deltas_against_the_basel
     Run.objects.filter(pk__in=[data.oldest.pk, data.newest.pk]).update(config_snapshot=priced)
     unpriced = {"model": {"provider": "openai", "name": "mystery-model"}}
     Run.objects.filter(pk=data.middle.pk).update(config_snapshot=unpriced)
-    judged = MetricResult.objects.filter(run=data.newest, turn__case__index=0)
+    judged = MetricRow.objects.filter(run=data.newest, turn__case__index=0)
     judged.filter(metric_name="politeness").update(judge_cost_usd=0.001)  # one per turn
     asked: dict[str, Any] = {"runs": data.ids, "baseline": data.oldest.pk, "metric": "rouge"}
     rows = csv_of(viewer_client.get(reverse("compare_csv"), asked))
@@ -215,7 +215,7 @@ def test_a_name_that_turns_into_a_formula_after_control_characters_is_written_as
 ) -> None:
     names = {0: "\n=1+2", 2: "\t=1", 3: "\r@x", 4: " \x1b\u200b-2+3"}
     for index, name in names.items():
-        CaseResult.objects.filter(run=data.newest, index=index).update(name=name)
+        CaseRow.objects.filter(run=data.newest, index=index).update(name=name)
     rows = csv_of(viewer_client.get(reverse("compare_csv"), {"runs": data.ids}))
     shown = {
         int(row["case_index"]): row["case_name"]

@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.models import AgentProject, CaseRow, MetricRow, Run
 from runs.services.tokens import token_create
 from tests.compare.compare_data import LOST, LOW_ROUGE, ThreeRuns, three_runs
 from tests.compare.test_compare import three_commits
@@ -148,8 +148,8 @@ def test_each_cell_shows_the_metrics_delta_against_the_cell_it_is_compared_with(
 def test_a_cell_without_a_stored_score_of_the_metric_shows_nothing_never_zero(
     viewer_client: Client, data: ThreeRuns
 ) -> None:
-    MetricResult.objects.filter(run=data.newest, turn__case__index=0, metric_name="rouge").delete()
-    MetricResult.objects.filter(run=data.middle, turn__case__index=3, metric_name="rouge").update(
+    MetricRow.objects.filter(run=data.newest, turn__case__index=0, metric_name="rouge").delete()
+    MetricRow.objects.filter(run=data.middle, turn__case__index=3, metric_name="rouge").update(
         score=None
     )
 
@@ -259,7 +259,7 @@ def test_runs_of_different_commits_whose_verdicts_differ_once_are_not_unstable(
 ) -> None:
     older = build_run(project, RunSpec(cases=3, turns=1, failing=(), git_commit="a" * 40))
     newer = build_run(project, RunSpec(cases=3, turns=1, failing=(1,), git_commit="b" * 40))
-    CaseResult.objects.filter(run=newer, index=1).update(name="refund case 1")
+    CaseRow.objects.filter(run=newer, index=1).update(name="refund case 1")
 
     response = page(viewer_client, f"{older.pk},{newer.pk}", show="unstable")
 

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.compare.reads.comparison import comparison_for
-from runs.models import AgentProject, CaseResult
+from runs.models import AgentProject, CaseRow
 from tests.web.factories import RunSpec, build_run, make_user, repeated_run
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +33,7 @@ def test_a_repeated_case_is_one_row_whose_cell_counts_its_repetitions(
     before, after = dropped
     _, comparison = comparison_for([before, after], chosen=before)
     assert len(comparison.matrix.rows) == 10  # ten cases, not 300 repetitions
-    first = CaseResult.objects.get(run_id=after, index=0, repetition=0)
+    first = CaseRow.objects.get(run_id=after, index=0, repetition=0)
     assert comparison.repetitions[first.pk] == (15, 30)
     row = next(row for row in comparison.matrix.rows if row.key == "case 0")
     assert row.cells[after].value == "failed"  # it failed in some repetitions
@@ -60,7 +60,7 @@ def test_runs_without_repeats_are_never_called_flaky_nor_tested(
 ) -> None:
     first = build_run(project, RunSpec(cases=4, turns=2, failing=()))
     second = build_run(project, RunSpec(cases=4, turns=2, failing=(1,), git_commit="b" * 40))
-    CaseResult.objects.filter(run=second, index=1).update(name="refund case 1")
+    CaseRow.objects.filter(run=second, index=1).update(name="refund case 1")
     client.force_login(make_user("viewer"))
     page = client.get(reverse("compare"), {"runs": f"{first.pk},{second.pk}"}).text
     assert "regressed" in page  # the verdict changed between the commits: a change

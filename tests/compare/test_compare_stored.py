@@ -14,7 +14,7 @@ from django.db import connection
 from runs.compare.core.matrix import keys_of
 from runs.compare.reads.store import DIGEST, compare_values, stored_values
 from runs.compare.reads.tally import _TALLY
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.services import launch
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
@@ -32,13 +32,13 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the launches run on comm
 def recounted_columns(run: Run) -> dict[int, tuple[str, list[tuple[int, str, Any]], str]]:
     """Case id -> (its key, its turns' (index, outcome, verdicts by kind), its digest),
     counted from the case and turn rows."""
-    cases = list(CaseResult.objects.filter(run=run).order_by("index", "repetition"))
+    cases = list(CaseRow.objects.filter(run=run).order_by("index", "repetition"))
     firsts = {case.index: case.name or f"#{case.index}" for case in cases}
     key_of = dict(zip(firsts, keys_of(firsts.values()), strict=True))
-    digests = dict(CaseResult.objects.filter(run=run).annotate(d=DIGEST).values_list("pk", "d"))
+    digests = dict(CaseRow.objects.filter(run=run).annotate(d=DIGEST).values_list("pk", "d"))
     turns: dict[int, list[tuple[int, str, Any]]] = {case.pk: [] for case in cases}
     for case_id, index, outcome, kinds in (
-        TurnResult.objects.filter(run=run)
+        TurnRow.objects.filter(run=run)
         .order_by("case_id", "index")
         .values_list("case_id", "index", "outcome", "kind_outcomes")
     ):
@@ -48,7 +48,7 @@ def recounted_columns(run: Run) -> dict[int, tuple[str, list[tuple[int, str, Any
 
 def stored_columns(run: Run) -> dict[int, tuple[str, list[tuple[int, str, Any]], str]]:
     found = {}
-    for pk, key, verdicts, digest in CaseResult.objects.filter(run=run).values_list(
+    for pk, key, verdicts, digest in CaseRow.objects.filter(run=run).values_list(
         "pk", "compare_key", "verdicts", "verdicts_digest"
     ):
         lines = [line.split("|", 2) for line in verdicts.split("\n")] if verdicts else []
@@ -74,13 +74,13 @@ def test_a_finished_runs_compare_columns_equal_a_recount_with_repeated_and_unnam
     project: Any,
 ) -> None:
     run = build_run(project, RunSpec(cases=9, turns=2, failing=(1, 4)))
-    CaseResult.objects.filter(run=run, index__in=(2, 3, 5)).update(name="same")
-    CaseResult.objects.filter(run=run, index=6).update(name="same (2)")
-    CaseResult.objects.filter(run=run, index__in=(7, 8)).update(name="")
-    CaseResult.objects.filter(run=run, index=0).update(name="#7")
+    CaseRow.objects.filter(run=run, index__in=(2, 3, 5)).update(name="same")
+    CaseRow.objects.filter(run=run, index=6).update(name="same (2)")
+    CaseRow.objects.filter(run=run, index__in=(7, 8)).update(name="")
+    CaseRow.objects.filter(run=run, index=0).update(name="#7")
     stored(run)
     assert_stored_equal_a_recount(run)
-    keys = dict(CaseResult.objects.filter(run=run).values_list("index", "compare_key"))
+    keys = dict(CaseRow.objects.filter(run=run).values_list("index", "compare_key"))
     assert keys[2] == "same" and keys[3] == "same (2)" and keys[5] == "same (3)"
     assert keys[6] == "same (2) (2)" and keys[0] == "#7" and keys[7] == "#7 (2)"
     assert keys[8] == "#8"

@@ -20,7 +20,7 @@ from runs.compare.core.query import ComparisonQuery
 from runs.compare.reads.compared_rows import compare_rows, rows_of
 from runs.compare.reads.comparison import comparison_for
 from runs.compare.reads.tally import PagedRows
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.recorder import run_finish
 from tests.compare.compare_data import three_runs
 from tests.web.factories import (
@@ -93,13 +93,13 @@ def varied_runs(project: AgentProject) -> list[Run]:
     first, second, third = data.oldest, data.middle, data.newest
     make_not_graded(second, 4)
     make_given_up(third, 5, "WorkerLostError: the worker died")
-    CaseResult.objects.filter(run=first, index__in=(6, 7)).update(name="same name")
-    CaseResult.objects.filter(run=second, index=7).update(name="same name (2)")
-    CaseResult.objects.filter(run=second, index=6).update(name="same name")
-    CaseResult.objects.filter(run=third, index=0).update(name="")
-    CaseResult.objects.filter(run=second, index=3).delete()
-    TurnResult.objects.filter(run=third, case__index=2, index=2).delete()
-    TurnResult.objects.filter(run=first, case__index=1, index=0).update(
+    CaseRow.objects.filter(run=first, index__in=(6, 7)).update(name="same name")
+    CaseRow.objects.filter(run=second, index=7).update(name="same name (2)")
+    CaseRow.objects.filter(run=second, index=6).update(name="same name")
+    CaseRow.objects.filter(run=third, index=0).update(name="")
+    CaseRow.objects.filter(run=second, index=3).delete()
+    TurnRow.objects.filter(run=third, case__index=2, index=2).delete()
+    TurnRow.objects.filter(run=first, case__index=1, index=0).update(
         kind_outcomes={"code": "passed", "tools": "failed"}, outcome="failed"
     )
     fourth = make_cancelled(RunSpec(cases=10, turns=2, failing=(2,), done=6), project)
@@ -129,7 +129,7 @@ def test_a_tallied_compare_of_runs_of_different_sizes_pages_every_runs_added_row
     large = build_run(project, RunSpec(cases=30, turns=2, failing=(3, 9)))
     other = make_project("other agent", "/tmp/other")
     unnamed = build_run(other, RunSpec(cases=12, turns=1, failing=(0,)))
-    CaseResult.objects.filter(run=unnamed).update(name="")
+    CaseRow.objects.filter(run=unnamed).update(name="")
     for run in (small, large, unnamed):
         run.refresh_from_db()
     stored(small, large, unnamed)
@@ -181,7 +181,7 @@ def test_a_run_ended_again_with_other_verdicts_is_tallied_again(project: AgentPr
     runs = varied_runs(project)
     ids = [runs[0].pk, runs[2].pk]
     assert_tallied_as_aligned(ids)
-    TurnResult.objects.filter(run=runs[2], case__index=0).update(
+    TurnRow.objects.filter(run=runs[2], case__index=0).update(
         outcome="failed", kind_outcomes={"code": "failed"}
     )
     stored(runs[2])

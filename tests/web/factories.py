@@ -20,7 +20,7 @@ from django.utils import timezone
 from runs.core.runoptions import RunOptions
 from runs.core.wire.requests import RequestLog
 from runs.core.wire.transcripts import capped
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult, TurnTranscript
+from runs.models import AgentProject, CaseRow, MetricRow, Run, TurnRow, TurnTranscript
 
 PASSWORD = "correct horse battery"
 # The verdicts by kind (runs.core.verdicts.outcomes) of a passing turn and of the failing turn.
@@ -82,18 +82,18 @@ def build_run(
         finished_at=None if spec.status in Run.ACTIVE else now,
         **_with_options(fields),
     )
-    cases = CaseResult.objects.bulk_create(
+    cases = CaseRow.objects.bulk_create(
         [
             _case(run, index, spec, index in failing, index < done, now)
             for index in range(spec.cases)
         ]
     )
-    turns: list[TurnResult] = []
+    turns: list[TurnRow] = []
     for case in cases:
-        if case.status == CaseResult.Status.DONE:
+        if case.status == CaseRow.Status.DONE:
             turns.extend(_turns(run, case, spec, case.index in failing))
-    turns = TurnResult.objects.bulk_create(turns, batch_size=500)
-    MetricResult.objects.bulk_create(
+    turns = TurnRow.objects.bulk_create(turns, batch_size=500)
+    MetricRow.objects.bulk_create(
         [metric for turn in turns for metric in _metrics(run, turn)], batch_size=500
     )
     if spec.transcripts:
@@ -115,12 +115,12 @@ def _with_options(fields: dict[str, Any]) -> dict[str, Any]:
 SYSTEM_PROMPT = "You are the refund assistant of Acme.\nLook orders up with orders_lookup."
 
 
-def _transcript_row(run: Run, turn: TurnResult, spec: RunSpec) -> TurnTranscript:
+def _transcript_row(run: Run, turn: TurnRow, spec: RunSpec) -> TurnTranscript:
     events = transcript_events(turn, system=spec.texts.get("system_prompt", SYSTEM_PROMPT))
     return TurnTranscript.of_events(events, turn=turn, run=run)
 
 
-def transcript_events(turn: TurnResult, *, system: str) -> list[dict[str, Any]]:
+def transcript_events(turn: TurnRow, *, system: str) -> list[dict[str, Any]]:
     """A turn's transcript as the scripted backend records one: the system prompt (first
     turn), the message, a model call asking for the tools, the tool calls, the model call that
     answers, the answer. A failed turn's first call was retried, and its tool result was cut
@@ -179,13 +179,13 @@ def _rate(done: int, failing: set[int]) -> float | None:
     return round(passed * 100 / done, 2) if done else None
 
 
-def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: Any) -> CaseResult:
+def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: Any) -> CaseRow:
     turns_passed = spec.turns - (2 if failing and spec.turns > 1 else 1) if failing else spec.turns
-    return CaseResult(
+    return CaseRow(
         run=run,
         index=index,
         name=f"refund case {index}" if not failing else f"failing refund case {index}",
-        status=CaseResult.Status.DONE if done else CaseResult.Status.PENDING,
+        status=CaseRow.Status.DONE if done else CaseRow.Status.PENDING,
         is_multi_turn=spec.turns > 1,
         turn_count=spec.turns,
         turns_passed=turns_passed if done else 0,
@@ -200,10 +200,10 @@ def _case(run: Run, index: int, spec: RunSpec, failing: bool, done: bool, now: A
     )
 
 
-def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[TurnResult]:
+def _turns(run: Run, case: CaseRow, spec: RunSpec, failing: bool) -> list[TurnRow]:
     turns = []
     for index in range(spec.turns):
-        turn = TurnResult(
+        turn = TurnRow(
             run=run,
             case=case,
             index=index,
@@ -238,7 +238,7 @@ def _turns(run: Run, case: CaseResult, spec: RunSpec, failing: bool) -> list[Tur
     return turns
 
 
-def identify(turn: TurnResult, case: CaseResult, *, failed_metrics: Iterable[str] = ()) -> None:
+def identify(turn: TurnRow, case: CaseRow, *, failed_metrics: Iterable[str] = ()) -> None:
     """The turn's identity columns, as the recorder writes them (runs.core.reviewing.identity)."""
     from runs.core.reviewing.identity import definition_digest, failure_digest, turn_key
 
@@ -280,7 +280,7 @@ def _assertion(*, passed: bool, actual: Any, expected: Any = None) -> dict[str, 
     }
 
 
-def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
+def _make_failing(turns: list[TurnRow], spec: RunSpec) -> None:
     """Turn 0 passes, turn 1 fails its tool assertion and code grader, the last is skipped."""
     if len(turns) < 2:
         turns[0].passed = False
@@ -318,12 +318,12 @@ def _make_failing(turns: list[TurnResult], spec: RunSpec) -> None:
         skipped.errors = ["skipped: two consecutive session errors"]
 
 
-def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
+def _metrics(run: Run, turn: TurnRow) -> list[MetricRow]:
     if turn.skipped:
         return []
     failed = not turn.passed
     return [
-        MetricResult(
+        MetricRow(
             run=run,
             turn=turn,
             case_index=turn.case.index,
@@ -335,7 +335,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
             outcome="failed" if failed else "passed",
             position=0,
         ),
-        MetricResult(
+        MetricRow(
             run=run,
             turn=turn,
             case_index=turn.case.index,
@@ -348,7 +348,7 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
             reasoning="amount matches" if not failed else "no amount in the response",
             position=1,
         ),
-        MetricResult(
+        MetricRow(
             run=run,
             turn=turn,
             case_index=turn.case.index,
@@ -367,15 +367,15 @@ def _metrics(run: Run, turn: TurnResult) -> list[MetricResult]:
     ]
 
 
-def failing_case(run: Run) -> CaseResult:
-    return CaseResult.objects.filter(run=run, passed=False).order_by("index").first()  # type: ignore[return-value]
+def failing_case(run: Run) -> CaseRow:
+    return CaseRow.objects.filter(run=run, passed=False).order_by("index").first()  # type: ignore[return-value]
 
 
 def make_not_graded(
     run: Run, index: int = 0, *, judge_error: str = "judge returned invalid JSON"
-) -> CaseResult:
+) -> CaseRow:
     """Turn the (passed) case ``index`` into one whose only failure is a judge that errored."""
-    case = CaseResult.objects.get(run=run, index=index)
+    case = CaseRow.objects.get(run=run, index=index)
     case.passed = False
     case.outcome = "not_graded"
     case.errors = []
@@ -388,8 +388,8 @@ def make_not_graded(
     case.save()
     turn = case.turns.order_by("-index").first()
     assert turn is not None
-    TurnResult.objects.filter(pk=turn.pk).update(passed=False, outcome="not_graded")
-    MetricResult.objects.filter(turn=turn, metric_name="politeness").update(
+    TurnRow.objects.filter(pk=turn.pk).update(passed=False, outcome="not_graded")
+    MetricRow.objects.filter(turn=turn, metric_name="politeness").update(
         passed=False, outcome="not_graded", score=None, error=judge_error
     )
     passed, graded = run.passed_cases - 1, run.passed_cases - 1 + run.failed_cases
@@ -405,8 +405,8 @@ def make_cancelled(spec: RunSpec | None = None, project: AgentProject | None = N
     """A run cancelled while some cases were still pending (those are marked cancelled)."""
     spec = spec or RunSpec(cases=4, turns=1, failing=(), done=2)
     run = build_run(project, spec)
-    CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
+    CaseRow.objects.filter(run=run, status=CaseRow.Status.PENDING).update(
+        status=CaseRow.Status.CANCELLED, outcome="cancelled", finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.CANCELLED,
@@ -417,10 +417,10 @@ def make_cancelled(spec: RunSpec | None = None, project: AgentProject | None = N
     return run
 
 
-def make_legacy_turn(run: Run, index: int = 0) -> CaseResult:
+def make_legacy_turn(run: Run, index: int = 0) -> CaseRow:
     """Case ``index`` as an imported HoloDeck result: tool names only, no invocations or diff."""
-    case = CaseResult.objects.get(run=run, index=index)
-    TurnResult.objects.filter(case=case).update(
+    case = CaseRow.objects.get(run=run, index=index)
+    TurnRow.objects.filter(case=case).update(
         tool_invocations=[],
         arg_match_details=None,
         tool_calls=["search_orders"],
@@ -430,14 +430,14 @@ def make_legacy_turn(run: Run, index: int = 0) -> CaseResult:
     return case
 
 
-def running_case(run: Run, index: int, *, written: int) -> CaseResult:
+def running_case(run: Run, index: int, *, written: int) -> CaseRow:
     """Case ``index`` of ``run`` made running, with its first ``written`` turns written (copies
     of case 0's, which is done)."""
     case = run.cases.get(index=index)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, started_at=timezone.now(), claimed_by="h:1:1"
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.RUNNING, started_at=timezone.now(), claimed_by="h:1:1"
     )
-    for turn in TurnResult.objects.filter(case__run=run, case__index=0).order_by("index")[:written]:
+    for turn in TurnRow.objects.filter(case__run=run, case__index=0).order_by("index")[:written]:
         turn.pk = None
         turn.case = case
         turn.save()
@@ -446,10 +446,10 @@ def running_case(run: Run, index: int, *, written: int) -> CaseResult:
     return case
 
 
-def write_turn(case: CaseResult, index: int) -> None:
+def write_turn(case: CaseRow, index: int) -> None:
     """Turn ``index`` of the running ``case`` written (a copy of case 0's), counted as the
     recorder counts it."""
-    turn = TurnResult.objects.filter(case__run=case.run, case__index=0, index=index).get()
+    turn = TurnRow.objects.filter(case__run=case.run, case__index=0, index=index).get()
     turn.pk = None
     turn.case = case
     turn.save()
@@ -504,13 +504,13 @@ def repeated_run(
         created_at=timezone.now() + timedelta(minutes=minutes),
         finished_at=timezone.now() + timedelta(minutes=minutes),
     )
-    cases = CaseResult.objects.bulk_create(
-        CaseResult(
+    cases = CaseRow.objects.bulk_create(
+        CaseRow(
             run=run,
             index=index,
             repetition=repetition,
             name=f"case {index}",
-            status=CaseResult.Status.DONE,
+            status=CaseRow.Status.DONE,
             turn_count=1,
             turns_passed=int(ok),
             passed=ok,
@@ -519,8 +519,8 @@ def repeated_run(
         for index, case in enumerate(draws)
         for repetition, ok in enumerate(case)
     )
-    turns = TurnResult.objects.bulk_create(
-        TurnResult(
+    turns = TurnRow.objects.bulk_create(
+        TurnRow(
             run=run,
             case=case,
             index=0,
@@ -533,8 +533,8 @@ def repeated_run(
     )
     if scores is not None:
         means = list(scores)
-        MetricResult.objects.bulk_create(
-            MetricResult(
+        MetricRow.objects.bulk_create(
+            MetricRow(
                 run=run,
                 turn=turn,
                 case_index=turn.case.index,
@@ -556,34 +556,34 @@ def make_repetition_fail(run: Run, *, index: int = 0, repetition: int = 1) -> Ru
     the rows again, as they now are."""
     from runs.recorder import run_finish
 
-    CaseResult.objects.filter(run=run, index=index, repetition=repetition).update(
+    CaseRow.objects.filter(run=run, index=index, repetition=repetition).update(
         outcome="failed", passed=False, turns_passed=F("turns_passed") - 1
     )
-    TurnResult.objects.filter(
-        run=run, case__index=index, case__repetition=repetition, index=0
-    ).update(outcome="failed", passed=False)
+    TurnRow.objects.filter(run=run, case__index=index, case__repetition=repetition, index=0).update(
+        outcome="failed", passed=False
+    )
     run_finish(run.pk)
     run.refresh_from_db()
     return run
 
 
-def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseResult:
+def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseRow:
     """Case ``index`` (a passed multi-turn one) failed only a tool's arguments at turn ``turn``:
     the tool was called, with another order id, and every metric passed. Its verdicts are those
     ``runs.core.verdicts.outcomes`` decides (the turn and the case failed; their ``tools`` verdict
     failed, every other kind passed); the run's counters and summary are counted again."""
     from runs.recorder import run_finish
 
-    case = CaseResult.objects.get(run=run, index=index)
+    case = CaseRow.objects.get(run=run, index=index)
     kinds = {**PASSING_KINDS, "tools": "failed"}
-    TurnResult.objects.filter(case=case, index=turn).update(
+    TurnRow.objects.filter(case=case, index=turn).update(
         passed=False,
         outcome="failed",
         tools_matched=False,
         kind_outcomes=kinds,
         arg_match_details=[_assertion(passed=False, actual="A-999", expected=f"{index}-{turn}")],
     )
-    CaseResult.objects.filter(pk=case.pk).update(
+    CaseRow.objects.filter(pk=case.pk).update(
         passed=False,
         outcome="failed",
         tools_matched=False,
@@ -595,30 +595,30 @@ def make_tool_args_failed(run: Run, index: int, *, turn: int = 0) -> CaseResult:
     return case
 
 
-def make_errored(run: Run, index: int = 0) -> CaseResult:
+def make_errored(run: Run, index: int = 0) -> CaseRow:
     """Case ``index`` (a finished multi-turn one) errored: its first turn passed, its second
     got no answer (the agent timed out), the rest were skipped; the run's counters and summary
     are counted from the rows again."""
     from runs.recorder import run_finish
 
     error = "TimeoutError: the model did not answer within 60 s"
-    case = CaseResult.objects.get(run=run, index=index)
-    CaseResult.objects.filter(pk=case.pk).update(
+    case = CaseRow.objects.get(run=run, index=index)
+    CaseRow.objects.filter(pk=case.pk).update(
         outcome="error", passed=False, turns_passed=1, errors=[error], kind_outcomes={}
     )
-    TurnResult.objects.filter(case=case, index=1).update(
+    TurnRow.objects.filter(case=case, index=1).update(
         outcome="error", passed=False, errors=[error], response=None, kind_outcomes={}
     )
-    TurnResult.objects.filter(case=case, index__gt=1).update(
+    TurnRow.objects.filter(case=case, index__gt=1).update(
         outcome="skipped", passed=False, skipped=True, response=None, kind_outcomes={}
     )
-    MetricResult.objects.filter(turn__case=case, turn__index__gt=0).delete()
+    MetricRow.objects.filter(turn__case=case, turn__index__gt=0).delete()
     run_finish(run.pk)
     case.refresh_from_db()
     return case
 
 
-def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
+def make_stopped(run: Run, index: int, *, written: int) -> CaseRow:
     """Case ``index`` of the running ``run`` stopped by a cancel: its first ``written`` turns
     written (copies of case 0's), the rest skipped, the case "cancelled · stopped"; the run is
     cancelled (its pending cases "cancelled · not run") and settled as a worker settles it."""
@@ -627,7 +627,7 @@ def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
 
     case = running_case(run, index, written=written)
     for turn in range(written, case.turn_count):
-        TurnResult.objects.create(
+        TurnRow.objects.create(
             run=run,
             case=case,
             index=turn,
@@ -638,8 +638,8 @@ def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
             errors=["skipped: the run was cancelled"],
         )
     assert run_cancel(run=Run.objects.get(pk=run.pk))
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.CANCELLED,
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.CANCELLED,
         outcome="cancelled",
         passed=False,
         turns_passed=written,
@@ -654,13 +654,13 @@ def make_stopped(run: Run, index: int, *, written: int) -> CaseResult:
     return case
 
 
-def make_given_up(run: Run, index: int, error: str) -> CaseResult:
+def make_given_up(run: Run, index: int, error: str) -> CaseRow:
     """Case ``index`` errored: its worker gave up on it (no result, no turns), as
     ``runs.recorder.case_fail`` stores it."""
-    case = CaseResult.objects.get(run=run, index=index)
-    TurnResult.objects.filter(case=case).delete()
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.ERROR, passed=False, outcome="error", errors=[error],
+    case = CaseRow.objects.get(run=run, index=index)
+    TurnRow.objects.filter(case=case).delete()
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.ERROR, passed=False, outcome="error", errors=[error],
         turns_passed=0,
     )  # fmt: skip
     case.refresh_from_db()

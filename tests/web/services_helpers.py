@@ -108,14 +108,14 @@ def run_recovered_after_a_silent_worker(run: Any, stale_seconds: int, **case_fie
     recovered by the sweeper's ``run_recover``; the run as it is after."""
     from django.utils import timezone
 
-    from runs.models import CaseResult, Run
+    from runs.models import CaseRow, Run
     from runs.services import recovery
 
     case = run.cases.order_by("index").first()
     assert case is not None
     long_ago = timezone.now() - timezone.timedelta(seconds=stale_seconds + 5)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago,
         enqueued_at=long_ago, claimed_by="elsewhere:1:1", **case_fields,
     )  # fmt: skip
     Run.objects.filter(pk=run.pk).update(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from tests.web.services_helpers import example_project
 
 EDIT_MARK = "EDITED AFTER LAUNCH"
@@ -47,15 +47,15 @@ def verdicts(run: Run) -> list[tuple[str, str, list[str]]]:
     """(name, outcome, turn outcomes) of every case of the run, in order."""
     return [
         (case.name, case.outcome, [turn.outcome for turn in case.turns.order_by("index")])
-        for case in CaseResult.objects.filter(run=run).order_by("index")
+        for case in CaseRow.objects.filter(run=run).order_by("index")
     ]
 
 
 def metric_outcomes(run: Run, name: str) -> set[str]:
-    from runs.models import MetricResult
+    from runs.models import MetricRow
 
     return set(
-        MetricResult.objects.filter(run=run, metric_name=name).values_list("outcome", flat=True)
+        MetricRow.objects.filter(run=run, metric_name=name).values_list("outcome", flat=True)
     )
 
 
@@ -64,5 +64,5 @@ def run_here(run: Run) -> None:
     from runs.services import execution
 
     execution.run_start(run_id=run.pk)
-    for case in CaseResult.objects.filter(run=run).order_by("index"):
+    for case in CaseRow.objects.filter(run=run).order_by("index"):
         execution.case_execute(case_id=case.pk)

@@ -285,9 +285,9 @@ def test_compare_through_the_api(
 ) -> None:
     base = build_run(project, RunSpec(cases=3, turns=2, failing=()))
     run = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
-    from runs.models import CaseResult
+    from runs.models import CaseRow
 
-    CaseResult.objects.filter(run=run, index=1).update(name="refund case 1")
+    CaseRow.objects.filter(run=run, index=1).update(name="refund case 1")
     data = get(
         client, "/compare", viewer_token, runs=[base.pk, run.pk], baseline=base.pk, kinds=["code"]
     ).json()

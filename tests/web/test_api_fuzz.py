@@ -73,9 +73,9 @@ def test_the_api_answers_every_generated_request_as_documented(
 def test_the_documented_shapes_describe_real_answers(staff_headers: dict[str, str]) -> None:
     """A run, its cases and a failing case's turns (errored, failed and skipped turns with
     their metrics) answer exactly as the document says: generated ids rarely hit them."""
-    from runs.models import CaseResult
+    from runs.models import CaseRow
 
-    case = CaseResult.objects.filter(passed=False).select_related("run").first()
+    case = CaseRow.objects.filter(passed=False).select_related("run").first()
     assert case is not None
     ids = {"run_id": case.run_id, "case_id": case.pk}
     for path in ("/runs/{run_id}", "/runs/{run_id}/cases", "/runs/{run_id}/cases/{case_id}/turns"):

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import AuditEntry, Review
 from runs.services.reviews import ReviewInput, review_save, role_set
 from runs.services.tokens import token_create
@@ -34,16 +34,16 @@ def bearer(user: User) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-def failing(run: Run) -> TurnResult:
-    return TurnResult.objects.select_related("case").get(run=run, outcome="failed")
+def failing(run: Run) -> TurnRow:
+    return TurnRow.objects.select_related("case").get(run=run, outcome="failed")
 
 
-def review_url(turn: TurnResult, action: str = "") -> str:
+def review_url(turn: TurnRow, action: str = "") -> str:
     url = f"/api/v1/runs/{turn.run_id}/cases/{turn.case_id}/turns/{turn.index}/review"
     return f"{url}/{action}" if action else url
 
 
-def put(client: Client, turn: TurnResult, user: User | None, body: dict[str, Any]) -> Any:
+def put(client: Client, turn: TurnRow, user: User | None, body: dict[str, Any]) -> Any:
     headers = bearer(user) if user else {}
     return client.put(review_url(turn), body, content_type="application/json", headers=headers)
 
@@ -72,7 +72,7 @@ def test_a_reviewer_writes_a_turns_review_and_each_write_is_audited(
     assert changed.status_code == 200 and changed.json()["id"] == data["id"]
     assert writes() == (1, 2)
     # The machine's verdict is never touched.
-    assert TurnResult.objects.get(pk=turn.pk).outcome == "failed"
+    assert TurnRow.objects.get(pk=turn.pk).outcome == "failed"
 
 
 def test_a_viewer_is_refused_with_a_clear_403_and_nothing_is_written(
@@ -138,7 +138,7 @@ def test_an_unknown_turn_is_a_404(client: Client, project: AgentProject, reviewe
     assert answer.status_code == 404
 
 
-def earlier_and_later(project: AgentProject, user: User) -> tuple[Review, TurnResult]:
+def earlier_and_later(project: AgentProject, user: User) -> tuple[Review, TurnRow]:
     """A review of a failing turn, and the same turn failing the same way on a later run."""
     before = failing(build_run(project, RunSpec(cases=3, turns=2, failing=(1,))))
     review = review_save(user=user, case=before.case, turn=before,
@@ -215,7 +215,7 @@ def test_the_review_queue_lists_the_untriaged_failures_of_the_latest_run_of_each
     first = data["items"][0]
     assert (first["run"], first["turn_index"], first["outcome"]) == (latest.pk, 1, "failed")
     assert {"name": "rouge", "outcome": "failed"} in first["failed_metrics"]
-    turn = TurnResult.objects.select_related("case").get(pk=first["turn_id"])
+    turn = TurnRow.objects.select_related("case").get(pk=first["turn_id"])
     assert put(client, turn, reviewer, BODY).status_code == 201
     again = client.get(url, headers=bearer(viewer)).json()
     assert (again["triaged"], again["untriaged"], len(again["items"])) == (1, 1, 1)

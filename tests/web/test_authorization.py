@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import NoReverseMatch, reverse
 from pytest_django import DjangoDbBlocker
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import AuditEntry, ProjectRole, Review, TriageCategory
 from runs.services.reviews import ReviewInput, review_save
 from runs.services.tokens import token_create
@@ -54,7 +54,7 @@ class World:
     project: AgentProject
     users: dict[str, User]
     finished: Run  # a finished failing run (reviews, keep, re-run, re-grade)
-    turn: TurnResult  # its failing turn, carrying ``earlier``'s review as known
+    turn: TurnRow  # its failing turn, carrying ``earlier``'s review as known
     earlier: Review  # the review of the same turn on an earlier run
     running: Run  # a running run (cancel)
     other: User  # a user without a role, to give one
@@ -88,7 +88,7 @@ def make_world(tmp_path: Path) -> World:
             ProjectRole.objects.create(project=held_in, user=users[role], role=role)
     spec = RunSpec(cases=2, turns=2, failing=(1,))
     before = build_run(project, spec)
-    earlier_turn = TurnResult.objects.get(run=before, outcome="failed")
+    earlier_turn = TurnRow.objects.get(run=before, outcome="failed")
     earlier = review_save(user=users["staff"], case=earlier_turn.case, turn=earlier_turn,
                           data=ReviewInput(verdict="agrees", category="agent bug"))  # fmt: skip
     finished = build_run(project, spec)
@@ -98,7 +98,7 @@ def make_world(tmp_path: Path) -> World:
         project=project,
         users=users,
         finished=finished,
-        turn=TurnResult.objects.get(run=finished, outcome="failed"),
+        turn=TurnRow.objects.get(run=finished, outcome="failed"),
         earlier=earlier,
         running=running,
         other=make_user("newcomer"),

@@ -25,7 +25,7 @@ from holodeck_web import broker
 ROOT = Path(__file__).resolve().parents[2]
 TESTED_RANGE = ">=5.7,<5.8"
 
-# filesystem.Channel: what broker.Channel overrides (first block) or calls (second block).
+# filesystem.Channel: what broker.FilesystemChannel overrides (first block) or calls (second block).
 FILESYSTEM_CHANNEL_METHODS = {
     "__init__": "(self, connection, **kwargs)",
     "_put": "(self, queue, payload, **kwargs)",
@@ -37,7 +37,7 @@ FILESYSTEM_CHANNEL_METHODS = {
     "get_table": "(self, exchange)",
     "_put_fanout": "(self, exchange, payload, routing_key, **kwargs)",
 }
-# The transport options broker.Channel reads: their kind decides when they are computed.
+# The transport options broker.FilesystemChannel reads: their kind decides when they are computed.
 FILESYSTEM_CHANNEL_ATTRIBUTES = {
     "transport_options": property,
     "control_folder": property,
@@ -46,12 +46,13 @@ FILESYSTEM_CHANNEL_ATTRIBUTES = {
     "processed_folder": cached_property,
     "store_processed": cached_property,
 }
-# virtual.Channel: how kombu's consuming core calls the methods broker.Channel overrides.
+# virtual.Channel: how kombu's consuming core calls the methods broker.FilesystemChannel overrides.
 VIRTUAL_CHANNEL_METHODS = {
     "_get": "(self, queue, timeout=None)",
     "_put": "(self, queue, message)",
     "_purge": "(self, queue)",
-    "_delete": "(self, queue, *args, **kwargs)",  # broker.Channel._delete calls it directly
+    # broker.FilesystemChannel._delete calls it directly
+    "_delete": "(self, queue, *args, **kwargs)",
 }
 
 
@@ -108,8 +109,9 @@ def test_the_transport_still_keeps_its_bindings_in_a_state_the_broker_replaces()
 
 
 def test_the_broker_subclasses_kombus_filesystem_transport() -> None:
-    assert issubclass(broker.Channel, filesystem.Channel)
+    assert issubclass(broker.FilesystemChannel, filesystem.Channel)
     assert issubclass(broker.Transport, filesystem.Transport)
-    overridden = {n for n in vars(broker.Channel) if n.startswith("_") and not n.startswith("__")}
+    names = vars(broker.FilesystemChannel)
+    overridden = {n for n in names if n.startswith("_") and not n.startswith("__")}
     inherited = overridden & set(dir(filesystem.Channel))
     assert inherited <= set(FILESYSTEM_CHANNEL_METHODS), "a new override needs a recorded signature"

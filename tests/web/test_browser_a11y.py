@@ -29,7 +29,7 @@ import pytest
 from django.urls import Resolver404, resolve, reverse
 
 from runs.core.sealing import snapshot_working_tree
-from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.models import AgentProject, CaseRow, MetricRow, Run
 from runs.recorder import run_finish
 from runs.services.launch import run_cancel
 from runs.services.snapshots import snapshot_store
@@ -164,7 +164,7 @@ def dataset(transactional_db: None, tmp_path: Path) -> Dataset:
         snapshot=second,
     )
     for index in range(6):  # one name per case in both runs, so compare pairs them
-        CaseResult.objects.filter(run__in=[before, after], index=index).update(
+        CaseRow.objects.filter(run__in=[before, after], index=index).update(
             name=f"refund case {index}"
         )
     stopping = build_run(project, RunSpec(cases=4, turns=3, status=Run.Status.RUNNING, done=2))
@@ -174,7 +174,7 @@ def dataset(transactional_db: None, tmp_path: Path) -> Dataset:
     make_not_graded(mixed, 0)
     make_errored(mixed, 2)
     # ConvFinQA's metric names, long enough to widen the metric summary at 390 px
-    MetricResult.objects.filter(run=mixed, metric_name="refund_grader").update(
+    MetricRow.objects.filter(run=mixed, metric_name="refund_grader").update(
         metric_name="program_equivalence"
     )
     run_finish(mixed.pk)

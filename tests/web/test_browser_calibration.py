@@ -17,7 +17,7 @@ import pytest
 from django.urls import reverse
 
 from runs.core.reviewing.vocabulary import HumanVerdict
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, MetricRow, Run, TurnRow
 from runs.services.projects import project_register
 from runs.services.reviews import ReviewInput, review_save
 from tests.graders.fake_openai_judge import (
@@ -132,8 +132,8 @@ def launched(project: AgentProject) -> Run:
 def review_every_turn(run: Run) -> None:
     reviewer = make_user("reviewer")
     for index, (_, verdict) in enumerate(CASES):
-        case = CaseResult.objects.get(run=run, index=index)
-        turn = TurnResult.objects.get(case=case, index=0)
+        case = CaseRow.objects.get(run=run, index=index)
+        turn = TurnRow.objects.get(case=case, index=0)
         review_save(user=reviewer, case=case, turn=turn, data=ReviewInput(verdict=verdict.value))
 
 
@@ -148,7 +148,7 @@ def test_the_calibration_page_of_a_geval_judge_shows_its_confusion_matrix_and_ka
     run = launched(project)
     # The judge really graded every turn through deepeval, over HTTP.
     scores = dict(
-        MetricResult.objects.filter(run=run, metric_name=METRIC).values_list(
+        MetricRow.objects.filter(run=run, metric_name=METRIC).values_list(
             "turn__case__index", "score"
         )
     )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder.cases import case_claim, case_fail
 from tests.compare.test_compare import later, same_names
 from tests.web.chromium import CHROMIUM
@@ -59,7 +59,7 @@ def test_the_live_tiles_add_up_and_agree_with_the_progress_box_at_every_poll(
     login(page, live_server, make_user("watcher"))
     open_run(page, live_server, run)
     assert_adds_up(page)
-    pending = list(run.cases.filter(status=CaseResult.Status.PENDING).order_by("index"))
+    pending = list(run.cases.filter(status=CaseRow.Status.PENDING).order_by("index"))
     for settled, case in enumerate(pending[:3], start=2):
         attempt = case_claim(case)
         assert attempt is not None

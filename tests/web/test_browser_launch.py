@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
 from tests.web.test_browser import CHROMIUM, browser_page, expand_case, login, screenshot
@@ -71,7 +71,7 @@ def test_a_run_launched_in_the_browser_fills_in_live_and_explains_its_failures(
     run.refresh_from_db()
     assert (run.status, run.cases_done, run.turns_done) == ("failed", 3, 10)
 
-    failing = CaseResult.objects.get(run=run, passed=False)
+    failing = CaseRow.objects.get(run=run, passed=False)
     row = expand_case(page, failing.pk)
     turn = row.locator("section.turn").filter(has=page.locator("table.diff .v-bad")).first
     diff = turn.locator("table.diff").filter(has=page.locator(".v-bad")).first

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder import case_cancel, run_settle
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import (
@@ -67,7 +67,7 @@ def test_an_open_running_case_gains_its_next_turn_and_stays_open_when_it_finishe
 
     # The case finishes: the poll swaps its row in again, and it stays open with all its turns.
     write_turn(case, 2)
-    CaseResult.objects.filter(pk=case.pk).update(
+    CaseRow.objects.filter(pk=case.pk).update(
         status="done", outcome="passed", passed=True, turns_passed=3, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=2, passed_cases=2)
@@ -112,7 +112,7 @@ def test_cancel_says_stopping_then_ends_the_case_with_tiles_and_rows_that_agree(
 
     # The case stops after its turn (here: as the sweeper stops a dead worker's): the page
     # ends the run by itself.
-    assert case_cancel(CaseResult.objects.get(pk=case.pk), running=True) and run_settle(run)
+    assert case_cancel(CaseRow.objects.get(pk=case.pk), running=True) and run_settle(run)
     page.locator("#run-progress.done").wait_for()
     assert not_reloaded(page)
     run.refresh_from_db()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from tests.core.backends.fake_llm_servers import FakeOpenAI
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import make_user
@@ -51,7 +51,7 @@ def test_a_reviewer_opens_the_full_request_of_turn_fours_last_model_call(
         run = four_turn_run(tmp_path, fake)
     finally:
         fake.stop()
-    case = CaseResult.objects.get(run=run)
+    case = CaseRow.objects.get(run=run)
     login(page, live_server, make_user("reviewer"))
     page.goto(f"{live_server.url}{reverse('case_detail', args=[run.pk, case.pk])}")
 

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from tests.web.chromium import CHROMIUM
 from tests.web.factories import RunSpec, build_run, failing_case, make_project, make_user
 from tests.web.test_browser import expand_case, login
@@ -123,14 +123,14 @@ ARG_TABLE_MISFITS = """() => {
 }"""
 
 
-def failing_arguments(run: Run) -> TurnResult:
+def failing_arguments(run: Run) -> TurnRow:
     """The failing case's failed turn, its tool assertion given a long actual value and reason."""
-    turn = TurnResult.objects.get(case=failing_case(run), index=1)
+    turn = TurnRow.objects.get(case=failing_case(run), index=1)
     details = turn.arg_match_details
     assert details is not None
     argument = details[0]["args"][0]
     argument.update(actual=LONG_ACTUAL, actual_normalized=LONG_ACTUAL.lower(), reason=LONG_REASON)
-    TurnResult.objects.filter(pk=turn.pk).update(arg_match_details=details)
+    TurnRow.objects.filter(pk=turn.pk).update(arg_match_details=details)
     return turn
 
 

@@ -78,7 +78,7 @@ def test_a_run_regraded_from_its_page_compares_with_its_original(
 def test_a_regrade_of_a_cancelled_run_reads_as_its_original(
     tmp_path: Path, live_server: Any, browser_page: Any, celery_worker_thread: Any
 ) -> None:
-    from runs.models import TurnResult
+    from runs.models import TurnRow
     from tests.web.test_regrade import cancelled_mid_case
 
     page = browser_page
@@ -119,7 +119,7 @@ def test_a_regrade_of_a_cancelled_run_reads_as_its_original(
         assert page.locator("tr.matrix-row").count() == 0, show
 
     # A run cancelled before any case ran offers no re-grade.
-    TurnResult.objects.filter(run=original).delete()
+    TurnRow.objects.filter(run=original).delete()
     Run.objects.filter(pk=original.pk).update(turns_done=0)
     page.goto(f"{live_server.url}{reverse('run_detail', args=[original.pk])}")
     assert page.locator(".regrade-form").count() == 0

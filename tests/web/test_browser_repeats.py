@@ -107,7 +107,7 @@ def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_s
 
     from django.utils import timezone
 
-    from runs.models import CaseResult
+    from runs.models import CaseRow
     from tests.web.factories import make_project, repeated_run
 
     page = browser_page
@@ -115,7 +115,7 @@ def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_s
     earlier = timezone.now() - timedelta(minutes=5)
     run.cases.update(started_at=earlier, finished_at=earlier)
     last = run.cases.get(index=0, repetition=2)
-    CaseResult.objects.filter(pk=last.pk).update(
+    CaseRow.objects.filter(pk=last.pk).update(
         status="running", outcome="", passed=None, finished_at=None
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=5, finished_at=None)
@@ -131,7 +131,7 @@ def test_a_repetition_finishing_updates_its_open_cases_row_which_keeps_the_one_s
     page.evaluate("window.__not_reloaded = true")
 
     # Repetition 3 fails: the poll swaps the case's row in again; it stays open on repetition 1.
-    CaseResult.objects.filter(pk=last.pk).update(
+    CaseRow.objects.filter(pk=last.pk).update(
         status="done", outcome="failed", passed=False, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=6)

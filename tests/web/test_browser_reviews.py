@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import Review
 from runs.services import launch
 from runs.services.rerun import run_rerun
@@ -65,14 +65,14 @@ def accessibility_problems(page: Any) -> list[str]:
     return found
 
 
-def failing_turn(run: Run) -> TurnResult:
-    turn = TurnResult.objects.select_related("case").get(
+def failing_turn(run: Run) -> TurnRow:
+    turn = TurnRow.objects.select_related("case").get(
         run=run, case__name=FAILING_CASE, outcome="failed"
     )
     return turn
 
 
-def open_case(page: Any, live_server: Any, turn: TurnResult) -> Any:
+def open_case(page: Any, live_server: Any, turn: TurnRow) -> Any:
     """The case page of ``turn``; its review panel."""
     page.goto(f"{live_server.url}{reverse('case_detail', args=[turn.run_id, turn.case_id])}")
     panel = page.locator(f"#review-turn-{turn.pk}")
@@ -175,7 +175,7 @@ def test_ten_failures_are_triaged_in_the_queue_with_the_keyboard_only(
     project = make_project()
     lead = make_user("lead", staff=True)
     earlier = build_run(project, RunSpec(cases=12, turns=2, failing=range(12)))
-    known = TurnResult.objects.select_related("case__run").get(
+    known = TurnRow.objects.select_related("case__run").get(
         run=earlier, case__index=0, outcome="failed"
     )
     review_save(user=lead, case=known.case, turn=known,

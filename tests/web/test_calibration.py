@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.core.reviewing.vocabulary import HumanVerdict
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.selectors.calibration import metric_agreements, metric_calibration, project_calibration
 from runs.services.reviews import ReviewInput, review_save
 from runs.services.tokens import token_create
@@ -37,8 +37,8 @@ REVIEWED = {
 def reviewed_run(project: AgentProject, reviewer: User, verdicts: dict[int, HumanVerdict]) -> Run:
     run = build_run(project, RunSpec(cases=6, turns=1, failing=(1, 2)))
     for index, verdict in verdicts.items():
-        case = CaseResult.objects.get(run=run, index=index)
-        turn = TurnResult.objects.get(case=case, index=0)
+        case = CaseRow.objects.get(run=run, index=index)
+        turn = TurnRow.objects.get(case=case, index=0)
         review_save(user=reviewer, case=case, turn=turn, data=ReviewInput(verdict=verdict.value))
     return run
 
@@ -53,8 +53,8 @@ def run(project: AgentProject, reviewer: User) -> Run:
     return reviewed_run(project, reviewer, REVIEWED)
 
 
-def turn_of(run: Run, index: int) -> TurnResult:
-    return TurnResult.objects.get(run=run, case__index=index)
+def turn_of(run: Run, index: int) -> TurnRow:
+    return TurnRow.objects.get(run=run, case__index=index)
 
 
 # --- the selector ------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_a_metrics_page_shows_the_confusion_matrix_kappa_and_links_to_its_disagr
     assert 'data-calibration="agreement">2 of 4 (50%)' in text
     assert 'data-calibration="interval">95 % interval [' in text
     for index in (1, 3):
-        case = CaseResult.objects.get(run=run, index=index)
+        case = CaseRow.objects.get(run=run, index=index)
         link = reverse("case_detail", args=[run.pk, case.pk]) + "#turn-1"
         assert text.count(f'href="{link}"') == 2  # in the disagreements and in the table
     # The threshold that agrees best (people fail 0.82 and pass 0.31 as often as not) is shown.
@@ -243,7 +243,7 @@ def test_the_api_gives_a_metrics_reviewed_turns_and_disagreements(
     wrong = {turn["turn_id"]: turn for turn in body["disagreements"]}
     assert set(wrong) == {turn_of(run, 1).pk, turn_of(run, 3).pk}
     strict = wrong[turn_of(run, 1).pk]
-    case = CaseResult.objects.get(run=run, index=1)
+    case = CaseRow.objects.get(run=run, index=1)
     assert strict["url"] == reverse("case_detail", args=[run.pk, case.pk]) + "#turn-1"
     assert (strict["outcome"], strict["human_verdict"], strict["turn_index"]) == (
         "failed",

@@ -19,7 +19,7 @@ from runs import recorder
 from runs.core.engine.events import CaseEvent
 from runs.core.wire import models as wire
 from runs.core.wire.build import rollup_turns
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.services import execution, launch
 from tests.web.factories import RunSpec, build_run
 from tests.web.services_helpers import example_project
@@ -27,7 +27,7 @@ from tests.web.services_helpers import example_project
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def claimed_case(turns: int = 2) -> tuple[CaseResult, int]:
+def claimed_case(turns: int = 2) -> tuple[CaseRow, int]:
     """The one pending case of a running run, claimed by this process: (row, attempt)."""
     run = build_run(spec=RunSpec(cases=1, turns=turns, done=0, status=Run.Status.RUNNING))
     case = run.cases.get()
@@ -42,11 +42,11 @@ def turn(index: int) -> wire.TurnResult:
     )
 
 
-def finished(case: CaseResult, index: int) -> CaseEvent:
+def finished(case: CaseRow, index: int) -> CaseEvent:
     return CaseEvent("turn_finished", case.index, case.name, 2, turn=turn(index))
 
 
-def case_finished(case: CaseResult) -> CaseEvent:
+def case_finished(case: CaseRow) -> CaseEvent:
     turns = [turn(0), turn(1)]
     result = rollup_turns(turns, test_name=case.name, timestamp="2026-12-01T00:00:00Z")
     return CaseEvent("case_finished", case.index, case.name, 2, result=result, turns=tuple(turns))
@@ -72,8 +72,8 @@ async def idle(case_recorder: recorder.CaseRecorder) -> None:
 
 
 @sync_to_async(thread_sensitive=True)
-def turn_rows(case: CaseResult) -> int:
-    return TurnResult.objects.filter(case=case).count()
+def turn_rows(case: CaseRow) -> int:
+    return TurnRow.objects.filter(case=case).count()
 
 
 def test_turns_that_finish_close_together_are_written_with_their_cases_result() -> None:
@@ -91,8 +91,8 @@ def test_turns_that_finish_close_together_are_written_with_their_cases_result() 
     run_in_a_task(flow)
     assert seen == [0]
     case.refresh_from_db()
-    assert case.status == CaseResult.Status.DONE and case.turn_count == 2
-    assert TurnResult.objects.filter(case=case).count() == 2
+    assert case.status == CaseRow.Status.DONE and case.turn_count == 2
+    assert TurnRow.objects.filter(case=case).count() == 2
     assert Run.objects.get(pk=case.run_id).turns_done == 2
 
 
@@ -111,7 +111,7 @@ def test_the_runs_first_turn_is_written_at_once_and_the_next_ones_within_the_del
 
     run_in_a_task(flow)
     assert seen == [1, 1]
-    assert TurnResult.objects.filter(case=case).count() == 2
+    assert TurnRow.objects.filter(case=case).count() == 2
     assert Run.objects.get(pk=case.run_id).turns_done == 2
 
 
@@ -131,13 +131,13 @@ def test_a_finished_turn_is_written_while_its_case_runs_once_the_write_delay_pas
 
     run_in_a_task(flow)
     assert seen == [(1, 1)]  # written, and counted, before the case finished
-    assert TurnResult.objects.filter(case=case).count() == 2
+    assert TurnRow.objects.filter(case=case).count() == 2
     assert Run.objects.get(pk=case.run_id).turns_done == 2
 
 
 def test_a_case_whose_write_finds_it_taken_over_stops_at_its_next_event() -> None:
     case, attempt = claimed_case()
-    CaseResult.objects.filter(pk=case.pk).update(attempts=attempt + 1)  # a redelivery took it
+    CaseRow.objects.filter(pk=case.pk).update(attempts=attempt + 1)  # a redelivery took it
 
     async def flow() -> None:
         writer = recorder.CaseRecorder(per_turn=True, write_within=0.01)
@@ -148,7 +148,7 @@ def test_a_case_whose_write_finds_it_taken_over_stops_at_its_next_event() -> Non
             await writer(finished(case, 1))
 
     run_in_a_task(flow)
-    assert not TurnResult.objects.filter(case=case).exists()
+    assert not TurnRow.objects.filter(case=case).exists()
     assert Run.objects.get(pk=case.run_id).turns_done == 0
 
 

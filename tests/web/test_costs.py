@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, CaseResult, MetricResult, Run
+from runs.models import AgentProject, CaseRow, MetricRow, Run
 from runs.recorder import run_finish
 from runs.services.launch import run_create
 from runs.services.tokens import token_create
@@ -49,11 +49,11 @@ def priced_run(project: AgentProject, judge: str = "judge-model", **fields: obje
         config_snapshot={"model": {"provider": "openai", "name": "agent-model"}},
         **fields,
     )
-    MetricResult.objects.filter(run=run, metric_name="politeness").update(
+    MetricRow.objects.filter(run=run, metric_name="politeness").update(
         judge_usage=JUDGE_USAGE, model_used=judge
     )
     # A case's usage is its turns' sum, as the recorder writes it.
-    CaseResult.objects.filter(run=run).update(
+    CaseRow.objects.filter(run=run).update(
         token_usage={"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
     )
     return run
@@ -84,7 +84,7 @@ def test_a_run_whose_model_has_no_price_shows_a_small_note_not_a_cost_tile(
     Run.objects.filter(pk=run.pk).update(
         config_snapshot={"model": {"provider": "openai", "name": "mystery-agent"}}
     )
-    MetricResult.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
+    MetricRow.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert (
         '<span class="small cost-unknown" data-cost="unknown" title="no price for mystery-agent:'
@@ -113,10 +113,10 @@ def test_small_costs_of_a_run_its_cases_and_turns_visibly_add_up(
     $0.0001 and $0.0000."""
     price_file.write_text(PRICES.replace("1000, output: 1000", "0.6, output: 0.6"))
     run = priced_run(project)
-    MetricResult.objects.filter(run=run).update(judge_usage=None)
+    MetricRow.objects.filter(run=run).update(judge_usage=None)
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert '<span class="tile-value" data-cost="total">$0.000288</span>' in html
-    case = CaseResult.objects.get(run=run, index=0)
+    case = CaseRow.objects.get(run=run, index=0)
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "cost $0.000144 (agent $0.000144 · judge —)" in page
     assert "cost $0.0000720</span>" in page
@@ -144,8 +144,8 @@ def test_the_case_page_and_the_markdown_export_write_a_small_cost_alike(
     in one beside $0.0000182 in the other."""
     price_file.write_text(PRICES.replace("1000, output: 1000", "0.075, output: 0.075"))
     run = priced_run(project)
-    MetricResult.objects.filter(run=run).update(judge_usage=None)
-    case = CaseResult.objects.get(run=run, index=0)
+    MetricRow.objects.filter(run=run).update(judge_usage=None)
+    case = CaseRow.objects.get(run=run, index=0)
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "cost $0.0000180 (agent $0.0000180 · judge —)" in page
     assert "cost $0.00000900</span>" in page  # each of its turns
@@ -161,8 +161,8 @@ def test_a_model_without_a_price_is_said_once_in_a_cases_cost(
     Run.objects.filter(pk=run.pk).update(
         config_snapshot={"model": {"provider": "openai", "name": "mystery-agent"}}
     )
-    MetricResult.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
-    case = CaseResult.objects.get(run=run, index=0)
+    MetricRow.objects.filter(run=run).update(judge_usage=None, judge_cost_usd=None)
+    case = CaseRow.objects.get(run=run, index=0)
     said = "unknown: no price for mystery-agent (agent); judge —"
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     line = re.search(r'<span class="case-cost">(.*?)</span>', page)
@@ -177,7 +177,7 @@ def test_the_case_page_shows_each_turns_cost_and_the_cases_time_breakdown(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = priced_run(project)
-    case = CaseResult.objects.get(run=run, index=0)
+    case = CaseRow.objects.get(run=run, index=0)
     html = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "cost $0.2600 (agent $0.2400 · judge $0.0200)" in html
     assert 'class="turn-cost"' in html and "cost $0.1300</span>" in html
@@ -234,12 +234,12 @@ def test_a_recorded_cases_time_is_its_session_wait_turns_and_grading(
     with pytest.raises(SystemExit):
         call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
     run = Run.objects.filter(source=Run.Source.CLI).latest("pk")
-    for case in CaseResult.objects.filter(run=run).prefetch_related("turns__metrics"):
+    for case in CaseRow.objects.filter(run=run).prefetch_related("turns__metrics"):
         turns = list(case.turns.all())
         agent = sum(turn.execution_time_ms for turn in turns)
         grading = sum(m.evaluation_time_ms or 0 for turn in turns for m in turn.metrics.all())
         assert 0 <= case.execution_time_ms - agent - grading <= (case.session_start_ms or 0)
-    case = CaseResult.objects.filter(run=run).first()
+    case = CaseRow.objects.filter(run=run).first()
     assert case is not None
     html = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert " = session start " in html and " + grading " in html
@@ -295,8 +295,8 @@ def test_a_runs_cost_summed_by_the_database_is_the_sum_of_each_rows_cost(
         dict(prompt_tokens=10, completion_tokens=5, total_tokens=15, cache_read_tokens=30),
     ]
     for case, usage in zip(run.cases.order_by("index"), usages, strict=True):
-        CaseResult.objects.filter(pk=case.pk).update(token_usage=usage)
-    metrics = list(MetricResult.objects.filter(run=run).order_by("pk"))
+        CaseRow.objects.filter(pk=case.pk).update(token_usage=usage)
+    metrics = list(MetricRow.objects.filter(run=run).order_by("pk"))
     shapes = [
         (JUDGE_USAGE, "judge-model", None),
         (JUDGE_USAGE, "unpriced-judge", 0.25),
@@ -306,17 +306,17 @@ def test_a_runs_cost_summed_by_the_database_is_the_sum_of_each_rows_cost(
         (None, "native-judge", 0.0),
     ]
     for metric, (usage, model, usd) in zip(metrics, shapes, strict=False):
-        MetricResult.objects.filter(pk=metric.pk).update(
+        MetricRow.objects.filter(pk=metric.pk).update(
             judge_usage=usage, model_used=model, judge_cost_usd=usd
         )
     table = price_table()
     agent = total(
         usage_cost(usage, "cached-model", table)
-        for usage in CaseResult.objects.filter(run=run).values_list("token_usage", flat=True)
+        for usage in CaseRow.objects.filter(run=run).values_list("token_usage", flat=True)
     )
     judge = total(
         judge_cost(usage, model, usd, table)
-        for usage, model, usd in MetricResult.objects.filter(run=run).values_list(
+        for usage, model, usd in MetricRow.objects.filter(run=run).values_list(
             "judge_usage", "model_used", "judge_cost_usd"
         )
     )

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from runs.core.verdicts.outcomes import COUNTED_OUTCOMES
 from runs.core.verdicts.summary import OutcomeCounts
 from runs.core.wire.models import COUNTS_KEY
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.recorder import run_finish, run_settle
 from runs.recorder.cases import case_cancel, case_claim, case_fail
 from tests.web.factories import RunSpec, build_run, make_not_graded, running_case
@@ -88,7 +88,7 @@ def built(plan: Plan, project: AgentProject) -> Run:
         cases=plan.cases, turns=plan.turns, failing=plan.failing, status=status, done=plan.done,
     )  # fmt: skip
     run = build_run(project, spec)
-    pending = list(run.cases.filter(status=CaseResult.Status.PENDING).order_by("index"))
+    pending = list(run.cases.filter(status=CaseRow.Status.PENDING).order_by("index"))
     running = [
         running_case(run, case.index, written=plan.written) for case in pending[: plan.running]
     ]
@@ -107,7 +107,7 @@ def built(plan: Plan, project: AgentProject) -> Run:
             assert case_cancel(case, running=True)
         assert run_settle(Run.objects.get(pk=run.pk))
     if plan.ending == "finished":
-        for case in run.cases.filter(status=CaseResult.Status.PENDING):
+        for case in run.cases.filter(status=CaseRow.Status.PENDING):
             attempt = case_claim(case)
             assert attempt is not None
             case_fail(case, attempt, "WorkerLostError: the worker died")
@@ -215,7 +215,7 @@ def surfaces_agree(
 def rows_cases(run: Run) -> dict[str, int]:
     """The run's cases by their stored outcome (no outcome yet: pending), as rows hold them."""
     counts = dict.fromkeys(FIELDS, 0)
-    for outcome in CaseResult.objects.filter(run=run).values_list("outcome", flat=True):
+    for outcome in CaseRow.objects.filter(run=run).values_list("outcome", flat=True):
         counts[outcome or "pending"] += 1
         counts["total"] += 1
     return counts
@@ -299,7 +299,7 @@ def test_the_live_tiles_and_progress_add_up_while_the_polled_metrics_are_seconds
     )
     url = reverse("run_progress", args=[run.pk])
     viewer_client.get(url)  # the poll counts the live summary and keeps it a few seconds
-    for case in run.cases.filter(status=CaseResult.Status.PENDING).order_by("index")[:3]:
+    for case in run.cases.filter(status=CaseRow.Status.PENDING).order_by("index")[:3]:
         attempt = case_claim(case)
         assert attempt is not None
         case_fail(case, attempt, "WorkerLostError: the worker died")
@@ -319,8 +319,8 @@ def test_a_cancelled_repeated_run_claims_pass_at_k_only_over_its_complete_cases(
     from tests.web.factories import repeated_run
 
     run = repeated_run(project, [1.0, 1.0, 1.0], repeats=3, seed=1)
-    CaseResult.objects.filter(run=run, index=2).update(
-        status=CaseResult.Status.PENDING, outcome="", passed=None
+    CaseRow.objects.filter(run=run, index=2).update(
+        status=CaseRow.Status.PENDING, outcome="", passed=None
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
     page = viewer_client.get(reverse("run_detail", args=[run.pk])).text

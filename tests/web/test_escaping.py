@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, MetricResult
+from runs.models import AgentProject, MetricRow
 from tests.web.factories import RunSpec, build_run, failing_case
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def hostile_case_page(client: Client, project: AgentProject) -> str:
         ),
     )
     case = failing_case(run)
-    MetricResult.objects.filter(turn__case=case).update(reasoning=f"because {SCRIPT}")
+    MetricRow.objects.filter(turn__case=case).update(reasoning=f"because {SCRIPT}")
     case.turns.filter(index=1).update(input=f"Q {SCRIPT}", errors=[f"boom {SCRIPT}"])
     return client.get(reverse("case_detail", args=[run.pk, case.pk])).text
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.services import execution, launch
 from runs.services.execution import RunLoad, run_fairest
 from runs.services.regrade import run_regrade_create
 from tests.web.services_helpers import example_project
 from tests.web.snapshot_helpers import run_here
 
-OPEN = [CaseResult.Status.PENDING, CaseResult.Status.RUNNING]
+OPEN = [CaseRow.Status.PENDING, CaseRow.Status.RUNNING]
 EARLY = datetime(2026, 12, 1, tzinfo=UTC)
 
 
@@ -83,7 +83,7 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int, int, s
     started: list[tuple[int, int, int, set[int]]] = []
     real_run = execution._case_run
 
-    def counting_run(case: CaseResult, attempt: int, agent: Any = None) -> Any:
+    def counting_run(case: CaseRow, attempt: int, agent: Any = None) -> Any:
         ended = set(Run.objects.exclude(status__in=Run.ACTIVE).values_list("pk", flat=True))
         started.append((case.run_id, case.index, case.repetition, ended))
         for run in Run.objects.filter(status=Run.Status.RUNNING):
@@ -148,4 +148,4 @@ def test_a_cancelled_runs_cases_are_never_taken_by_a_slot(
     assert {run_id for run_id, _, _, _ in ran} == {big.pk}
     small.refresh_from_db()
     assert small.status == Run.Status.CANCELLED and small.cases_done == small.total_cases
-    assert not small.cases.filter(status=CaseResult.Status.DONE).exists()
+    assert not small.cases.filter(status=CaseRow.Status.DONE).exists()

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.services.tokens import token_create
 from tests.web.factories import RunSpec, build_run, make_project
 from tests.web.services_helpers import example_project
@@ -44,8 +44,8 @@ def later(minutes: int) -> Any:
 
 def same_names(*runs: Run) -> None:
     """The factory names failing cases apart; here a case keeps its name from run to run."""
-    for case in CaseResult.objects.filter(run__in=runs, name__startswith="failing "):
-        CaseResult.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
+    for case in CaseRow.objects.filter(run__in=runs, name__startswith="failing "):
+        CaseRow.objects.filter(pk=case.pk).update(name=case.name.removeprefix("failing "))
 
 
 def passing_run(project: AgentProject, minutes: int = 0, branch: str = "main") -> Run:
@@ -156,7 +156,7 @@ def test_a_pass_rate_below_min_pass_rate_fails_even_without_regressions(
 def test_min_pass_rate_fails_a_run_with_no_pass_rate_saying_why(project: AgentProject) -> None:
     base = passing_run(project)
     run = passing_run(project, minutes=5)
-    CaseResult.objects.filter(run=run).update(outcome="not_graded")
+    CaseRow.objects.filter(run=run).update(outcome="not_graded")
     said = gate("--run", run.pk, "--baseline", base.pk, "--min-pass-rate", 50)
     assert said.code == 1
     assert "| pass rate | – | 100% |  |" in said.out  # no pass rate, never 0 %
@@ -303,7 +303,7 @@ def test_the_summary_is_also_written_to_the_markdown_file(
 def test_case_names_are_escaped_in_the_summary(project: AgentProject) -> None:
     base = passing_run(project)
     run = regressed_run(project)
-    CaseResult.objects.filter(name="refund case 1").update(name="a | b <script>")
+    CaseRow.objects.filter(name="refund case 1").update(name="a | b <script>")
     said = gate("--run", run.pk, "--baseline", base.pk)
     assert "| a \\| b \\<script\\> | 1 | turn 2 |" in said.out
 

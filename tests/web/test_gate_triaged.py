@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import Review
 from runs.services.reviews import ReviewInput, review_reopen, review_save
 from tests.web.factories import make_user
@@ -27,8 +27,8 @@ def reviewer(db: None) -> User:
     return make_user("rita")
 
 
-def failed_turn(run: Run) -> TurnResult:
-    return TurnResult.objects.get(run=run, outcome="failed")
+def failed_turn(run: Run) -> TurnRow:
+    return TurnRow.objects.get(run=run, outcome="failed")
 
 
 def triage(run: Run, user: User, category: str = GROUND_TRUTH, note: str = "") -> Review:

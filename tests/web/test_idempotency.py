@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.services import launch
 from runs.services.tokens import token_create
 from tests.web.factories import make_user
@@ -116,14 +116,14 @@ def test_two_racing_submits_with_one_key_answer_with_the_winner_and_keep_no_seco
     staff: User, agent_project: AgentProject
 ) -> None:
     winner = launch.run_create(project=agent_project, user=staff, limit=1, idempotency_key="k")
-    cases = CaseResult.objects.count()
+    cases = CaseRow.objects.count()
     # The second submit looked before the first had committed: it seals and opens its own run,
     # whose key the unique constraint then refuses.
     with mock.patch.object(launch, "run_by_idempotency_key", side_effect=[None, winner]):
         answer = launch.run_create(project=agent_project, user=staff, limit=1, idempotency_key="k")
 
     assert answer.pk == winner.pk
-    assert Run.objects.count() == 1 and CaseResult.objects.count() == cases
+    assert Run.objects.count() == 1 and CaseRow.objects.count() == cases
 
 
 def test_the_same_regrade_submitted_twice_makes_one_regrade(

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import strip_tags
 
 from runs.core.wire.holodeck_io import load_eval_runs
-from runs.models import AgentProject, MetricResult, Run
+from runs.models import AgentProject, MetricRow, Run
 from runs.services import history
 from runs.services.tokens import token_create
 from tests.web.factories import build_run
@@ -163,7 +163,7 @@ def test_a_single_eval_run_and_a_bare_test_report_without_kinds_import(
     )
     assert "Imported 2 runs" in response.text
     old = Run.objects.get(report_timestamp=legacy["timestamp"])
-    kinds = dict(MetricResult.objects.filter(run=old).values_list("metric_name", "kind"))
+    kinds = dict(MetricRow.objects.filter(run=old).values_list("metric_name", "kind"))
     assert kinds["tone_of_voice"] == "geval" and kinds["faithfulness"] == "rag"
 
 

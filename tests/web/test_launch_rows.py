@@ -11,7 +11,7 @@ import pytest
 
 from runs import bulk_insert
 from runs.bulk_insert import rows_insert
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.services.launch import run_create
 from tests.web.factories import make_project
 from tests.web.services_helpers import example_project
@@ -29,10 +29,10 @@ CASES = [
 
 def stored(run: Run) -> list[dict[str, Any]]:
     """Every field of the run's case rows but the row's own id and its run."""
-    fields = [f for f in CaseResult._meta.concrete_fields if f.name not in ("id", "run")]
+    fields = [f for f in CaseRow._meta.concrete_fields if f.name not in ("id", "run")]
     return [
         {f.name: getattr(case, f.attname) for f in fields}
-        for case in CaseResult.objects.filter(run=run).order_by("index")
+        for case in CaseRow.objects.filter(run=run).order_by("index")
     ]
 
 
@@ -46,29 +46,29 @@ def test_inserted_rows_hold_what_bulk_create_writes(monkeypatch: pytest.MonkeyPa
     )  # two rows a statement: batches are exercised
     inserted, created = new_run("inserted"), new_run("created")
 
-    rows_insert(CaseResult, CASES, common={"run": inserted})
-    CaseResult.objects.bulk_create([CaseResult(run=created, **case) for case in CASES])
+    rows_insert(CaseRow, CASES, common={"run": inserted})
+    CaseRow.objects.bulk_create([CaseRow(run=created, **case) for case in CASES])
 
     assert stored(inserted) == stored(created)
     assert [case["name"] for case in stored(inserted)] == [case["name"] for case in CASES]
     defaults = stored(inserted)[0]
     assert (defaults["status"], defaults["kind_outcomes"], defaults["errors"]) == (
-        CaseResult.Status.PENDING,
+        CaseRow.Status.PENDING,
         {},
         [],
     )
 
 
 def test_no_rows_insert_nothing() -> None:
-    rows_insert(CaseResult, [], common={"run": new_run("empty")})
-    assert not CaseResult.objects.exists()
+    rows_insert(CaseRow, [], common={"run": new_run("empty")})
+    assert not CaseRow.objects.exists()
 
 
 def test_a_launch_writes_one_pending_row_per_selected_case(tmp_path: Path) -> None:
     project = example_project(tmp_path)
     run = run_create(project=project, case_filter="revenue")
-    cases = list(CaseResult.objects.filter(run=run).values_list("index", "name", "status"))
-    assert cases == [(1, "northwind_revenue_growth", CaseResult.Status.PENDING)]
+    cases = list(CaseRow.objects.filter(run=run).values_list("index", "name", "status"))
+    assert cases == [(1, "northwind_revenue_growth", CaseRow.Status.PENDING)]
     assert run.total_cases == 1 and run.total_turns == 3
 
 
@@ -89,7 +89,7 @@ def test_every_field_of_a_case_row_has_a_default_or_is_given() -> None:
     """``rows_insert`` fills the fields a launch does not give from their defaults; a new
     required field without one would fail every launch."""
     given = {"run", *CASES[0]}
-    for field in CaseResult._meta.concrete_fields:
+    for field in CaseRow._meta.concrete_fields:
         if field.primary_key or field.name in given:
             continue
         assert field.has_default() or field.null or field.empty_strings_allowed, field.name

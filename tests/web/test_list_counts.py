@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.recorder import run_finish
 from runs.selectors.case_counts import list_count_stored, list_counts_count, listed
 from runs.selectors.cases import CASE_OUTCOMES, CaseFilters, case_rows
@@ -236,7 +236,7 @@ def test_load_more_reads_the_rows_after_the_last_one_shown_as_the_next_page_has_
 
 
 def test_a_review_filters_count_read_from_its_reviews_equals_the_cases_it_lists() -> None:
-    from runs.models import TurnResult
+    from runs.models import TurnRow
     from runs.selectors.review_panels import (
         REVIEW_FILTERS,
         cases_by_review,
@@ -247,7 +247,7 @@ def test_a_review_filters_count_read_from_its_reviews_equals_the_cases_it_lists(
     project = make_project("review-counts", "/tmp/review-counts")
     run = build_run(project, RunSpec(cases=30, turns=2, failing=range(0, 30, 3)))
     staff = make_user("reviewer", staff=True)
-    failing = TurnResult.objects.filter(run=run, outcome="failed").select_related("case")
+    failing = TurnRow.objects.filter(run=run, outcome="failed").select_related("case")
     for n, turn in enumerate(failing.order_by("case__index", "index")[:7]):
         verdict = "should_pass" if n % 2 else "agrees"
         review_save(user=staff, case=turn.case, turn=turn, data=ReviewInput(verdict=verdict))
@@ -267,7 +267,7 @@ def test_a_finished_runs_cost_is_priced_from_its_stored_token_sums(
 
     project = make_project("cost-sums", "/tmp/cost-sums")
     run = build_run(project, RunSpec(cases=12, turns=2, failing=range(0, 12, 3)))
-    CaseResult.objects.filter(run=run).update(
+    CaseRow.objects.filter(run=run).update(
         token_usage={"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280}
     )
     run_finish(run.pk)

@@ -24,7 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
 from holodeck_web.logs import JsonFormatter, LogContextFilter
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.services import execution, launch
 from tests.web.services_helpers import (
     EXAMPLES,
@@ -157,7 +157,7 @@ def test_a_cases_lines_carry_its_runs_and_its_own_ids(
 ) -> None:
     run = launch.run_create(project=example_project(tmp_path))  # run here, as a worker would
 
-    cases = {case.pk: case.index for case in CaseResult.objects.filter(run=run)}
+    cases = {case.pk: case.index for case in CaseRow.objects.filter(run=run)}
     assert len(cases) == 3
     case_lines = [line for line in json_lines() if line.get("case_id") is not None]
     for case_id, index in cases.items():
@@ -185,7 +185,7 @@ def test_a_crashed_cases_line_carries_the_exception_and_the_ids(
 
     crashed = [line for line in json_lines() if "crashed" in line["message"]]
     assert len(crashed) == 3
-    case_ids = set(CaseResult.objects.filter(run=run).values_list("pk", flat=True))
+    case_ids = set(CaseRow.objects.filter(run=run).values_list("pk", flat=True))
     assert {line["case_id"] for line in crashed} == case_ids
     assert all(line["run_id"] == run.pk and line["level"] == "ERROR" for line in crashed)
     assert all("RuntimeError: the backend would not build" in line["exception"] for line in crashed)

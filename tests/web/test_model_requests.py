@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.selectors.model_requests import model_requests_of_turn
 from runs.services import launch
 from runs.services.projects import project_register
@@ -75,7 +75,7 @@ def test_the_fourth_turns_stored_requests_equal_what_the_server_received(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     run = sk_run(tmp_path, fake, "You are a careful calculator.")
-    case = CaseResult.objects.get(run=run)
+    case = CaseRow.objects.get(run=run)
 
     stored = [
         found.body
@@ -95,7 +95,7 @@ def test_the_transcript_offers_the_full_request_and_serves_it_copyable_as_json(
     client: Client, viewer: User, tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     run = sk_run(tmp_path, fake, "You are a careful calculator.")
-    case = CaseResult.objects.get(run=run)
+    case = CaseRow.objects.get(run=run)
     client.force_login(viewer)
 
     transcript = client.get(f"/runs/{run.pk}/cases/{case.pk}/transcript/?turn=3").content.decode()
@@ -118,7 +118,7 @@ def test_the_side_by_side_shows_the_prompt_lines_the_request_changed(
 ) -> None:
     before = sk_run(tmp_path, fake, "You are a careful calculator.\nBe brief.", name="a")
     after = sk_run(tmp_path, fake, "You are a careful calculator.\nShow your work.", name="b")
-    cases = [CaseResult.objects.get(run=run).pk for run in (before, after)]
+    cases = [CaseRow.objects.get(run=run).pk for run in (before, after)]
     client.force_login(viewer)
 
     html = client.get(f"/compare/transcript/?a={cases[0]}&b={cases[1]}&turn=2").content.decode()
@@ -128,14 +128,14 @@ def test_the_side_by_side_shows_the_prompt_lines_the_request_changed(
     assert "+1 −1 lines" in html
     same = client.get(f"/compare/transcript/?a={cases[0]}&b={cases[0]}&turn=2").content.decode()
     assert "the same system prompt, tools and parameters" in same
-    assert TurnResult.objects.filter(case_id=cases[1]).count() == 4
+    assert TurnRow.objects.filter(case_id=cases[1]).count() == 4
 
 
 def test_the_api_serves_each_model_calls_request_whole_when_asked(
     client: Client, viewer: User, tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     run = sk_run(tmp_path, fake, "You are a careful calculator.")
-    case = CaseResult.objects.get(run=run)
+    case = CaseRow.objects.get(run=run)
     url = f"/runs/{run.pk}/cases/{case.pk}/transcript"
     received = [exchange.body for exchange in fake.requests_to("/chat/completions")]
     token = bearer(viewer)

@@ -15,7 +15,7 @@ from django.urls import reverse
 from runs.core.verdicts.numbers import format_rate
 from runs.core.verdicts.summary import RunSummary
 from runs.core.writers.gate_markdown import GateOptions
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.services.gate import gate_baseline, gate_evaluate
 from runs.services.tokens import token_create
 from tests.web.one_record import (
@@ -50,14 +50,14 @@ def test_the_mixed_run_stores_one_summary_of_its_cases_turns_and_metrics(mixed_r
 
 
 def test_the_mixed_run_rows_store_each_verdict(mixed_run: Run) -> None:
-    cases = dict(CaseResult.objects.filter(run=mixed_run).values_list("name", "outcome"))
+    cases = dict(CaseRow.objects.filter(run=mixed_run).values_list("name", "outcome"))
     assert cases == {
         "all_good": "passed",
         "wrong_answer": "failed",
         "grader_down": "not_graded",
         "agent_breaks": "failed",
     }
-    turns = sorted(TurnResult.objects.filter(run=mixed_run).values_list("outcome", flat=True))
+    turns = sorted(TurnRow.objects.filter(run=mixed_run).values_list("outcome", flat=True))
     assert turns == sorted(["passed", "failed", "passed", "not_graded", "passed", "error"])
 
 

@@ -20,7 +20,7 @@ from django.test import Client
 
 from runs.core.verdicts.numbers import format_rate
 from runs.core.verdicts.outcomes import Outcome
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.services.tokens import token_create
 from tests.web.one_record import (
     IMPORTED,
@@ -202,7 +202,7 @@ def test_the_json_export_carries_the_stored_verdicts_and_a_results_file_does_not
     from runs.selectors import run_eval_run
 
     results = json.loads(export(client, token, mixed_run, "json"))["report"]["results"]
-    stored = dict(CaseResult.objects.filter(run=mixed_run).values_list("name", "outcome"))
+    stored = dict(CaseRow.objects.filter(run=mixed_run).values_list("name", "outcome"))
     assert {result["test_name"]: result["outcome"] for result in results} == stored
     turns = [turn["outcome"] for result in results for turn in result["turns"] or []]
     assert Outcome.NOT_GRADED.value in turns and Outcome.ERROR.value in turns

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from runs.core.verdicts.numbers import format_rate
 from runs.core.verdicts.summary import RunSummary
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.selectors.trends import finished_runs, metric_averages
 from tests.web.one_record import (
     IMPORTED,
@@ -97,7 +97,7 @@ def test_the_trends_page_marks_the_same_pass_rate_and_case_counts(
 def test_the_case_page_of_grader_down_shows_one_not_graded_turn(
     viewer_client: Client, mixed_run: Run
 ) -> None:
-    case = CaseResult.objects.get(run=mixed_run, name="grader_down")
+    case = CaseRow.objects.get(run=mixed_run, name="grader_down")
     html = viewer_client.get(reverse("case_detail", args=[mixed_run.pk, case.pk])).text
 
     shown = html_numbers(html)
@@ -107,7 +107,7 @@ def test_the_case_page_of_grader_down_shows_one_not_graded_turn(
 
 
 def test_an_errored_turn_reads_errored_not_failed(viewer_client: Client, mixed_run: Run) -> None:
-    case = CaseResult.objects.get(run=mixed_run, name="agent_breaks")
+    case = CaseRow.objects.get(run=mixed_run, name="agent_breaks")
     html = viewer_client.get(reverse("case_detail", args=[mixed_run.pk, case.pk])).text
 
     assert '<section class="turn turn-error" id="turn-2">' in html

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import AuditEntry, ProjectRole, TriageCategory
 from runs.services.audit import audit_write
 from runs.services.projects import project_update
@@ -341,7 +341,7 @@ def test_a_project_whose_runs_were_reviewed_is_removed_with_its_reviews_runs_kep
     from runs.services.reviews import ReviewInput, review_save
 
     run = build_run(project, RunSpec(cases=2, turns=2, failing=(1,)))
-    turn = TurnResult.objects.get(run=run, outcome="failed")
+    turn = TurnRow.objects.get(run=run, outcome="failed")
     review_save(user=staff, case=turn.case, turn=turn,
                 data=ReviewInput(verdict="agrees", category="agent bug"))  # fmt: skip
     response = signed_in(client, staff).post(

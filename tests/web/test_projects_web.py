@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.core.runoptions import run_partial_text
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.services.launch import run_create
 from runs.services.projects import ProjectError, project_register, project_remove
 from tests.web.factories import RunSpec, build_run
@@ -191,7 +191,7 @@ def test_removing_a_project_and_deleting_its_runs_deletes_their_rows(
     response = staff_client.post(reverse("project_remove", args=[project.pk]), {"runs": "delete"})
     assert response.status_code == 302
     assert list(Run.objects.values_list("pk", flat=True)) == [other.pk]
-    assert CaseResult.objects.count() == 1 and TurnResult.objects.count() == 1
+    assert CaseRow.objects.count() == 1 and TurnRow.objects.count() == 1
 
 
 def test_a_project_with_a_running_run_cannot_be_removed(project: AgentProject) -> None:

@@ -3,8 +3,9 @@ datetimes at the edges of what Python holds, Unicode digits, NUL, empty, very lo
 is a server error, on the configured database, and on SQLite as well (see the last test).
 
 The page parameters are an explicit list checked against the code (every ``*_param(request,
-"name")`` and ``request.GET`` read in runs/web and runs/compare/pages), so a new parameter fails the check until it is
-listed; the API's are read from the OpenAPI document, so a new one is covered by itself."""
+"name")`` and ``request.GET`` read in runs/web and runs/compare/pages), so a new parameter fails
+the check until it is listed; the API's are read from the OpenAPI document, so a new one is
+covered by itself."""
 
 from __future__ import annotations
 
@@ -109,7 +110,10 @@ def data(db: None) -> dict[str, str]:
 
 def test_the_page_list_names_every_parameter_the_views_read() -> None:
     read: set[str] = set()
-    views = [*(ROOT / "runs" / "web").glob("*.py"), *(ROOT / "runs" / "compare" / "pages").glob("*.py")]
+    views = [
+        *(ROOT / "runs" / "web").glob("*.py"),
+        *(ROOT / "runs" / "compare" / "pages").glob("*.py"),
+    ]
     for source in views:
         for match in READS.finditer(source.read_text()):
             read.add(match.group(1) or match.group(2))

@@ -26,7 +26,7 @@ from pytest_django.fixtures import Settings
 
 import runs.tasks  # noqa: F401 - registers the tasks with the app made below
 from holodeck_web.celery import configure
-from runs.models import CaseResult
+from runs.models import CaseRow
 from tests.web.services_helpers import kill_at_once
 from tests.web.worker_helpers import (
     Workers,
@@ -133,7 +133,7 @@ def test_a_worker_on_rabbitmq_runs_a_run_launched_from_the_view_to_the_end(
     assert not run.is_active, workers.logs()
     assert seen_partial, "turn rows never appeared while the run was running"
     assert_run_whole(run)
-    assert set(CaseResult.objects.filter(run=run).values_list("attempts", flat=True)) == {1}
+    assert set(CaseRow.objects.filter(run=run).values_list("attempts", flat=True)) == {1}
     assert_run_page_shows_the_cases(client, run)
 
 

@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from runs.core.sealing import snapshot_working_tree
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.services.snapshots import snapshot_store
 from runs.services.tokens import token_create, token_revoke
 from tests.web.factories import RunSpec, build_run, failing_case
@@ -45,8 +45,8 @@ def test_no_dashboard_page_writes_to_the_database_on_a_get(client: Client, tmp_p
     # A running run whose worker died long ago: the old progress poll would have reaped it.
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=2))
     long_ago = timezone.now() - timezone.timedelta(days=1)
-    CaseResult.objects.filter(run=run, status=CaseResult.Status.PENDING).update(
-        status=CaseResult.Status.RUNNING, heartbeat_at=long_ago, enqueued=True, enqueued_at=long_ago
+    CaseRow.objects.filter(run=run, status=CaseRow.Status.PENDING).update(
+        status=CaseRow.Status.RUNNING, heartbeat_at=long_ago, enqueued=True, enqueued_at=long_ago
     )
     case = failing_case(run)
     other = build_run(project, RunSpec(cases=4, turns=2, transcripts=True))

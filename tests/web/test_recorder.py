@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db import models
 
 from runs.core.runoptions import RunOptions
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.recorder import case_rows_ensure
 from runs.services import launch
 from tests.web.services_helpers import example_project
@@ -68,13 +68,13 @@ def without_timings(value: Any) -> Any:
 def stored(run: Run) -> dict[str, Any]:
     return {
         "run": values(run),
-        "cases": [values(c) for c in CaseResult.objects.filter(run=run).order_by("index")],
+        "cases": [values(c) for c in CaseRow.objects.filter(run=run).order_by("index")],
         "turns": [
-            values(t) for t in TurnResult.objects.filter(run=run).order_by("case__index", "index")
+            values(t) for t in TurnRow.objects.filter(run=run).order_by("case__index", "index")
         ],
         "metrics": [
             values(m)
-            for m in MetricResult.objects.filter(run=run).order_by(
+            for m in MetricRow.objects.filter(run=run).order_by(
                 "turn__case__index", "turn__index", "position"
             )
         ],
@@ -109,7 +109,7 @@ def test_a_cli_run_is_stored_as_it_goes_and_ends_like_a_dashboard_run(
     assert run.status == Run.Status.FAILED and run.source == Run.Source.CLI
     assert (run.cases_done, run.passed_cases, run.failed_cases) == (3, 2, 1)
     assert run.pass_rate == pytest.approx(66.67)
-    assert set(run.cases.values_list("status", flat=True)) == {CaseResult.Status.DONE}
+    assert set(run.cases.values_list("status", flat=True)) == {CaseRow.Status.DONE}
     assert set(run.cases.values_list("outcome", flat=True)) == {"passed", "failed"}
 
 
@@ -120,7 +120,7 @@ def test_a_run_queued_before_case_rows_were_made_at_launch_gets_them_from_its_op
     case_rows_ensure(run)
     case_rows_ensure(run)  # a redelivered start adds nothing
 
-    rows = CaseResult.objects.filter(run=run).order_by("index")
+    rows = CaseRow.objects.filter(run=run).order_by("index")
     assert [(c.index, c.name, c.is_multi_turn, c.turn_count) for c in rows] == [
         (0, "refund", False, 1),
         (1, "", True, 3),

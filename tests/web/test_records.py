@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runs import selectors
-from runs.models import MetricResult, Run, TurnResult
+from runs.models import MetricRow, Run, TurnRow
 from runs.services import history, launch
 from tests.web.services_helpers import example_project
 
@@ -22,8 +22,8 @@ def test_holodeck_history_imports_as_runs(shared_dir: Path) -> None:
     assert first.source == Run.Source.IMPORT
     assert first.total_cases == first.cases.count()
     assert first.passed_cases + first.failed_cases == first.total_cases
-    assert MetricResult.objects.filter(run=first, kind="geval").exists()
-    assert TurnResult.objects.filter(run=first).count() == first.total_cases
+    assert MetricRow.objects.filter(run=first, kind="geval").exists()
+    assert TurnRow.objects.filter(run=first).count() == first.total_cases
 
 
 def test_the_import_command_loads_a_results_directory(

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from runs.models import CaseResult, Run, TurnResult
+from runs.models import CaseRow, Run, TurnRow
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create
 from runs.services.tokens import token_create
@@ -57,7 +57,7 @@ def cli_run(agent: Path) -> Run:
 
 
 def outcomes(run: Run) -> dict[tuple[str, int], str]:
-    rows = TurnResult.objects.filter(run=run).values_list("case__name", "index", "outcome")
+    rows = TurnRow.objects.filter(run=run).values_list("case__name", "index", "outcome")
     return {(name, index): outcome for name, index, outcome in rows}
 
 
@@ -82,13 +82,11 @@ def test_a_regrade_applies_the_new_agent_yaml_to_the_stored_transcripts_without_
     assert outcomes(regrade) == outcomes(fresh)
     changed = {key for key, value in outcomes(regrade).items() if outcomes(original)[key] != value}
     assert changed  # the new config changes verdicts
-    names = set(
-        TurnResult.objects.filter(run=regrade).values_list("metrics__metric_name", flat=True)
-    )
+    names = set(TurnRow.objects.filter(run=regrade).values_list("metrics__metric_name", flat=True))
     assert "brevity" in names
     # Transcripts are the original's.
-    before = TurnResult.objects.filter(run=original).order_by("case__index", "index")
-    after = TurnResult.objects.filter(run=regrade).order_by("case__index", "index")
+    before = TurnRow.objects.filter(run=original).order_by("case__index", "index")
+    after = TurnRow.objects.filter(run=regrade).order_by("case__index", "index")
     assert [(t.response, t.tool_invocations) for t in before] == [
         (t.response, t.tool_invocations) for t in after
     ]
@@ -129,9 +127,9 @@ def test_a_turn_whose_input_changed_is_not_regradable(tmp_path: Path) -> None:
     agent = project.agent_path
     agent.write_text(agent.read_text().replace("and in 2008?", "and in 2007?", 1))
     regrade = run_execute_inline(run_id=run_regrade_create(original=original, enqueue=False).pk)
-    turn = TurnResult.objects.get(run=regrade, case__name="northwind_operating_cash", index=1)
+    turn = TurnRow.objects.get(run=regrade, case__name="northwind_operating_cash", index=1)
     assert turn.skipped and turn.errors[0].startswith("not re-gradable: turn 2's input")  # index 1
-    assert not CaseResult.objects.get(pk=turn.case_id).passed
+    assert not CaseRow.objects.get(pk=turn.case_id).passed
 
 
 def test_the_regrade_command_grades_in_process_and_reports(
@@ -349,7 +347,7 @@ def cancelled_mid_case(project: Any, *, case_index: int, after_turns: int) -> Ru
     real = recorder.turns_append
     written: dict[int, int] = {}
 
-    def append_then_cancel(case: CaseResult, attempt: int, turns: Any) -> bool:
+    def append_then_cancel(case: CaseRow, attempt: int, turns: Any) -> bool:
         written[case.index] = written.get(case.index, 0) + len(turns)
         if case.index == case_index and written[case.index] >= after_turns:
             run_cancel(run=Run.objects.get(pk=run.pk))
@@ -374,7 +372,7 @@ def test_a_regrade_of_a_cancelled_run_with_the_same_agent_yaml_reads_as_its_orig
 
     original = cancelled_mid_case(example_project(tmp_path), case_index=1, after_turns=2)
     stopped = original.cases.get(index=1)
-    assert stopped.status == CaseResult.Status.CANCELLED and stopped.outcome == "cancelled"
+    assert stopped.status == CaseRow.Status.CANCELLED and stopped.outcome == "cancelled"
     assert list(stopped.turns.order_by("index").values_list("outcome", flat=True))[2:] == [
         "skipped"
     ]

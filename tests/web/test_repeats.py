@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.selectors.export import run_eval_run
 from runs.services import execution, launch
 from tests.web.factories import make_repetition_fail, make_user
@@ -29,7 +29,7 @@ def test_a_launch_with_repeats_runs_every_case_that_many_times(tmp_path: Path) -
     run = execution.run_execute_inline(run_id=run.pk)
     rows = list(run.cases.order_by("index", "repetition").values_list("index", "repetition"))
     assert rows == [(i, r) for i in range(3) for r in range(3)]
-    assert not run.cases.exclude(status=CaseResult.Status.DONE).exists()
+    assert not run.cases.exclude(status=CaseRow.Status.DONE).exists()
     assert run.turns_done == 30 and run.cases_done == 9
     # Each repetition has its own turns; the example's scripted agent answers the same.
     for case in run.cases.all():
@@ -209,7 +209,7 @@ def test_a_repetition_that_finishes_updates_its_cases_row_in_the_poll(client: Cl
     earlier = timezone.now() - timedelta(minutes=5)
     run.cases.update(started_at=earlier, finished_at=earlier)
     last = run.cases.get(index=1, repetition=2)
-    CaseResult.objects.filter(pk=last.pk).update(
+    CaseRow.objects.filter(pk=last.pk).update(
         status="running", outcome="", passed=None, finished_at=None
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=5, finished_at=None)
@@ -219,7 +219,7 @@ def test_a_repetition_that_finishes_updates_its_cases_row_in_the_poll(client: Cl
     since = timezone.now()
 
     # The third repetition fails: the poll swaps in its case's row, with the three counted.
-    CaseResult.objects.filter(pk=last.pk).update(
+    CaseRow.objects.filter(pk=last.pk).update(
         status="done", outcome="failed", passed=False, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=6)
@@ -245,8 +245,8 @@ def test_a_repeated_case_cancelled_while_a_repetition_runs_says_it_is_stopping(
 
     run = repeated_run(None, [1.0, 1.0], repeats=3, seed=1, exact=True)
     running, waiting = (run.cases.get(index=1, repetition=r) for r in (1, 2))
-    CaseResult.objects.filter(pk=running.pk).update(status="running", outcome="", passed=None)
-    CaseResult.objects.filter(pk=waiting.pk).update(
+    CaseRow.objects.filter(pk=running.pk).update(status="running", outcome="", passed=None)
+    CaseRow.objects.filter(pk=waiting.pk).update(
         status="pending", outcome="", passed=None, started_at=None, finished_at=None
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, cases_done=4)

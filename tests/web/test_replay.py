@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from runs.core.runoptions import ReplayChanges
 from runs.core.wire.transcripts import EDITED_PROMPT_SOURCE
-from runs.models import AgentProject, Run, TurnResult
+from runs.models import AgentProject, Run, TurnRow
 from runs.services import launch
 from runs.services.replay import ReplayCaseNotFound, ReplayError, run_replay
 from runs.services.rerun import run_rerun
@@ -60,7 +60,7 @@ def system_event(run: Run) -> dict[str, Any]:
     """The system prompt event of the run's first case's transcript."""
     from runs.models import TurnTranscript
 
-    turn = TurnResult.objects.filter(run=run).order_by("case__index", "index").first()
+    turn = TurnRow.objects.filter(run=run).order_by("case__index", "index").first()
     assert turn is not None
     events = TurnTranscript.objects.get(turn=turn).events
     return next(event for event in events if event["type"] == "system")
@@ -74,7 +74,7 @@ def prompt_of(run: Run) -> str:
 def tool_errors(run: Run) -> list[str]:
     return [
         call["error"]
-        for calls in TurnResult.objects.filter(run=run).values_list("tool_invocations", flat=True)
+        for calls in TurnRow.objects.filter(run=run).values_list("tool_invocations", flat=True)
         for call in calls
         if call.get("error")
     ]

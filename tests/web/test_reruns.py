@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from runs.models import AgentProject, AgentSnapshot, CaseResult, Run
+from runs.models import AgentProject, AgentSnapshot, CaseRow, Run
 from runs.services import launch
 from runs.services.rerun import RerunCaseNotFound, RerunError, run_rerun
 from runs.services.tokens import token_create
@@ -107,7 +107,7 @@ def test_a_rerun_of_a_repeated_run_takes_every_case_a_repetition_of_which_failed
     repeated.refresh_from_db()  # eager: it ran to the end meanwhile
     failed = failed_index(repeated)
     flaky = next(i for i in range(3) if i != failed)
-    CaseResult.objects.filter(run=repeated, index=flaky, repetition=1).update(outcome="error")
+    CaseRow.objects.filter(run=repeated, index=flaky, repetition=1).update(outcome="error")
 
     rerun = run_rerun(original=repeated, cases="failed", enqueue=False)
     assert rerun.repeats == 2

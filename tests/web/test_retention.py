@@ -15,7 +15,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.models import AgentProject, AgentSnapshot, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, AgentSnapshot, CaseRow, MetricRow, Run, TurnRow
 from runs.services import retention
 from tests.web.factories import RunSpec, build_run, make_project
 
@@ -58,9 +58,9 @@ def test_it_deletes_only_old_unkept_finished_runs_with_their_rows(project: Agent
     output = prune("--older-than", "90d")
     assert remaining() == {kept.pk, queued.pk, running.pk, young.pk}
     doomed_ids = [run.pk for run in doomed]
-    for model in (CaseResult, TurnResult, MetricResult):
+    for model in (CaseRow, TurnRow, MetricRow):
         assert not model.objects.filter(run_id__in=doomed_ids).exists()
-    assert CaseResult.objects.filter(run=kept).count() == 3
+    assert CaseRow.objects.filter(run=kept).count() == 3
     assert output.startswith("deleted 3 run(s), 9 case(s), 18 turn(s)")
 
 
@@ -69,9 +69,9 @@ def test_a_dry_run_deletes_nothing_and_reports_the_same_counts(project: AgentPro
     for _ in range(2):
         old_run(project, snapshot=used)
     old_run(project, keep=True)
-    before = (Run.objects.count(), CaseResult.objects.count(), TurnResult.objects.count())
+    before = (Run.objects.count(), CaseRow.objects.count(), TurnRow.objects.count())
     dry = prune("--older-than", "90d", "--dry-run")
-    assert (Run.objects.count(), CaseResult.objects.count(), TurnResult.objects.count()) == before
+    assert (Run.objects.count(), CaseRow.objects.count(), TurnRow.objects.count()) == before
     assert AgentSnapshot.objects.filter(pk=used.pk).exists()
     real = prune("--older-than", "90d")
     assert dry.startswith("would delete 2 run(s), 6 case(s), 12 turn(s)")

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.review_models import AuditEntry, Review
 from runs.services.reviews import ReviewInput, review_assign, review_save, role_set
 from tests.web.factories import RunSpec, build_run, make_user
@@ -29,11 +29,11 @@ HTMX = {"HX-Request": "true"}
 AssertQueries = Callable[[int], AbstractContextManager[object]]
 
 
-def case_url(turn: TurnResult) -> str:
+def case_url(turn: TurnRow) -> str:
     return reverse("case_detail", args=[turn.run_id, turn.case_id])
 
 
-def review_url(turn: TurnResult, action: str = "turn_review") -> str:
+def review_url(turn: TurnRow, action: str = "turn_review") -> str:
     return reverse(action, args=[turn.run_id, turn.case_id, turn.pk])
 
 
@@ -64,7 +64,7 @@ def test_a_failing_turn_shows_the_machines_verdict_and_the_review_form_side_by_s
     assert f'hx-post="{review_url(turn)}"' in page
     for category in ("agent bug", "ground truth wrong", "grader wrong", "accepted"):
         assert f'<option value="{category}">' in page
-    passing = TurnResult.objects.get(case_id=turn.case_id, index=0)
+    passing = TurnRow.objects.get(case_id=turn.case_id, index=0)
     assert f'id="review-turn-{passing.pk}"' not in page
 
 
@@ -121,7 +121,7 @@ def test_a_reviewer_saves_a_review_and_the_panel_shows_it_safely_with_its_histor
         "should_pass",
         "grader wrong",
     )
-    assert TurnResult.objects.get(pk=turn.pk).outcome == "failed"  # the machine's, unchanged
+    assert TurnRow.objects.get(pk=turn.pk).outcome == "failed"  # the machine's, unchanged
     # Without htmx: back to the case page, at the panel.
     plain = client.post(review_url(turn), data)
     assert plain.status_code == 302 and plain["Location"].endswith(f"#review-turn-{turn.pk}")
@@ -161,7 +161,7 @@ def test_a_turn_of_another_case_or_run_is_a_404(project: AgentProject) -> None:
     run = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
     turn = failing_turn(run)
     client = signed_in(reviewer(project))
-    other_case = CaseResult.objects.filter(run=run).exclude(pk=turn.case_id).first()
+    other_case = CaseRow.objects.filter(run=run).exclude(pk=turn.case_id).first()
     assert other_case is not None
     url = reverse("turn_review", args=[run.pk, other_case.pk, turn.pk])
     assert client.post(url, {"verdict": "agrees"}).status_code == 404
@@ -248,7 +248,7 @@ def test_the_review_tile_counts_from_peoples_verdicts_and_says_so(
     project: AgentProject, staff: User
 ) -> None:
     run = build_run(project, RunSpec(cases=6, turns=2, failing=(1, 2, 3)))
-    turns = list(TurnResult.objects.filter(run=run, outcome="failed").order_by("case__index"))
+    turns = list(TurnRow.objects.filter(run=run, outcome="failed").order_by("case__index"))
     for turn, (verdict, category) in zip(
         turns, [("should_pass", "ground truth wrong"), ("agrees", "agent bug")], strict=False
     ):
@@ -268,7 +268,7 @@ def test_the_review_filters_list_untriaged_triaged_and_disagreeing_cases(
     project: AgentProject, staff: User
 ) -> None:
     run = build_run(project, RunSpec(cases=6, turns=2, failing=(1, 2, 3)))
-    turns = {t.case.index: t for t in TurnResult.objects.filter(run=run, outcome="failed")}
+    turns = {t.case.index: t for t in TurnRow.objects.filter(run=run, outcome="failed")}
     review_save(user=staff, case=turns[1].case, turn=turns[1],
                 data=ReviewInput(verdict="should_pass"))  # fmt: skip
     review_save(user=staff, case=turns[2].case, turn=turns[2],
@@ -396,14 +396,14 @@ def many_failures(project: AgentProject, staff: User) -> Run:
     whose reviews 30 of them carry (the queue's time at 1,000 failures is measured by
     benchmarks/pages_bench.py, not here)."""
     earlier = build_run(project, RunSpec(cases=60, turns=2, failing=range(0, 60)))
-    for turn in TurnResult.objects.filter(run=earlier, outcome="failed").select_related(
-        "case__run"
-    )[:30]:
+    for turn in TurnRow.objects.filter(run=earlier, outcome="failed").select_related("case__run")[
+        :30
+    ]:
         review_save(user=staff, case=turn.case, turn=turn,
                     data=ReviewInput(verdict="agrees", category="agent bug"))  # fmt: skip
     run = build_run(project, RunSpec(cases=120, turns=2, failing=range(0, 120)))
     failing = list(
-        TurnResult.objects.filter(run=run, outcome="failed").select_related("case__run")[:30]
+        TurnRow.objects.filter(run=run, outcome="failed").select_related("case__run")[:30]
     )
     for turn in failing[:20]:
         review_save(user=staff, case=turn.case, turn=turn,

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
 from runs.core.reviewing.vocabulary import Role
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.review_models import AuditEntry, Review, TriageCategory
 from runs.selectors.access import project_role, user_can
 from runs.selectors.reviews import (
@@ -32,14 +32,14 @@ from tests.web.factories import RunSpec, build_run, identify, make_user
 pytestmark = pytest.mark.django_db
 
 
-def failing_turn(run: Run) -> TurnResult:
-    failures = TurnResult.objects.filter(run=run, outcome__in=("failed", "error"))
+def failing_turn(run: Run) -> TurnRow:
+    failures = TurnRow.objects.filter(run=run, outcome__in=("failed", "error"))
     turn = failures.order_by("case__index").first()
     assert turn is not None
     return turn
 
 
-def reviewed(project: AgentProject, user: User, **data: str) -> tuple[Run, TurnResult, Review]:
+def reviewed(project: AgentProject, user: User, **data: str) -> tuple[Run, TurnRow, Review]:
     run = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
     turn = failing_turn(run)
     review = review_save(
@@ -68,7 +68,7 @@ def test_a_review_keeps_every_change_and_writes_the_audit_log(
     audit = list(AuditEntry.objects.order_by("id").values_list("action", "username"))
     assert audit == [("review.save", staff.username)] * 2
     # The machine's verdict is never touched.
-    assert TurnResult.objects.get(pk=turn.pk).outcome == "failed"
+    assert TurnRow.objects.get(pk=turn.pk).outcome == "failed"
 
 
 def test_a_review_with_an_unknown_category_verdict_or_link_is_refused_and_writes_nothing(
@@ -157,7 +157,7 @@ def test_roles_give_their_rights_and_each_change_is_audited(
 def test_a_run_without_a_project_cannot_be_reviewed(staff: User) -> None:
     run = build_run(None, RunSpec(cases=2, turns=1, failing=(1,)))
     turn = failing_turn(run)
-    case = CaseResult.objects.get(pk=turn.case_id)
+    case = CaseRow.objects.get(pk=turn.case_id)
     with pytest.raises(ReviewError, match="no project"):
         review_save(user=staff, case=case, turn=turn, data=ReviewInput(verdict="agrees"))
 
@@ -198,7 +198,7 @@ def test_a_runs_review_tally_is_counted_in_four_queries_whatever_its_reviews(
 
     _, _, earlier = reviewed(project, staff)
     run = build_run(project, RunSpec(cases=8, turns=2, failing=(1, 3, 5)))
-    for turn in TurnResult.objects.filter(run=run, outcome="failed").exclude(case__index=1):
+    for turn in TurnRow.objects.filter(run=run, outcome="failed").exclude(case__index=1):
         review_save(user=staff, case=turn.case, turn=turn,
                     data=ReviewInput(verdict="should_pass", category="grader wrong"))  # fmt: skip
     with django_assert_num_queries(4):  # type: ignore[operator]

@@ -18,7 +18,7 @@ from django.urls import reverse
 from runs import selectors
 from runs.compare.core.csv_export import REVIEW_COLUMNS
 from runs.core.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory
 from runs.services import history
 from runs.services.reviews import ReviewInput, category_save, review_save
@@ -27,13 +27,13 @@ from tests.web.factories import RunSpec, build_run, make_project
 pytestmark = pytest.mark.django_db
 
 
-def failing_turn(run: Run) -> TurnResult:
-    turn = TurnResult.objects.filter(run=run, outcome="failed").order_by("case__index").first()
+def failing_turn(run: Run) -> TurnRow:
+    turn = TurnRow.objects.filter(run=run, outcome="failed").order_by("case__index").first()
     assert turn is not None
     return turn
 
 
-def reviewed_run(project: AgentProject, user: User) -> tuple[Run, TurnResult]:
+def reviewed_run(project: AgentProject, user: User) -> tuple[Run, TurnRow]:
     """A run whose failing turn is triaged "ground truth wrong" (with a note and a link) and
     whose failing case has a review of its own, in a category of the project's making."""
     run = build_run(project, RunSpec(cases=3, turns=2, failing=(1,)))
@@ -177,7 +177,7 @@ def test_the_review_cells_are_guarded_against_formulas(
     viewer_client: Client, project: AgentProject, staff: User
 ) -> None:
     run = build_run(project, RunSpec(cases=2, turns=1, failing=(1,)))
-    turn = TurnResult.objects.select_related("case").get(run=run, outcome="error")
+    turn = TurnRow.objects.select_related("case").get(run=run, outcome="error")
     category_save(user=staff, project_id=project.pk, name="=HYPERLINK(1)")
     review_save(user=staff, case=turn.case, turn=turn,
                 data=ReviewInput(verdict="unsure", category="=HYPERLINK(1)"))  # fmt: skip
@@ -200,7 +200,7 @@ def test_the_side_by_side_marks_a_triaged_regression_with_its_review(
 ) -> None:
     base = build_run(project, RunSpec(cases=3, turns=2, failing=()))
     run, turn = reviewed_run(project, staff)
-    CaseResult.objects.filter(pk=turn.case_id).update(name="refund case 1")  # one key in both
+    CaseRow.objects.filter(pk=turn.case_id).update(name="refund case 1")  # one key in both
     html = side_by_side(viewer_client, base, run, key="refund case 1")
     assert html.count('class="small triage-mark"') == 1
     assert "triaged: ground truth wrong</span> by operator" in html

@@ -20,7 +20,7 @@ from django.urls import reverse
 from runs.core.agentconfig.loader import load_agent
 from runs.core.wire.holodeck_io import dump_eval_run, load_eval_runs
 from runs.core.wire.round_trip import ENVIRONMENT_KEY
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.recorder import case_claim
 from runs.selectors import run_eval_run
 from runs.services import history, launch
@@ -192,7 +192,7 @@ def test_the_cases_a_dead_cli_command_left_are_errored_cases(tmp_path: Path) -> 
     )
     assert store is not None and store.run is not None
     run = store.run
-    assert case_claim(CaseResult.objects.get(run=run, index=0)) == 1  # running when it died
+    assert case_claim(CaseRow.objects.get(run=run, index=0)) == 1  # running when it died
     # Our own pid with another start time: a process of this host that is gone.
     dead = f"{socket.gethostname()}:{os.getpid()}:1"
     Run.objects.filter(pk=run.pk).update(options={**run.options, "owner": dead})
@@ -201,6 +201,6 @@ def test_the_cases_a_dead_cli_command_left_are_errored_cases(tmp_path: Path) -> 
     assert cli_run_recover(run=run)
     run.refresh_from_db()
     assert run.status == Run.Status.ERROR
-    cases = CaseResult.objects.filter(run=run)
-    assert {(case.status, case.outcome) for case in cases} == {(CaseResult.Status.ERROR, "error")}
+    cases = CaseRow.objects.filter(run=run)
+    assert {(case.status, case.outcome) for case in cases} == {(CaseRow.Status.ERROR, "error")}
     assert run.summary["cases"]["error"] == 3 and (run.failed_cases, run.errored_cases) == (0, 3)

@@ -17,7 +17,7 @@ from runs.core.verdicts.summary import OutcomeCounts, RunSummary
 from runs.core.wire.build import summary_of_results
 from runs.core.wire.models import MetricResult as WireMetric
 from runs.core.wire.models import TurnResult as WireTurn
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.selectors import CaseFilters, case_rows, run_eval_run, run_summary
 from runs.selectors import cases as cases_selectors
 from runs.services.tokens import token_create
@@ -70,7 +70,7 @@ def test_the_text_filter_selects_the_cases_whose_responses_contain_the_text_in_a
     project: AgentProject,
 ) -> None:
     run = build_run(project, RunSpec(cases=4, turns=2, failing=()))
-    CaseResult.objects.filter(run=run, index=3).update(agent_response="Escalated to a HUMAN.")
+    CaseRow.objects.filter(run=run, index=3).update(agent_response="Escalated to a HUMAN.")
 
     def found(text: str, **more: Any) -> list[int]:
         cases = case_rows(run=run, filters=CaseFilters(text=text, **more))
@@ -87,7 +87,7 @@ def test_a_text_in_more_cases_than_are_listed_by_id_is_matched_by_the_lists_own_
     project: AgentProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = build_run(project, RunSpec(cases=4, turns=2, failing=()))
-    CaseResult.objects.filter(run=run, index=3).update(agent_response="Escalated to a HUMAN.")
+    CaseRow.objects.filter(run=run, index=3).update(agent_response="Escalated to a HUMAN.")
     monkeypatch.setattr(cases_selectors, "TEXT_IDS", 2)
     found = case_rows(run=run, filters=CaseFilters(text="42.00 EUR"))
     assert [case.index for case in found] == [0, 1, 2, 3]

@@ -10,7 +10,7 @@ from django.utils import timezone
 from runs import recorder
 from runs.core import gitutil
 from runs.core.agentconfig.errors import ConfigError
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnResult
 from runs.services import execution, launch, recovery
 from tests.web.services_helpers import example_project, git
 
@@ -31,10 +31,10 @@ def test_a_launched_run_executes_every_case_turn_by_turn(
     assert (run.total_cases, run.cases_done) == (3, 3)
     assert (run.passed_cases, run.failed_cases) == (2, 1)
     assert run.total_turns == run.turns_done == TurnResult.objects.filter(run=run).count() == 10
-    assert MetricResult.objects.filter(run=run).exists()
+    assert MetricRow.objects.filter(run=run).exists()
     assert run.pass_rate == pytest.approx(66.67)
     assert {row["kind"] for row in run.summary["metrics"]} >= {"standard", "code"}
-    failing = CaseResult.objects.get(run=run, passed=False)
+    failing = CaseRow.objects.get(run=run, passed=False)
     assert failing.turns_passed < failing.turn_count
     assert any(t.tools_matched is False for t in failing.turns.all())
 
@@ -68,8 +68,8 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     execution.case_execute(case_id=case.pk)  # redelivered after it finished: nothing happens
     assert TurnResult.objects.filter(case=case).count() == turns_before
     # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, claimed_by=dead_process()
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.RUNNING, claimed_by=dead_process()
     )
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, cases_done=0, passed_cases=0, failed_cases=0
@@ -102,15 +102,15 @@ def test_a_redelivery_leaves_a_case_alone_while_its_worker_is_alive(
     case = run.cases.get()
     worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        CaseResult.objects.filter(pk=case.pk).update(
-            status=CaseResult.Status.RUNNING,
+        CaseRow.objects.filter(pk=case.pk).update(
+            status=CaseRow.Status.RUNNING,
             heartbeat_at=timezone.now(),
             claimed_by=f"{socket.gethostname()}:{worker.pid}",
         )
         Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
         execution.case_execute(case_id=case.pk)  # e.g. redelivered after the visibility timeout
         case.refresh_from_db()
-        assert case.status == CaseResult.Status.RUNNING and case.attempts == 1
+        assert case.status == CaseRow.Status.RUNNING and case.attempts == 1
     finally:
         worker.kill()
         worker.wait()
@@ -125,7 +125,7 @@ def test_cancelling_stops_the_cases_not_yet_started(tmp_path: Path) -> None:
     assert launch.run_cancel(run=run)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED
-    assert set(run.cases.values_list("status", flat=True)) == {CaseResult.Status.CANCELLED}
+    assert set(run.cases.values_list("status", flat=True)) == {CaseRow.Status.CANCELLED}
     assert not launch.run_cancel(run=run)  # once only
 
 
@@ -137,8 +137,8 @@ def test_a_case_whose_worker_went_silent_runs_again(
     case = run.cases.get()
     # Make it look like a worker on another machine took it and went silent mid-case.
     long_ago = stale(settings)
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING,
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.RUNNING,
         started_at=long_ago,
         heartbeat_at=long_ago,
         enqueued_at=long_ago,
@@ -149,7 +149,7 @@ def test_a_case_whose_worker_went_silent_runs_again(
     run.refresh_from_db()
     case.refresh_from_db()
     assert run.status in (Run.Status.PASSED, Run.Status.FAILED)
-    assert case.status == CaseResult.Status.DONE and case.attempts == 2
+    assert case.status == CaseRow.Status.DONE and case.attempts == 2
     assert TurnResult.objects.filter(case=case).count() == case.turn_count
     assert run.turns_done == case.turn_count and run.cases_done == 1
 
@@ -278,10 +278,10 @@ def test_a_case_redelivered_after_it_finished_still_queues_the_next_case(
     first, second, third = run.cases.order_by("index")
     assert [c.enqueued for c in (first, second, third)] == [True, False, False]
     # The worker recorded the case, then died before queueing the next one.
-    CaseResult.objects.filter(pk=first.pk).update(status=CaseResult.Status.DONE, passed=True)
+    CaseRow.objects.filter(pk=first.pk).update(status=CaseRow.Status.DONE, passed=True)
     execution.case_execute(case_id=first.pk)  # the redelivery
-    assert CaseResult.objects.get(pk=second.pk).enqueued
-    assert not CaseResult.objects.get(pk=third.pk).enqueued  # still bounded by parallel=1
+    assert CaseRow.objects.get(pk=second.pk).enqueued
+    assert not CaseRow.objects.get(pk=third.pk).enqueued  # still bounded by parallel=1
 
 
 def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path) -> None:
@@ -292,7 +292,7 @@ def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path)
     execution.case_execute(case_id=case.pk)
     case.refresh_from_db()
     run.refresh_from_db()
-    assert case.status == CaseResult.Status.CANCELLED and case.attempts == 0
+    assert case.status == CaseRow.Status.CANCELLED and case.attempts == 0
     assert not TurnResult.objects.filter(run=run).exists()
     assert (run.status, run.cases_done, run.total_cases) == (Run.Status.CANCELLED, 1, 1)
 
@@ -303,7 +303,7 @@ def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> No
     case = run.cases.get()
     attempt = recorder.case_claim(case)
     assert attempt == 1
-    CaseResult.objects.filter(pk=case.pk).update(attempts=2)  # a redelivery took it over
+    CaseRow.objects.filter(pk=case.pk).update(attempts=2)  # a redelivery took it over
     from runs.core.wire.models import TurnResult as WireTurn
 
     turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
@@ -316,12 +316,12 @@ def test_a_case_that_keeps_killing_its_worker_is_given_up(tmp_path: Path) -> Non
     run = launch_run(example_project(tmp_path), limit=1)
     execution.run_start(run_id=run.pk)
     case = run.cases.get()
-    CaseResult.objects.filter(pk=case.pk).update(
-        status=CaseResult.Status.RUNNING, attempts=recorder.MAX_CASE_ATTEMPTS
+    CaseRow.objects.filter(pk=case.pk).update(
+        status=CaseRow.Status.RUNNING, attempts=recorder.MAX_CASE_ATTEMPTS
     )
     execution.case_execute(case_id=case.pk)
     case.refresh_from_db()
-    assert case.status == CaseResult.Status.ERROR and "gave up after 3 attempts" in case.errors[0]
+    assert case.status == CaseRow.Status.ERROR and "gave up after 3 attempts" in case.errors[0]
     assert Run.objects.get(pk=run.pk).status == Run.Status.ERROR
 
 
@@ -340,7 +340,7 @@ def test_an_agent_yaml_edited_mid_run_does_not_leak_into_the_run(tmp_path: Path)
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED  # as launched: one deliberately failing case
     assert (run.passed_cases, run.failed_cases, run.turns_done) == (2, 1, 10)
-    assert not CaseResult.objects.filter(run=run, status=CaseResult.Status.ERROR).exists()
+    assert not CaseRow.objects.filter(run=run, status=CaseRow.Status.ERROR).exists()
 
 
 def test_a_tool_file_edited_after_launch_changes_nothing_in_the_run(tmp_path: Path) -> None:
@@ -351,7 +351,7 @@ def test_a_tool_file_edited_after_launch_changes_nothing_in_the_run(tmp_path: Pa
     execution.run_start(run_id=run.pk)
     execution.case_execute(case_id=run.cases.get().pk)
     case = run.cases.get()
-    assert case.status == CaseResult.Status.DONE and case.outcome == "passed", case.errors
+    assert case.status == CaseRow.Status.DONE and case.outcome == "passed", case.errors
 
 
 def test_a_lost_case_message_is_sent_again(tmp_path: Path, settings: Any) -> None:
@@ -360,7 +360,7 @@ def test_a_lost_case_message_is_sent_again(tmp_path: Path, settings: Any) -> Non
     run = launch_run(example_project(tmp_path), limit=1)
     execution.run_start(run_id=run.pk)
     case = run.cases.get()
-    CaseResult.objects.filter(pk=case.pk).update(enqueued_at=stale(settings))
+    CaseRow.objects.filter(pk=case.pk).update(enqueued_at=stale(settings))
     with mock.patch("runs.tasks.execute_case.delay") as delay:
         assert recovery.run_recover(run=Run.objects.get(pk=run.pk))
     delay.assert_called_once_with(case.pk)
@@ -399,15 +399,15 @@ def test_a_cancelled_run_waits_for_its_running_case_then_the_sweeper_stops_a_dea
     assert run.status == Run.Status.CANCELLED and run.is_stopping and run.is_live
     assert run.cases_stopping == 1 and not run.summary
     recovery.runs_recover()  # its worker is alive: it is left to stop by itself
-    assert CaseResult.objects.get(pk=case.pk).status == CaseResult.Status.RUNNING
+    assert CaseRow.objects.get(pk=case.pk).status == CaseRow.Status.RUNNING
 
     # Its worker dies: the sweeper cancels the case, with what it wrote, and ends the run.
     long_ago = stale(settings)
-    CaseResult.objects.filter(pk=case.pk).update(heartbeat_at=long_ago, claimed_by="gone:1:1")
+    CaseRow.objects.filter(pk=case.pk).update(heartbeat_at=long_ago, claimed_by="gone:1:1")
     assert recovery.runs_recover() == 1
     run.refresh_from_db()
     case.refresh_from_db()
-    assert case.status == CaseResult.Status.CANCELLED and case.outcome == "cancelled"
+    assert case.status == CaseRow.Status.CANCELLED and case.outcome == "cancelled"
     assert not run.is_stopping and not run.is_live and run.cases_done == run.total_cases
     assert run.summary and run.report_timestamp
     assert recovery.runs_recover() == 0  # nothing left to do
@@ -424,8 +424,8 @@ def test_a_regrade_of_a_cancelled_run_grades_the_cases_that_ran_and_carries_the_
     # As if cancelled after its first case: the second never started.
     second = run.cases.get(index=1)
     TurnResult.objects.filter(case=second).delete()
-    CaseResult.objects.filter(pk=second.pk).update(
-        status=CaseResult.Status.CANCELLED, outcome="cancelled", started_at=None
+    CaseRow.objects.filter(pk=second.pk).update(
+        status=CaseRow.Status.CANCELLED, outcome="cancelled", started_at=None
     )
     Run.objects.filter(pk=run.pk).update(status=Run.Status.CANCELLED)
     regrade = execution.run_execute_inline(
@@ -461,6 +461,6 @@ def test_a_regrade_case_whose_original_never_ran_is_not_graded_not_an_error(
     TurnResult.objects.filter(run=run, case__index=1).delete()
     regrade = execution.run_execute_inline(run_id=created.pk)
     case = regrade.cases.get(index=1)
-    assert case.outcome == "not_graded" and case.status == CaseResult.Status.DONE
+    assert case.outcome == "not_graded" and case.status == CaseRow.Status.DONE
     assert case.errors == [f"not re-gradable: run {run.pk} never ran it"]
     assert regrade.status != Run.Status.ERROR

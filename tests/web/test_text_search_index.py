@@ -16,7 +16,7 @@ from django.db import OperationalError, connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from runs.models import AgentProject, CaseResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.selectors import text_search
 from runs.selectors.text_search import cases_with_text, text_index_create
 from tests.web.factories import RunSpec, build_run
@@ -79,14 +79,14 @@ def tricky_run(project: AgentProject) -> Run:
     own ``agent_response`` says "Escalated to a HUMAN"."""
     run = build_run(project, RunSpec(cases=6, turns=2, failing=()))
     for index, response in RESPONSES.items():
-        TurnResult.objects.filter(run=run, case__index=index, index=1).update(response=response)
-    CaseResult.objects.filter(run=run, index=5).update(agent_response="Escalated to a HUMAN")
+        TurnRow.objects.filter(run=run, case__index=index, index=1).update(response=response)
+    CaseRow.objects.filter(run=run, index=5).update(agent_response="Escalated to a HUMAN")
     return run
 
 
 def found(run: Run, text: str, *, limit: int = 5_000) -> list[int]:
     """The indices of the run's cases that the search finds."""
-    matched = CaseResult.objects.filter(run=run).filter(
+    matched = CaseRow.objects.filter(run=run).filter(
         cases_with_text(run=run, text=text, limit=limit)
     )
     return sorted(matched.values_list("index", flat=True))
@@ -96,9 +96,9 @@ def scanned(run: Run, text: str) -> list[int]:
     """The indices of the run's cases whose responses ``icontains`` the text, read by a scan
     (PostgreSQL: with bitmap scans off, the only way it reads a GIN index)."""
     with _no_index():
-        matched = CaseResult.objects.filter(run=run).filter(
+        matched = CaseRow.objects.filter(run=run).filter(
             Q(agent_response__icontains=text)
-            | Q(pk__in=TurnResult.objects.filter(run=run, response__icontains=text).values("case"))
+            | Q(pk__in=TurnRow.objects.filter(run=run, response__icontains=text).values("case"))
         )
         return sorted(matched.values_list("index", flat=True))
 
@@ -190,22 +190,22 @@ def test_a_text_shorter_than_a_trigram_or_without_three_letters_in_a_row_is_scan
 def test_rows_written_changed_and_deleted_after_the_migration_are_found_or_not(
     tricky_run: Run,
 ) -> None:
-    case = CaseResult.objects.get(run=tricky_run, index=0)
-    TurnResult.objects.create(run=tricky_run, case=case, index=2, response="a late Parcel")
+    case = CaseRow.objects.get(run=tricky_run, index=0)
+    TurnRow.objects.create(run=tricky_run, case=case, index=2, response="a late Parcel")
     assert found(tricky_run, "late parcel") == [0]
 
-    turn = TurnResult.objects.get(run=tricky_run, case__index=3, index=1)
+    turn = TurnRow.objects.get(run=tricky_run, case__index=3, index=1)
     turn.response = "rewritten to say parcel too"
     turn.save()
     assert found(tricky_run, "parcel") == [0, 3]
     assert found(tricky_run, "ünïcødé") == []  # its old text is out of the index
 
-    TurnResult.objects.filter(run=tricky_run, case=case, index=2).delete()
+    TurnRow.objects.filter(run=tricky_run, case=case, index=2).delete()
     assert found(tricky_run, "parcel") == [3]
-    CaseResult.objects.filter(run=tricky_run, index=5).update(agent_response="Sent to a courier")
+    CaseRow.objects.filter(run=tricky_run, index=5).update(agent_response="Sent to a courier")
     assert found(tricky_run, "courier") == [5]
     assert found(tricky_run, "human") == []
-    CaseResult.objects.filter(run=tricky_run, index=3).delete()  # its turns go with it
+    CaseRow.objects.filter(run=tricky_run, index=3).delete()  # its turns go with it
     assert found(tricky_run, "parcel") == []
     with connection.cursor() as cursor:  # the index agrees with the rows (FTS5's own check)
         for index in ("runs_turnresult_text", "runs_caseresult_text"):
@@ -221,8 +221,8 @@ def test_a_database_whose_triggers_are_gone_is_scanned_until_the_index_is_built_
     monkeypatch.setattr(text_search, "_sqlite_ready", {})
     with connection.cursor() as cursor:
         cursor.execute('DROP TRIGGER "runs_turnresult_text_insert"')
-    case = CaseResult.objects.get(run=tricky_run, index=4)
-    TurnResult.objects.create(run=tricky_run, case=case, index=2, response="unindexed parcel")
+    case = CaseRow.objects.get(run=tricky_run, index=4)
+    TurnRow.objects.create(run=tricky_run, case=case, index=2, response="unindexed parcel")
     with caplog.at_level(logging.WARNING, logger="runs.selectors.text_search"):
         assert found(tricky_run, "unindexed parcel") == [4]
         assert found(tricky_run, "unindexed parcel") == [4]
@@ -243,8 +243,8 @@ def test_every_migrate_puts_back_the_triggers_a_table_rebuild_dropped(tricky_run
     assert not text_search._sqlite_index_present(connection)
     call_command("migrate", "runs", verbosity=0)  # nothing to apply: post_migrate still runs
     assert text_search._sqlite_index_present(connection)
-    case = CaseResult.objects.get(run=tricky_run, index=4)
-    TurnResult.objects.create(run=tricky_run, case=case, index=2, response="rebuilt parcel")
+    case = CaseRow.objects.get(run=tricky_run, index=4)
+    TurnRow.objects.create(run=tricky_run, case=case, index=2, response="rebuilt parcel")
     assert any(indexed(sql) for sql in searched_sql(tricky_run, "rebuilt parcel"))
     assert found(tricky_run, "rebuilt parcel") == [4]
     assert not text_search.text_index_ensure(connection)  # in place: nothing to do
@@ -275,7 +275,7 @@ def test_a_sqlite_without_fts5_leaves_the_migration_to_its_log_and_the_search_to
 @on_postgresql
 def test_on_postgresql_the_search_reads_the_trigram_indexes(project: AgentProject) -> None:
     run = build_run(project, RunSpec(cases=2_000, turns=1, failing=()))
-    CaseResult.objects.filter(run=run, index=7).update(agent_response="Escalated to a HUMAN")
+    CaseRow.objects.filter(run=run, index=7).update(agent_response="Escalated to a HUMAN")
     with connection.cursor() as cursor:
         for table, index in (("runs_turnresult", "turn"), ("runs_caseresult", "case")):
             # Rows written wait in the GIN index's pending list until a vacuum moves them in.

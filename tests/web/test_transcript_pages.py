@@ -13,13 +13,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.core.sealing import snapshot_working_tree
-from runs.models import AgentProject, CaseResult, Run, TurnTranscript
+from runs.models import AgentProject, CaseRow, Run, TurnTranscript
 from runs.services.snapshots import snapshot_store
 from tests.web.factories import RunSpec, build_run, failing_case
 from tests.web.services_helpers import example_project
 
 
-def transcript_url(run: Run, case: CaseResult, turn: int, prefix: str = "") -> str:
+def transcript_url(run: Run, case: CaseRow, turn: int, prefix: str = "") -> str:
     url = reverse("case_transcript", args=[run.pk, case.pk]) + f"?turn={turn}"
     return url + (f"&prefix={prefix}" if prefix else "")
 
@@ -158,11 +158,11 @@ def two_runs(project: AgentProject) -> tuple[Run, Run]:
         texts={"system_prompt": "You are the refund assistant of Acme.\nNever guess a total."},
     )
     after = build_run(project, spec)
-    CaseResult.objects.filter(run=after, index=1).update(name="refund case 1")  # as in before
+    CaseRow.objects.filter(run=after, index=1).update(name="refund case 1")  # as in before
     return before, after
 
 
-def side_by_side(client: Client, a: CaseResult, b: CaseResult, turn: int = 0) -> str:
+def side_by_side(client: Client, a: CaseRow, b: CaseRow, turn: int = 0) -> str:
     url = reverse("compare_transcript") + f"?a={a.pk}&b={b.pk}&turn={turn}"
     response = client.get(url)
     assert response.status_code == 200, response.content

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from runs.core.wire.transcripts import transcript_search_text
-from runs.models import AgentProject, CaseResult, Run, TurnResult, TurnTranscript
+from runs.models import AgentProject, CaseRow, Run, TurnRow, TurnTranscript
 from runs.selectors import text_search
 from runs.selectors.text_search import cases_with_text
 from runs.services import launch
@@ -52,7 +52,7 @@ SEEN = [
 def seen_run(project: AgentProject) -> Run:
     """Five two-turn cases with the factory's transcripts; case 2's second turn's is ``SEEN``."""
     run = build_run(project, RunSpec(cases=5, turns=2, failing=(), transcripts=True))
-    turn = TurnResult.objects.get(run=run, case__index=2, index=1)
+    turn = TurnRow.objects.get(run=run, case__index=2, index=1)
     TurnTranscript.objects.filter(turn=turn).delete()
     TurnTranscript.of_events(SEEN, turn=turn, run=run).save()
     return run
@@ -60,7 +60,7 @@ def seen_run(project: AgentProject) -> Run:
 
 def found(run: Run, text: str, *, limit: int = 5_000) -> list[int]:
     """The indices of the run's cases that the search finds."""
-    matched = CaseResult.objects.filter(run=run).filter(
+    matched = CaseRow.objects.filter(run=run).filter(
         cases_with_text(run=run, text=text, limit=limit)
     )
     return sorted(matched.values_list("index", flat=True))
@@ -114,8 +114,8 @@ def test_the_run_page_lists_a_case_found_in_a_transcript(seen_run: Run) -> None:
     client.force_login(make_user("reader"))
     page = client.get(reverse("run_detail", args=[seen_run.pk]), {"text": "Depot Nord"})
     assert page.status_code == 200
-    listed = CaseResult.objects.get(run=seen_run, index=2)
-    others = CaseResult.objects.filter(run=seen_run).exclude(pk=listed.pk)
+    listed = CaseRow.objects.get(run=seen_run, index=2)
+    others = CaseRow.objects.filter(run=seen_run).exclude(pk=listed.pk)
     html = page.content.decode()
     assert f'id="case-{listed.pk}"' in html
     assert not any(f'id="case-{case.pk}"' in html for case in others)
@@ -140,12 +140,12 @@ def test_on_sqlite_the_transcripts_are_searched_through_their_fts5_table(seen_ru
 def test_on_sqlite_transcripts_written_changed_and_deleted_are_found_or_not(
     seen_run: Run,
 ) -> None:
-    turn = TurnResult.objects.get(run=seen_run, case__index=4, index=0)
+    turn = TurnRow.objects.get(run=seen_run, case__index=4, index=0)
     TurnTranscript.objects.filter(turn=turn).update(search_text="a late Courier note")
     assert found(seen_run, "courier") == [4]
     TurnTranscript.objects.filter(turn=turn).delete()
     assert found(seen_run, "courier") == []
-    CaseResult.objects.filter(run=seen_run, index=2).delete()  # its turns and transcripts too
+    CaseRow.objects.filter(run=seen_run, index=2).delete()  # its turns and transcripts too
     assert found(seen_run, "zx-77") == []
     with connection.cursor() as cursor:  # the index agrees with the rows (FTS5's own check)
         cursor.execute(
@@ -166,7 +166,7 @@ def test_every_migrate_puts_back_the_transcripts_triggers_a_table_rebuild_droppe
     assert not text_search._sqlite_index_present(connection)
     call_command("migrate", "runs", verbosity=0)  # nothing to apply: post_migrate still runs
     assert text_search._sqlite_index_present(connection)
-    turn = TurnResult.objects.get(run=seen_run, case__index=3, index=1)
+    turn = TurnRow.objects.get(run=seen_run, case__index=3, index=1)
     TurnTranscript.objects.filter(turn=turn).delete()
     TurnTranscript.of_events(
         [{"type": "user", "text": "rebuilt parcel"}], turn=turn, run=seen_run
@@ -180,7 +180,7 @@ def test_on_postgresql_the_transcripts_are_searched_through_their_trigram_index(
     project: AgentProject,
 ) -> None:
     run = build_run(project, RunSpec(cases=300, turns=1, failing=(), transcripts=True))
-    turn = TurnResult.objects.get(run=run, case__index=7)
+    turn = TurnRow.objects.get(run=run, case__index=7)
     TurnTranscript.objects.filter(turn=turn).update(search_text="Escalated to a HUMAN")
     with connection.cursor() as cursor:
         cursor.execute("SELECT gin_clean_pending_list('transcript_text_trgm')")
@@ -205,7 +205,7 @@ def test_a_scripted_run_stores_each_transcripts_search_text(tmp_path: Path) -> N
         assert row.search_text == transcript_search_text(row.events)
     # The message sent is in its transcript only (a response search would not find it); the
     # tool's argument is found by its value, never by its key.
-    case = CaseResult.objects.get(run=run, name="order_shipped")
+    case = CaseRow.objects.get(run=run, name="order_shipped")
     assert found(run, "where is my order a1001") == [case.index]
     assert found(run, "order_id") == []
 

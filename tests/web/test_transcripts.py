@@ -13,7 +13,7 @@ from django.test import Client
 
 from runs.core.wire.holodeck_io import load_eval_runs_bytes
 from runs.core.wire.transcripts import MAX_EVENTS, TEXT_CAP, TurnTrace, transcript_size
-from runs.models import CaseResult, Run, TurnResult, TurnTranscript
+from runs.models import CaseRow, Run, TurnResult, TurnTranscript
 from runs.selectors.export import run_eval_run
 from runs.services import launch
 from runs.services.history import run_import
@@ -36,7 +36,7 @@ def ran(tmp_path: Path) -> Run:
 
 
 def events_of(run: Run, case_name: str) -> list[list[dict[str, Any]]]:
-    case = CaseResult.objects.get(run=run, name=case_name)
+    case = CaseRow.objects.get(run=run, name=case_name)
     turns = TurnResult.objects.filter(case=case).order_by("index")
     return [TurnTranscript.objects.get(turn=turn).events for turn in turns]
 
@@ -72,7 +72,7 @@ def test_only_a_cases_first_turn_holds_the_system_prompt(tmp_path: Path) -> None
     run = launch.run_create(project=example_project(tmp_path, "convfinqa"), limit=3)
     run_here(run)
 
-    multi = CaseResult.objects.filter(run=run, is_multi_turn=True).first()
+    multi = CaseRow.objects.filter(run=run, is_multi_turn=True).first()
     assert multi is not None
     turns = TurnResult.objects.filter(case=multi).order_by("index")
     types = [[e["type"] for e in TurnTranscript.objects.get(turn=t).events] for t in turns]
@@ -83,7 +83,7 @@ def test_only_a_cases_first_turn_holds_the_system_prompt(tmp_path: Path) -> None
 def test_the_api_serves_a_cases_transcript_with_each_model_call_priced(
     client: Client, ran: Run, viewer: User
 ) -> None:
-    case = CaseResult.objects.get(run=ran, name="order_shipped")
+    case = CaseRow.objects.get(run=ran, name="order_shipped")
 
     body = get(client, f"/runs/{ran.pk}/cases/{case.pk}/transcript", bearer(viewer)).json()
 

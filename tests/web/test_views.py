@@ -15,7 +15,7 @@ from django.utils import timezone
 from runs.core.verdicts.kinds import KIND_LABELS
 from runs.core.verdicts.numbers import format_rate
 from runs.core.verdicts.outcomes import Outcome
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, MetricRow, Run, TurnRow
 from runs.templatetags.dashboard import ago, mark, percent
 from runs.web.views import CASES_PER_PAGE
 from tests.web.factories import (
@@ -428,9 +428,9 @@ def test_a_case_row_links_its_turns_and_its_page_and_escapes_its_name(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=3, turns=2, status=Run.Status.RUNNING, done=2))
-    CaseResult.objects.filter(run=run, index=0).update(name='<b onclick="x">"quoted" & more</b>')
-    case = CaseResult.objects.get(run=run, index=0)
-    pending = CaseResult.objects.get(run=run, index=2)
+    CaseRow.objects.filter(run=run, index=0).update(name='<b onclick="x">"quoted" & more</b>')
+    case = CaseRow.objects.get(run=run, index=0)
+    pending = CaseRow.objects.get(run=run, index=2)
     html = viewer_client.get(reverse("run_detail", args=[run.pk])).text
     assert f'hx-get="{reverse("case_turns", args=[run.pk, case.pk])}"' in html
     assert f'href="{reverse("case_detail", args=[run.pk, case.pk])}"' in html
@@ -500,8 +500,8 @@ def test_an_unnamed_case_is_called_case_n_from_one(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=2, turns=1, failing=()))
-    CaseResult.objects.filter(run=run, index=0).update(name="")
-    case = CaseResult.objects.get(run=run, index=0)
+    CaseRow.objects.filter(run=run, index=0).update(name="")
+    case = CaseRow.objects.get(run=run, index=0)
     assert case.label == "case 1"
     page = viewer_client.get(reverse("case_detail", args=[run.pk, case.pk])).text
     assert "<title>case 1 · Run" in page
@@ -567,9 +567,9 @@ def test_progress_swaps_in_only_the_cases_finished_since_the_last_poll(
     run = build_run(project, RunSpec(cases=4, turns=2, status=Run.Status.RUNNING, done=1))
     first = viewer_client.get(reverse("run_detail", args=[run.pk]))
     since = str(first.context["poll_since"])
-    CaseResult.objects.filter(run=run, index=0).update(finished_at="2000-01-01T00:00:00Z")
-    case = CaseResult.objects.get(run=run, index=2)
-    CaseResult.objects.filter(pk=case.pk).update(status="done", passed=True, turns_passed=2)
+    CaseRow.objects.filter(run=run, index=0).update(finished_at="2000-01-01T00:00:00Z")
+    case = CaseRow.objects.get(run=run, index=2)
+    CaseRow.objects.filter(pk=case.pk).update(status="done", passed=True, turns_passed=2)
     response = viewer_client.get(
         reverse("run_progress", args=[run.pk]), {"known": "4", "since": since}, headers=HTMX
     )
@@ -577,7 +577,7 @@ def test_progress_swaps_in_only_the_cases_finished_since_the_last_poll(
     assert f'id="case-{case.pk}" hx-swap-oob="true"' not in response.text  # not finished yet
     from django.utils import timezone
 
-    CaseResult.objects.filter(pk=case.pk).update(finished_at=timezone.now())
+    CaseRow.objects.filter(pk=case.pk).update(finished_at=timezone.now())
     response = viewer_client.get(
         reverse("run_progress", args=[run.pk]), {"known": "4", "since": since}, headers=HTMX
     )
@@ -604,14 +604,14 @@ def poll_url(client: Client, run: Run) -> str:
     return html.unescape(found.group(1))
 
 
-def finish_case(run: Run, index: int, **counters: object) -> CaseResult:
+def finish_case(run: Run, index: int, **counters: object) -> CaseRow:
     from django.utils import timezone
 
-    CaseResult.objects.filter(run=run, index=index).update(
+    CaseRow.objects.filter(run=run, index=index).update(
         status="done", outcome="passed", passed=True, turns_passed=2, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(**counters)
-    return CaseResult.objects.get(run=run, index=index)
+    return CaseRow.objects.get(run=run, index=index)
 
 
 def test_a_poll_when_nothing_changed_is_a_204_that_swaps_nothing(
@@ -712,7 +712,7 @@ def test_a_poll_with_more_finished_cases_than_a_page_redraws_the_first_page_of_t
     cases = CASES_PER_PAGE + 10
     run = build_run(project, RunSpec(cases=cases, turns=1, status=Run.Status.RUNNING, done=0))
     url = poll_url(viewer_client, run)
-    CaseResult.objects.filter(run=run).update(
+    CaseRow.objects.filter(run=run).update(
         status="done", outcome="passed", passed=True, finished_at=timezone.now()
     )
     Run.objects.filter(pk=run.pk).update(cases_done=cases, turns_done=cases)
@@ -957,7 +957,7 @@ def test_the_judge_column_has_no_leading_separator_without_a_judge_model(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
-    MetricResult.objects.filter(run=run).update(model_used=None, retry_count=2)
+    MetricRow.objects.filter(run=run).update(model_used=None, retry_count=2)
     html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
     assert '<td class="small">2 retries · 850 ms</td>' in html
     assert '<td class="small"> · ' not in html
@@ -978,7 +978,7 @@ def test_a_metric_passed_below_its_threshold_is_flagged(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
-    MetricResult.objects.filter(run=run, metric_name="rouge").update(score=0.2, threshold=0.5)
+    MetricRow.objects.filter(run=run, metric_name="rouge").update(score=0.2, threshold=0.5)
     html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
     assert html.count('title="passed per source file; score below threshold"') == 1
 
@@ -989,7 +989,7 @@ def test_long_errors_are_collapsed_and_short_ones_kept_verbatim(
     run = build_run(project)
     case = failing_case(run)
     traceback = "Traceback (most recent call last):\n" + "  frame\n" * 30 + "ValueError: bad"
-    TurnResult.objects.filter(case=case, index=1).update(errors=["short one", traceback])
+    TurnRow.objects.filter(case=case, index=1).update(errors=["short one", traceback])
     html = viewer_client.get(reverse("case_turns", args=[run.pk, case.pk])).text
     assert '<pre class="err-text">short one</pre>' in html
     assert '<details class="err-long"><summary>Traceback (most recent call last):…' in html
@@ -999,7 +999,7 @@ def test_a_long_input_is_capped_behind_show_more(
     viewer_client: Client, project: AgentProject
 ) -> None:
     run = build_run(project, RunSpec(cases=1, turns=1, failing=()))
-    TurnResult.objects.filter(run=run).update(input="word " * 400)
+    TurnRow.objects.filter(run=run).update(input="word " * 400)
     html = viewer_client.get(reverse("case_turns", args=[run.pk, run.cases.get().pk])).text
     assert html.count('<div class="clamp">') == 1
     assert '<details class="clamp-toggle">' in html
@@ -1143,7 +1143,7 @@ def test_an_open_running_case_polls_for_its_turns_and_stops_once_it_settles(
     assert "v=running.2" in second.text and "Turn 3 of 3 running…" in second.text
 
     write_turn(case, 2)
-    CaseResult.objects.filter(pk=case.pk).update(status="done", outcome="passed", passed=True)
+    CaseRow.objects.filter(pk=case.pk).update(status="done", outcome="passed", passed=True)
     settled = viewer_client.get(url, {"v": "running.2"})
     assert turn_sections(settled.text) == 3
     assert 'hx-trigger="every' not in settled.text and "running…" not in settled.text
@@ -1195,7 +1195,7 @@ def test_a_cancelled_run_whose_case_still_runs_polls_until_the_case_stops(
     assert poll.status_code == 200 and "every 1s" in poll.text
 
     # The case stops: the next poll renders the run as it ended, and stops polling.
-    assert case_cancel(CaseResult.objects.get(pk=case.pk), running=True) and run_settle(run)
+    assert case_cancel(CaseRow.objects.get(pk=case.pk), running=True) and run_settle(run)
     final = staff_client.get(poll_url_of(page), headers=HTMX)
     assert final.status_code == 286 and "every 1s" not in final.text
     assert "cancelled · stopped" in final.text and "stopping" not in final.text.replace(

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from runs.core.backends.claude_capture import UPSTREAM_ENV
-from runs.models import AgentProject, CaseResult, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.services import launch
 from runs.services.projects import project_register
 from tests.core.backends.agent_files import needs_claude_cli, write_agent
@@ -124,12 +124,12 @@ def worker_log(workers: Workers) -> str:
     return "\n".join(p.read_text(errors="replace") for p in workers.tmp_path.glob("worker-*.log"))
 
 
-def process_of(case: CaseResult) -> int:
+def process_of(case: CaseRow) -> int:
     return int(case.claimed_by.split(":")[1])
 
 
 def held_case_running(run: Run) -> bool:
-    return CaseResult.objects.get(run=run, index=1).status == CaseResult.Status.RUNNING
+    return CaseRow.objects.get(run=run, index=1).status == CaseRow.Status.RUNNING
 
 
 def conversations(fake: FakeAnthropic) -> dict[str, list[Exchange]]:
@@ -148,10 +148,10 @@ def one_process_idle_with_a_kept_cli(
     project = claude_project(tmp_path, fake, inputs)
     workers.start(concurrency=2)
     run = launch.run_create(project=project, parallel=2)
-    cases = CaseResult.objects.filter(run=run)
+    cases = CaseRow.objects.filter(run=run)
 
     def first_and_third_done() -> bool:
-        done = {c.index for c in cases.filter(status=CaseResult.Status.DONE)}
+        done = {c.index for c in cases.filter(status=CaseRow.Status.DONE)}
         return fake.holding.is_set() and done == {0, 2}
 
     wait_for(first_and_third_done, 120, workers)
@@ -213,7 +213,7 @@ def test_a_killed_worker_process_leaves_no_cli_behind_and_its_case_runs_again(
     workers.start(concurrency=1)
     run = launch.run_create(project=project, parallel=1)
     wait_for(fake.holding.is_set, 120, workers)  # the second case is in its model call
-    held = CaseResult.objects.get(run=run, index=1)
+    held = CaseRow.objects.get(run=run, index=1)
     process = process_of(held)
     assert children(process) & cli_processes(fake)
 
@@ -221,7 +221,7 @@ def test_a_killed_worker_process_leaves_no_cli_behind_and_its_case_runs_again(
     fake.release.set()
     wait_for(lambda: not Run.objects.get(pk=run.pk).is_active, 120, workers)
     held.refresh_from_db()
-    assert held.status == CaseResult.Status.DONE and held.attempts >= 2
+    assert held.status == CaseRow.Status.DONE and held.attempts >= 2
     wait_for(lambda: not cli_processes(fake), 30, workers)
     assert not children(process)  # the killed process is gone with its CLI
 

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import Run, TurnResult
+from runs.models import Run, TurnRow
 from tests.web.services_helpers import example_project, kill_at_once
 from tests.web.worker_helpers import (
     Workers,
@@ -38,7 +38,7 @@ def test_a_worker_runs_a_run_launched_from_the_view_turn_by_turn(
     assert run.status == Run.Status.FAILED, workers.logs()
     assert seen_partial, "turn rows never appeared while the run was running"
     assert (run.total_cases, run.cases_done, run.passed_cases, run.failed_cases) == (3, 3, 2, 1)
-    assert run.turns_done == run.total_turns == TurnResult.objects.filter(run=run).count() == 10
+    assert run.turns_done == run.total_turns == TurnRow.objects.filter(run=run).count() == 10
     assert_run_page_shows_the_cases(client, run)
 
 

@@ -16,7 +16,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.models import AgentProject, CaseResult, Run, WorkerHeartbeat
+from runs.models import AgentProject, CaseRow, Run, WorkerHeartbeat
 from runs.selectors.workers import worker_live_exists, worker_overview
 from runs.services.workers import worker_heartbeat_beat, worker_heartbeat_delete, worker_identity
 
@@ -66,11 +66,11 @@ def test_a_running_case_belongs_to_the_worker_whose_child_process_claimed_it(
     parent = fresh_worker(name=f"{host}:{os.getppid()}", host=host, pid=os.getppid())
     other = fresh_worker(name=f"{host}:1", host=host, pid=1)
     run = Run.objects.create(project=project, agent_name="a", status=Run.Status.RUNNING)
-    mine = CaseResult.objects.create(
+    mine = CaseRow.objects.create(
         run=run, index=0, name="weather", status="running", claimed_by=f"{host}:{os.getpid()}:99"
     )
-    CaseResult.objects.create(run=run, index=1, status="done", claimed_by=f"{host}:{os.getpid()}:9")
-    elsewhere = CaseResult.objects.create(
+    CaseRow.objects.create(run=run, index=1, status="done", claimed_by=f"{host}:{os.getpid()}:9")
+    elsewhere = CaseRow.objects.create(
         run=run, index=2, status="running", claimed_by="far-away:77:1"
     )
     overview = worker_overview()
@@ -85,7 +85,7 @@ def test_a_claim_on_another_host_goes_to_that_hosts_only_live_worker(
 ) -> None:
     fresh_worker(name="far-away:10", host="far-away", pid=10)
     run = Run.objects.create(project=project, agent_name="a", status=Run.Status.RUNNING)
-    case = CaseResult.objects.create(run=run, index=0, status="running", claimed_by="far-away:11:5")
+    case = CaseRow.objects.create(run=run, index=0, status="running", claimed_by="far-away:11:5")
     (worker,) = worker_overview().workers
     assert [c.case_id for c in worker.cases] == [case.pk]
 
@@ -160,7 +160,7 @@ def test_the_workers_command_lists_live_workers_and_their_cases(project: AgentPr
     fresh_worker(name=f"{host}:{os.getppid()}", host=host, pid=os.getppid(), queue="celery")
     fresh_worker(name="gone:5", host="gone", pid=5, seen_at=timezone.now() - timedelta(hours=1))
     run = Run.objects.create(project=project, agent_name="a", status=Run.Status.RUNNING)
-    CaseResult.objects.create(
+    CaseRow.objects.create(
         run=run, index=0, name="weather", status="running", claimed_by=f"{host}:{os.getpid()}:1"
     )
     out = StringIO()

@@ -26,7 +26,7 @@ from django.urls import reverse
 
 from holodeck_web.celery import app as celery_app
 from runs.management.commands.serve import worker_command
-from runs.models import AgentProject, CaseResult, MetricResult, Run, TurnResult
+from runs.models import AgentProject, CaseRow, MetricRow, Run, TurnRow
 from runs.services import launch
 from tests.web.services_helpers import REPO, example_project
 
@@ -199,7 +199,7 @@ def run_from_the_view_to_the_end(
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         run.refresh_from_db()
-        rows = TurnResult.objects.filter(run=run).count()
+        rows = TurnRow.objects.filter(run=run).count()
         if run.status == Run.Status.RUNNING and 0 < rows < run.total_turns:
             seen_partial = True
             assert rows >= run.turns_done  # rows are written with the counter, atomically
@@ -225,17 +225,17 @@ def wait_for(condition: Callable[[], bool], seconds: float, workers: Workers) ->
     pytest.fail(f"timed out after {seconds} s\n{workers.logs()}")
 
 
-def a_case_mid_turns(run: Run) -> CaseResult | None:
+def a_case_mid_turns(run: Run) -> CaseRow | None:
     """A running case with at least one turn written and more to come."""
-    for case in CaseResult.objects.filter(run=run, status=CaseResult.Status.RUNNING):
-        written = TurnResult.objects.filter(case=case).count()
+    for case in CaseRow.objects.filter(run=run, status=CaseRow.Status.RUNNING):
+        written = TurnRow.objects.filter(case=case).count()
         if 0 < written < case.turn_count:
             return case
     return None
 
 
-def wait_for_a_case_mid_turns(run: Run, workers: Workers, seconds: float = 90) -> CaseResult:
-    found: list[CaseResult] = []
+def wait_for_a_case_mid_turns(run: Run, workers: Workers, seconds: float = 90) -> CaseRow:
+    found: list[CaseRow] = []
 
     def mid_turns() -> bool:
         case = a_case_mid_turns(run)
@@ -249,7 +249,7 @@ def wait_for_a_case_mid_turns(run: Run, workers: Workers, seconds: float = 90) -
 
 def run_whose_pool_child_is_killed(
     tmp_path: Path, workers: Workers
-) -> tuple[Run, CaseResult, subprocess.Popen[bytes]]:
+) -> tuple[Run, CaseRow, subprocess.Popen[bytes]]:
     """A worker runs the slow run; the pool child running a case is killed with SIGKILL in the
     middle of it, and the run ends within the recovery budget. The run, the case, the worker."""
     worker = workers.start()
@@ -260,7 +260,7 @@ def run_whose_pool_child_is_killed(
     return run, case, worker
 
 
-def run_whose_whole_worker_is_killed(tmp_path: Path, workers: Workers) -> tuple[Run, CaseResult]:
+def run_whose_whole_worker_is_killed(tmp_path: Path, workers: Workers) -> tuple[Run, CaseRow]:
     """A worker runs the slow run; the whole worker is killed with SIGKILL while a case is in
     the middle of its turns, a next worker starts, and the run ends within the recovery budget.
     The run and the case."""
@@ -279,24 +279,24 @@ def ends_within_recovery_budget(run: Run, workers: Workers, *, killed_at: float)
     assert time.monotonic() - killed_at < RECOVERY_BUDGET_S
 
 
-def assert_run_whole(run: Run, *, killed: CaseResult | None = None) -> None:
+def assert_run_whole(run: Run, *, killed: CaseRow | None = None) -> None:
     """The example run ended with every case graded once: no duplicate turn rows, no metric row
     of a removed turn, and counters equal to the rows; the ``killed`` case ran again."""
     run.refresh_from_db()
-    cases = list(CaseResult.objects.filter(run=run))
+    cases = list(CaseRow.objects.filter(run=run))
     assert run.status == Run.Status.FAILED  # the example's deliberately failing case
-    assert {c.status for c in cases} == {CaseResult.Status.DONE}  # every case graded
-    turns = TurnResult.objects.filter(run=run)
+    assert {c.status for c in cases} == {CaseRow.Status.DONE}  # every case graded
+    turns = TurnRow.objects.filter(run=run)
     assert turns.count() == run.total_turns == run.turns_done == 10
     duplicates = turns.values("case_id", "index").annotate(n=Count("id")).filter(n__gt=1)
     assert not duplicates.exists()
     assert sum(c.turn_count for c in cases) == run.total_turns
-    assert MetricResult.objects.filter(run=run, turn__in=turns).count() == (
-        MetricResult.objects.filter(run=run).count()
+    assert MetricRow.objects.filter(run=run, turn__in=turns).count() == (
+        MetricRow.objects.filter(run=run).count()
     )
     assert (run.total_cases, run.cases_done, run.passed_cases, run.failed_cases) == (3, 3, 2, 1)
     assert run.cases_done == len(cases)
     assert run.passed_cases == sum(1 for c in cases if c.passed)
     assert run.failed_cases == sum(1 for c in cases if c.passed is False)
     if killed is not None:
-        assert CaseResult.objects.get(pk=killed.pk).attempts >= 2  # it ran again
+        assert CaseRow.objects.get(pk=killed.pk).attempts >= 2  # it ran again

@@ -30,7 +30,7 @@ from runs.selectors.review_marks import TriageMark, marks_of_turns
 from runs.web.diffs import CallPair, tool_call_diff, word_diff
 
 if TYPE_CHECKING:
-    from runs.models import CaseResult, MetricResult, Run, TurnResult
+    from runs.models import CaseRow, MetricRow, Run, TurnRow
 
 
 # Side by side, the most runs laid out as columns; more are stacked, one under another, each
@@ -47,8 +47,8 @@ class SideBySide:
     baseline: Run
     key: str
     query: ComparisonQuery
-    cases: dict[int, CaseResult]
-    turns: dict[int, list[TurnResult]]
+    cases: dict[int, CaseRow]
+    turns: dict[int, list[TurnRow]]
     against: dict[int, int]
     # A repeated run's column is one repetition: whether the case changed is said over all of
     # them (the compare page's significance), never by one repetition against another.
@@ -146,7 +146,7 @@ class MetricCell:
     """One run's result of a metric on a turn, and its score's change against the compared
     run's (None: either has no score)."""
 
-    metric: MetricResult | None
+    metric: MetricRow | None
     delta: float | None
 
     @property
@@ -181,8 +181,8 @@ class RunTurn:
     calls call by call against it."""
 
     run: Run
-    case: CaseResult | None
-    turn: TurnResult | None
+    case: CaseRow | None
+    turn: TurnRow | None
     against: Run | None
     verdict: Outcome
     change: Change | None
@@ -256,7 +256,7 @@ class TurnAcross:
 
 
 def _in_time(
-    before: TurnResult | None, turn: TurnResult | None, backwards: bool, kinds: list[str]
+    before: TurnRow | None, turn: TurnRow | None, backwards: bool, kinds: list[str]
 ) -> tuple[Outcome, Outcome]:
     """The two verdicts of a turn, the older run's first."""
     pair = (_turn_verdict(before, kinds), _turn_verdict(turn, kinds))
@@ -266,8 +266,8 @@ def _in_time(
 def turn_across(
     index: int,
     runs: list[Run],
-    cases: dict[int, CaseResult],
-    turns: dict[int, list[TurnResult]],
+    cases: dict[int, CaseRow],
+    turns: dict[int, list[TurnRow]],
     against: dict[int, int],
     kinds: list[str],
     q: str,
@@ -315,15 +315,13 @@ def turn_across(
     )
 
 
-def _turn_excerpts(turn: TurnResult | None, q: str) -> list[Excerpt]:
+def _turn_excerpts(turn: TurnRow | None, q: str) -> list[Excerpt]:
     if turn is None or not q:
         return []
     return excerpts(turn.input, q, "input") + excerpts(turn.response or "", q, "response")
 
 
-def _calls(
-    before: TurnResult | None, after: TurnResult | None, left: int, right: int
-) -> list[CallPair]:
+def _calls(before: TurnRow | None, after: TurnRow | None, left: int, right: int) -> list[CallPair]:
     """The two turns' tool calls call by call, the sides named by their runs."""
     pairs = tool_call_diff(
         before.tool_invocations if before else [], after.tool_invocations if after else []
@@ -381,7 +379,7 @@ def excerpts(text: str, q: str, where: str = "") -> list[Excerpt]:
     return found
 
 
-def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> Outcome:
+def _turn_verdict(turn: TurnRow | None, kinds: list[str]) -> Outcome:
     if turn is None:
         return Outcome.ABSENT
     return verdict(turn.outcome, turn.kind_outcomes or {}, frozenset(kinds))
@@ -389,13 +387,13 @@ def _turn_verdict(turn: TurnResult | None, kinds: list[str]) -> Outcome:
 
 def _metrics_across(
     runs: list[Run],
-    of_run: dict[int, TurnResult | None],
+    of_run: dict[int, TurnRow | None],
     against: dict[int, int],
     kinds: list[str],
 ) -> list[MetricAcross]:
     """Every metric of the turn in any run (in the order the runs have them), with each run's
     result and its score's delta against the compared run's."""
-    results: dict[int, dict[str, MetricResult]] = {}
+    results: dict[int, dict[str, MetricRow]] = {}
     names: dict[str, str] = {}  # name -> kind, in order of appearance
     for run in runs:
         turn = of_run[run.pk]

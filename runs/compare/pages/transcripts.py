@@ -16,7 +16,7 @@ from runs.web.transcript_events import EventView
 
 
 @dataclass(frozen=True)
-class Row:
+class EventPair:
     """One line of the side by side: an event of each run (None: that run has none there)."""
 
     left: EventView | None
@@ -49,7 +49,7 @@ def _key(view: EventView) -> tuple[str, str]:
 
 def aligned(
     left: list[EventView], right: list[EventView], names: tuple[str, str] = ("left", "right")
-) -> list[Row]:
+) -> list[EventPair]:
     """The events paired where their order and kinds agree; a replaced stretch pairs events of
     the same kind in turn (a call of another tool: a pair whose tool differs). ``names``: the
     two runs, as an event found in one only says ("only in #12")."""
@@ -57,33 +57,33 @@ def aligned(
     matcher = difflib.SequenceMatcher(
         a=[_key(v) for v in left], b=[_key(v) for v in right], autojunk=False
     )
-    rows: list[Row] = []
+    rows: list[EventPair] = []
     for op, a1, a2, b1, b2 in matcher.get_opcodes():
         if op == "equal" or op == "replace":
             rows.extend(_paired(left[a1:a2], right[b1:b2], only))
         elif op == "delete":
-            rows.extend(Row(view, None, only[0]) for view in left[a1:a2])
+            rows.extend(EventPair(view, None, only[0]) for view in left[a1:a2])
         else:
-            rows.extend(Row(None, view, only[1]) for view in right[b1:b2])
+            rows.extend(EventPair(None, view, only[1]) for view in right[b1:b2])
     return rows
 
 
 def _paired(
     left: list[EventView], right: list[EventView], only: tuple[tuple[str], tuple[str]]
-) -> list[Row]:
-    rows: list[Row] = []
+) -> list[EventPair]:
+    rows: list[EventPair] = []
     rest = list(right)
     for view in left:
         twin = next((other for other in rest if other.kind == view.kind), None)
         if twin is None:
-            rows.append(Row(view, None, only[0]))
+            rows.append(EventPair(view, None, only[0]))
             continue
         # What the right run had before the twin has no counterpart on the left.
         while rest[0] is not twin:
-            rows.append(Row(None, rest.pop(0), only[1]))
+            rows.append(EventPair(None, rest.pop(0), only[1]))
         rest.pop(0)
         rows.append(_pair(view, twin))
-    rows.extend(Row(None, view, only[1]) for view in rest)
+    rows.extend(EventPair(None, view, only[1]) for view in rest)
     return rows
 
 
@@ -97,23 +97,23 @@ _MODEL_FIELDS = (
 )
 
 
-def _pair(left: EventView, right: EventView) -> Row:
+def _pair(left: EventView, right: EventView) -> EventPair:
     a, b = left.event, right.event
     if left.kind == "tool_call":
         changes = _call_changes(a, b)
         marked = {_field_of(change) for change in changes}
-        return Row(_mark(left, marked), _mark(right, marked), tuple(changes))
+        return EventPair(_mark(left, marked), _mark(right, marked), tuple(changes))
     if left.kind == "model_call":
         changes = [label for key, label in _MODEL_FIELDS if a.get(key) != b.get(key)]
-        return Row(left, right, tuple(changes))
+        return EventPair(left, right, tuple(changes))
     if left.kind in ("system", "user", "assistant", "error"):
         if a.get("text") == b.get("text"):
-            return Row(left, right, ())
+            return EventPair(left, right, ())
         diff = word_diff(_text(a.get("text")), _text(b.get("text")))
         right = replace(_mark(right, {"text"}), text_diff=diff)
-        return Row(_mark(left, {"text"}), right, ("text",))
+        return EventPair(_mark(left, {"text"}), right, ("text",))
     changes = [key for key in ("error", "events") if a.get(key) != b.get(key)]
-    return Row(left, right, tuple(changes))
+    return EventPair(left, right, tuple(changes))
 
 
 def _call_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from django.db.models.functions import Cast, Concat
 from runs.compare.core.matrix import CaseData, TurnData
 from runs.core.verdicts.kinds import TOOLS_KIND
 from runs.core.verdicts.outcomes import Outcome
-from runs.models import CaseResult, TurnResult
+from runs.models import CaseRow, TurnRow
 
 
 @dataclass
@@ -61,7 +61,7 @@ def case_rows(
     repeated: dict[tuple[int, int], list[CaseData]] = {}
     kinds_of = parsed.kinds
     rows = (
-        CaseResult.objects.filter(run_id__in=run_ids)
+        CaseRow.objects.filter(run_id__in=run_ids)
         .order_by("run_id", "index", "repetition")
         .annotate(kinds_text=Cast("kind_outcomes", TextField()))
         .values_list(
@@ -100,7 +100,7 @@ def _turns_read(
     turns_of: dict[int, tuple[TurnData, ...]] = {}
     totals: dict[int, RunTotals] = defaultdict(RunTotals)
     for run_id, case_id, text, agent_ms in (
-        TurnResult.objects.filter(run_id__in=run_ids)
+        TurnRow.objects.filter(run_id__in=run_ids)
         .order_by()
         .values("run_id", "case_id")
         .annotate(
@@ -146,7 +146,7 @@ def case_turns(run_ids: list[int]) -> dict[int, list[CaseData]]:
     parsed = TurnsCache()
     found: dict[int, list[CaseData]] = defaultdict(list)
     for run_id, case_id, name, index, text in (
-        TurnResult.objects.filter(run_id__in=run_ids)
+        TurnRow.objects.filter(run_id__in=run_ids)
         .order_by()
         .values("run_id", "case_id", "case__name", "case__index")
         .annotate(text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR)))

@@ -59,7 +59,7 @@ from runs.core.verdicts.numbers import pass_rate_of
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.regrades import RegradeSources
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts, RunSummary
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.selectors.costs import Priced, run_cost, runs_costs
 from runs.selectors.runs import run_summaries
 from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
@@ -369,7 +369,7 @@ def case_score_samples(run_ids: list[int], metric: str) -> dict[int, list[float]
     # From the turns (their covering index holds run and case), then each turn's metrics by
     # the turn: cheaper than from the metrics, whose turn must then be read for its case.
     rows = (
-        TurnResult.objects.filter(
+        TurnRow.objects.filter(
             run_id__in=run_ids, metrics__metric_name=metric, metrics__score__isnull=False
         )
         .order_by()
@@ -392,7 +392,7 @@ def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
     """Case id -> the indexes of its turns whose input or response holds ``text``, case
     folded as the database does (``icontains``; SQLite folds ASCII letters only) (1 query)."""
     rows = (
-        TurnResult.objects.filter(run_id__in=run_ids)
+        TurnRow.objects.filter(run_id__in=run_ids)
         .filter(Q(input__icontains=text) | Q(response__icontains=text))
         .order_by()
         .values_list("case_id", "index")
@@ -405,7 +405,7 @@ def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
 
 def _judge_sums(run_ids: list[int], kinds: list[str]) -> dict[int, tuple[int, float | None]]:
     """Per run: (judge milliseconds, judge cost) over the selected kinds (1 query)."""
-    rows = MetricResult.objects.filter(run_id__in=run_ids)
+    rows = MetricRow.objects.filter(run_id__in=run_ids)
     if kinds:
         rows = rows.filter(kind__in=[kind for kind in kinds if kind != TOOLS_KIND])
     sums = (
@@ -458,19 +458,19 @@ def _headline(
 # --- one case, several runs; two runs' configurations -----------------------------------------
 
 
-def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
+def cases_by_key(run_ids: list[int], key: str) -> list[CaseRow]:
     """The case called ``key`` (a name, or ``#index`` for unnamed cases) in each run, with
     turns and metrics (3 queries, whatever the number of runs). A repeated run's case is its
     first repetition (as the matrix's links open it), with ``repetition_count``: how many
     repetitions the case has (1 without repeats)."""
     siblings = (
-        CaseResult.objects.filter(run_id=OuterRef("run_id"), index=OuterRef("index"))
+        CaseRow.objects.filter(run_id=OuterRef("run_id"), index=OuterRef("index"))
         .order_by()
         .values("run_id")
         .annotate(count=Count("id"))
         .values("count")
     )
-    cases = CaseResult.objects.filter(run_id__in=run_ids, repetition=0).annotate(
+    cases = CaseRow.objects.filter(run_id__in=run_ids, repetition=0).annotate(
         repetition_count=Subquery(siblings)
     )
     # ASCII digits within 64 bits: "#²" passes isdigit() but not int(), and a longer number
@@ -480,8 +480,8 @@ def cases_by_key(run_ids: list[int], key: str) -> list[CaseResult]:
         cases = cases.filter(name="", index=int(key[1:]))
     else:
         cases = cases.filter(name=key)
-    turns = TurnResult.objects.order_by("index").prefetch_related(
-        Prefetch("metrics", queryset=MetricResult.objects.order_by("position", "id"))
+    turns = TurnRow.objects.order_by("index").prefetch_related(
+        Prefetch("metrics", queryset=MetricRow.objects.order_by("position", "id"))
     )
     return list(cases.order_by("index").prefetch_related(Prefetch("turns", queryset=turns)))
 

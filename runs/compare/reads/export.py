@@ -31,7 +31,7 @@ from runs.compare.reads.cases import KindsCache
 from runs.compare.reads.comparison import runs_compared, runs_in_time_order
 from runs.core.pricing.prices import Cost, PriceTable, SplitCost, judge_cost, total, usage_cost
 from runs.core.verdicts.kinds import TOOLS_KIND
-from runs.models import CaseResult, MetricResult, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.review_models import Review
 from runs.selectors.costs import prices
 from runs.selectors.runs import MODEL_NAME
@@ -50,7 +50,7 @@ def export_runs(run_ids: list[int], *, chosen: int | None = None) -> tuple[list[
 
 def export_metric_names(run_ids: Sequence[int], kinds: Sequence[str] = ()) -> list[str]:
     """Every metric of the runs (of ``kinds``, when given), by name (1 query)."""
-    rows = MetricResult.objects.filter(run_id__in=run_ids)
+    rows = MetricRow.objects.filter(run_id__in=run_ids)
     if kinds:
         rows = rows.filter(kind__in=[kind for kind in kinds if kind != TOOLS_KIND])
     names = rows.order_by("metric_name").values_list("metric_name", flat=True).distinct()
@@ -91,9 +91,7 @@ def export_cases(
         baseline=baseline if len(ids) > 1 else None,
         base_scores=_BaselineScores(),
     )
-    bounds = CaseResult.objects.filter(run_id__in=ids).aggregate(
-        low=Min("index"), high=Max("index")
-    )
+    bounds = CaseRow.objects.filter(run_id__in=ids).aggregate(low=Min("index"), high=Max("index"))
     if bounds["low"] is None:
         return
     if export.baseline is not None and metrics:
@@ -199,7 +197,7 @@ class _BaselineScores:
 def _baseline_scores(baseline: int, metrics: Sequence[str]) -> _BaselineScores:
     """Each case of the baseline: the mean of its turns' stored scores per metric (1 query)."""
     rows = (
-        TurnResult.objects.filter(
+        TurnRow.objects.filter(
             run_id=baseline,
             metrics__metric_name__in=list(metrics),
             metrics__score__isnull=False,
@@ -220,7 +218,7 @@ def _baseline_scores(baseline: int, metrics: Sequence[str]) -> _BaselineScores:
 
 def _slice_cases(ids: list[int], low: int, high: int) -> list[tuple[Any, ...]]:
     return list(
-        CaseResult.objects.filter(run_id__in=ids, index__gte=low, index__lte=high)
+        CaseRow.objects.filter(run_id__in=ids, index__gte=low, index__lte=high)
         .order_by()
         .annotate(kinds_text=Cast("kind_outcomes", TextField()))
         .values_list(
@@ -242,7 +240,7 @@ def _slice_cases(ids: list[int], low: int, high: int) -> list[tuple[Any, ...]]:
 def _slice_judge_costs(ids: list[int], low: int, high: int, table: PriceTable) -> dict[int, Cost]:
     """Case id -> what its judges cost, for the slice's cases (1 query)."""
     rows = (
-        MetricResult.objects.filter(
+        MetricRow.objects.filter(
             run_id__in=ids, turn__case__index__gte=low, turn__case__index__lte=high
         )
         .filter(Q(judge_usage__isnull=False) | Q(judge_cost_usd__isnull=False))
@@ -260,7 +258,7 @@ def _slice_scores(
 ) -> dict[int, dict[str, float]]:
     """Case id -> metric -> the mean of its turns' stored scores, for the slice's cases."""
     rows = (
-        TurnResult.objects.filter(
+        TurnRow.objects.filter(
             run_id__in=ids,
             case__index__gte=low,
             case__index__lte=high,

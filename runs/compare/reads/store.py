@@ -36,7 +36,7 @@ from django.db.models.functions import MD5, Cast, Coalesce, Concat, Left
 from runs.compare.core.matrix import keys_of
 from runs.compare.reads.cases import TURN_LINE, TURNS_SEPARATOR
 from runs.core.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
-from runs.models import CaseResult, MetricResult, TurnResult
+from runs.models import CaseRow, MetricRow, TurnRow
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -54,9 +54,9 @@ def compare_store(*, run: Run) -> dict[str, Any]:
 
 def compare_columns_store(run_id: int) -> None:
     """Every case row of the run: its compare key, its turns' verdicts and their digest."""
-    cases = CaseResult.objects.filter(run_id=run_id)
+    cases = CaseRow.objects.filter(run_id=run_id)
     verdicts = (
-        TurnResult.objects.filter(case_id=OuterRef("pk"))
+        TurnRow.objects.filter(case_id=OuterRef("pk"))
         .order_by()
         .values("case_id")
         .annotate(text=StringAgg(TURN_LINE, Value(TURNS_SEPARATOR), order_by=_by_index()))
@@ -101,20 +101,20 @@ DIGEST = Left(
 def _repeated_keys_fix(run_id: int) -> None:
     """Where two cases of the run share a name (or a name is another's ``#index``), every key
     as the matrix makes them (``keys_of``): " (2)", " (3)" in index order."""
-    cases = CaseResult.objects.filter(run_id=run_id, repetition=0)
+    cases = CaseRow.objects.filter(run_id=run_id, repetition=0)
     if cases.values("compare_key").order_by().distinct().count() == cases.count():
         return
     named = list(cases.order_by("index").values_list("index", "compare_key"))
     for (index, default), key in zip(named, keys_of(k or "" for _, k in named), strict=True):
         if key != default:
-            CaseResult.objects.filter(run_id=run_id, index=index).update(compare_key=key)
+            CaseRow.objects.filter(run_id=run_id, index=index).update(compare_key=key)
 
 
 def compare_values(*, run_id: int) -> dict[str, Any]:
     """The run's agent time and, per kind of metric, [judge time, judge cost or None]."""
-    agent = TurnResult.objects.filter(run_id=run_id).aggregate(ms=Sum("execution_time_ms"))
+    agent = TurnRow.objects.filter(run_id=run_id).aggregate(ms=Sum("execution_time_ms"))
     judge = (
-        MetricResult.objects.filter(run_id=run_id)
+        MetricRow.objects.filter(run_id=run_id)
         .order_by()
         .values("kind")
         .annotate(
@@ -134,7 +134,7 @@ def digests_fingerprint(run_id: int) -> str:
     """A hash of how many of the run's cases have each digest: a run ended again with other
     verdicts stores another (what a compare keeps per process is keyed by it)."""
     tally = (
-        CaseResult.objects.filter(run_id=run_id)
+        CaseRow.objects.filter(run_id=run_id)
         .order_by("verdicts_digest")
         .values("verdicts_digest")
         .annotate(n=Count("id"))

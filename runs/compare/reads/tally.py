@@ -52,7 +52,7 @@ from runs.compare.reads.comparison import (
 from runs.compare.reads.store import judge_of, stored_values
 from runs.core.verdicts.numbers import pass_rate_of
 from runs.core.verdicts.summary import OutcomeCounts
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.selectors.costs import run_cost
 from runs.selectors.runs import run_summaries
 
@@ -264,10 +264,10 @@ def row_counts(runs: list[Run], cases: dict[int, list[tuple[_Content, int]]]) ->
 
 def _added(before: list[int], run_id: int) -> Any:
     """The case rows of ``run_id`` whose key none of the runs ``before`` has."""
-    cases = CaseResult.objects.filter(run_id=run_id)
+    cases = CaseRow.objects.filter(run_id=run_id)
     if not before:
         return cases
-    earlier = CaseResult.objects.filter(run_id__in=before, compare_key=OuterRef("compare_key"))
+    earlier = CaseRow.objects.filter(run_id__in=before, compare_key=OuterRef("compare_key"))
     return cases.filter(~Exists(earlier))
 
 
@@ -284,7 +284,7 @@ def _contents(pairs: list[Pair]) -> dict[str, _Content]:
     if not missing:
         return found
     rows = (
-        CaseResult.objects.filter(pk__in=list(missing.values()))
+        CaseRow.objects.filter(pk__in=list(missing.values()))
         .annotate(kinds_text=Cast("kind_outcomes", TextField()))
         .values_list("verdicts_digest", "status", "outcome", "kinds_text", "verdicts")
     )
@@ -351,7 +351,7 @@ class PagedRows(Sequence[Row]):
         parsed = TurnsCache()
         kinds = KindsCache()
         found = (
-            CaseResult.objects.filter(run_id__in=self.run_ids, compare_key__in=keys)
+            CaseRow.objects.filter(run_id__in=self.run_ids, compare_key__in=keys)
             .annotate(kinds_text=Cast("kind_outcomes", TextField()))
             .values_list(
                 "run_id",

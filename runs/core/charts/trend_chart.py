@@ -74,7 +74,7 @@ DASHES = ("", "6 3", "2 3")
 
 
 @dataclass(frozen=True)
-class Panel:
+class ChartPanel:
     title: str
     top: float
     bottom: float
@@ -184,7 +184,7 @@ class Chart:
     left: float
     right: float
     axis_x: float  # right edge of the y-axis labels
-    panels: list[Panel]
+    panels: list[ChartPanel]
     marker_top: float
     marker_bottom: float
     x_labels: list[tuple[float, str]]
@@ -294,16 +294,16 @@ def _rate_y(run: TrendRun, no_rate_y: float | None) -> float:
     return no_rate_y or PASS_BOTTOM
 
 
-def _pass_panel() -> Panel:
+def _pass_panel() -> ChartPanel:
     grid = [(_y_of_rate(v), str(v)) for v in (0, 25, 50, 75, 100)]
-    return Panel("Pass rate (%)", PASS_TOP, PASS_BOTTOM, grid)
+    return ChartPanel("Pass rate (%)", PASS_TOP, PASS_BOTTOM, grid)
 
 
 @dataclass(frozen=True)
 class _Lower:
     """The panels under the pass rate: the churn panel and one per metric kind."""
 
-    panels: list[Panel]
+    panels: list[ChartPanel]
     series: list[Series]
     churn: list[ChurnBar]
     churn_zero: float | None
@@ -319,7 +319,7 @@ def _lower_panels(
     bottom: float,
 ) -> _Lower:
     """The churn panel (when there is churn) and the metric panels, from ``bottom`` down."""
-    panels: list[Panel] = []
+    panels: list[ChartPanel] = []
     churn_bars: list[ChurnBar] = []
     churn_zero = None
     if churn:
@@ -335,7 +335,7 @@ def _lower_panels(
         y_of_score = _score_scale(metric_top)
         grid = [(y_of_score(v), f"{v:g}") for v in (0, 0.5, 1)]
         title = f"{kind} metrics: average score (0–1)"
-        panels.append(Panel(title, metric_top, metric_bottom, grid))
+        panels.append(ChartPanel(title, metric_top, metric_bottom, grid))
         of_kind = {key: values for key, values in averages.items() if key[0] == kind}
         series += _series(runs, of_kind, x_of, y_of_score, first_colour=len(series))
         bottom = metric_bottom
@@ -400,7 +400,7 @@ def _churn_panel(
     top: float,
     x_of: Callable[[int], float],
     step: float,
-) -> tuple[Panel, list[ChurnBar]]:
+) -> tuple[ChartPanel, list[ChurnBar]]:
     """The panel of turns fixed (up) and regressed (down) per run, on one scale: the most of
     either at any run reaches the panel's edge."""
     half = CHURN_HEIGHT / 2
@@ -435,7 +435,7 @@ def _churn_panel(
         (round(top + CHURN_HEIGHT, 1), f"{MINUS}{most}"),
     ]
     title = "Turns fixed (up) and regressed (down) against the run before"
-    return Panel(title, top, top + CHURN_HEIGHT, grid), bars
+    return ChartPanel(title, top, top + CHURN_HEIGHT, grid), bars
 
 
 def _callout_y(point_y: float, bottom: float) -> float:

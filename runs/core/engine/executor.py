@@ -67,7 +67,7 @@ def utc_now() -> str:
 
 
 @dataclass
-class CaseState:
+class SessionState:
     """What one session has accumulated so far."""
 
     consecutive_errors: int = 0
@@ -210,7 +210,7 @@ class Engine:
             repetition=repetition,
         )
         await emit(self.on_event, event("case_started"))
-        state = CaseState()
+        state = SessionState()
         results: list[TurnResult] = []
         files: list[ProcessedFileInput] = []
         session: AgentSession | None = None
@@ -291,7 +291,12 @@ class Engine:
     # --- one turn ----------------------------------------------------------------------------
 
     async def _run_turn_safely(
-        self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
+        self,
+        session: AgentSession,
+        case: TestCase,
+        turn: Turn,
+        turn_index: int,
+        state: SessionState,
     ) -> tuple[TurnResult, list[ProcessedFileInput]]:
         """A turn whose own bookkeeping fails (an odd tool result, a grader-side bug) is
         recorded as that turn's error; it never takes the case, or the run, down."""
@@ -302,7 +307,12 @@ class Engine:
             return self._failed_turn(turn, turn_index, f"engine error: {error_text(exc)}"), []
 
     async def _run_turn(
-        self, session: AgentSession, case: TestCase, turn: Turn, turn_index: int, state: CaseState
+        self,
+        session: AgentSession,
+        case: TestCase,
+        turn: Turn,
+        turn_index: int,
+        state: SessionState,
     ) -> tuple[TurnResult, list[ProcessedFileInput]]:
         processed = await self.files.process(turn.files or [])
         message = compose_message(turn.input, processed)
@@ -340,7 +350,7 @@ class Engine:
         return result, processed
 
     def _transcript(
-        self, session: AgentSession, message: str, output: TurnOutput, state: CaseState
+        self, session: AgentSession, message: str, output: TurnOutput, state: SessionState
     ) -> list[dict[str, Any]]:
         """The turn's transcript: the session's system prompt (its first sent turn), the
         message as sent, what the backend captured, and its failure when it failed."""
@@ -377,7 +387,7 @@ class Engine:
             return TurnOutput(None, is_error=True, error=f"Agent error: {error_text(exc)}")
 
     async def _grade(
-        self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: CaseState
+        self, case: TestCase, turn: Turn, turn_index: int, output: TurnOutput, state: SessionState
     ) -> TurnGrades:
         """Tool assertions always; metrics only when the agent answered (the public grading API)."""
         metrics = turn_metrics(self.agent.config, case, turn)
@@ -398,7 +408,7 @@ class Engine:
             runner=self.metrics,
         )
 
-    def _collect_retrieval(self, calls: list[ToolInvocation], state: CaseState) -> None:
+    def _collect_retrieval(self, calls: list[ToolInvocation], state: SessionState) -> None:
         if not self.retrieval_tools:
             return
         for call in calls:

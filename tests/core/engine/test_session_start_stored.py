@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.core.wire.models import holodeck_dump
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 from runs.selectors.export import run_eval_run
 from tests.web.factories import make_user
 from tests.web.services_helpers import example_project
@@ -26,7 +26,7 @@ def test_a_command_run_stores_each_cases_session_start_and_the_case_page_shows_i
         call_command("run_agent", str(project.agent_path), "--quiet", "--no-results-file")
     run = Run.objects.filter(source=Run.Source.CLI).latest("pk")
 
-    cases = list(CaseResult.objects.filter(run=run).order_by("index"))
+    cases = list(CaseRow.objects.filter(run=run).order_by("index"))
     assert cases
     for case in cases:
         assert case.session_start_ms is not None

@@ -18,7 +18,7 @@ from runs.core.verdicts.outcomes import (
     RunState,
     RunStatus,
 )
-from runs.models import CaseResult, Run
+from runs.models import CaseRow, Run
 
 
 def test_the_model_choices_are_the_states_with_djangos_labels() -> None:
@@ -30,7 +30,7 @@ def test_the_model_choices_are_the_states_with_djangos_labels() -> None:
         ("error", "Error"),
         ("cancelled", "Cancelled"),
     ]
-    assert CaseResult._meta.get_field("status").choices == [
+    assert CaseRow._meta.get_field("status").choices == [
         ("pending", "Pending"),
         ("running", "Running"),
         ("done", "Done"),
@@ -41,7 +41,7 @@ def test_the_model_choices_are_the_states_with_djangos_labels() -> None:
 
 def test_the_model_states_are_the_vocabularys() -> None:
     assert Run.Status.RUNNING is RunState.RUNNING
-    assert CaseResult.Status.DONE is CaseState.DONE
+    assert CaseRow.Status.DONE is CaseState.DONE
     assert Run.ACTIVE == RUN_ACTIVE_STATES == ("queued", "running")
 
 
