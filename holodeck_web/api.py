@@ -20,7 +20,6 @@ from ninja.parser import Parser
 from runs.api import (
     audit,
     calibration,
-    gate,
     imports,
     projects,
     replays,
@@ -31,6 +30,7 @@ from runs.api import (
 )
 from runs.api.auth import API_AUTH
 from runs.compare import api as compare
+from runs.compare import gate_api as gate
 
 
 class LocalSwagger(Swagger):

@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("compare/", include("runs.compare.urls")),
     path("", include("runs.web.urls")),
 ]
 

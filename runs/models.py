@@ -18,7 +18,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.compare.columns import CompareColumns
+from runs.case_columns import CompareColumns
 from runs.core.agentconfig.test_cases import case_label
 from runs.core.runoptions import RunOptions, partial_text, run_launch_options
 from runs.core.verdicts.numbers import case_text

@@ -13,7 +13,7 @@ from ninja.security import HttpBearer, SessionAuth
 
 from runs.core.reviewing.vocabulary import Role
 from runs.services.tokens import token_user
-from runs.web.access import refusal
+from runs.shared.access import refusal
 
 
 class BearerToken(HttpBearer):

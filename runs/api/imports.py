@@ -10,7 +10,7 @@ from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import MAX_ID, ErrorOut
 from runs.core.queryvalues import QueryValueError, parse_int
-from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
+from runs.shared.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 if TYPE_CHECKING:
     from runs.models import AgentProject

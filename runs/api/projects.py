@@ -17,7 +17,7 @@ from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_roles
 from runs.selectors.people import user_named
 from runs.selectors.reviews import project_categories
-from runs.web.access import role_in
+from runs.shared.access import role_in
 
 router = Router(tags=["projects"])
 

@@ -19,7 +19,7 @@ from runs.core.wire.models import TurnResult
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
-from runs.web.exports import run_export_response
+from runs.shared.downloads import run_export_response
 
 if TYPE_CHECKING:
     from runs.models import Run

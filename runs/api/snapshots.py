@@ -11,7 +11,7 @@ from ninja.errors import HttpError
 from runs.api.auth import staff_only
 from runs.api.schemas import Id, responses
 from runs.selectors.snapshots import NO_SNAPSHOT, StoredSnapshot, run_snapshot_get
-from runs.web.snapshots import snapshot_facts, snapshot_zip_response
+from runs.shared.downloads import snapshot_facts, snapshot_zip_response
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -22,9 +22,6 @@ from ninja.errors import HttpError
 from pydantic import BeforeValidator
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.compare.core.filtering import SHOW_ALIASES
-from runs.compare.core.matrix import Row
-from runs.compare.core.query import ComparisonQuery
 from runs.compare.pages.download import (
     MOST_METRICS,
     CsvSettings,
@@ -32,7 +29,10 @@ from runs.compare.pages.download import (
     compare_csv_response,
 )
 from runs.compare.reads.compared_rows import compare_rows
-from runs.compare.reads.comparison import MAX_RUNS, Comparison, Headline, NoBaseline, RunsMissing
+from runs.compare.reads.comparison import Comparison, Headline, NoBaseline, RunsMissing
+from runs.core.comparison.filtering import SHOW_ALIASES
+from runs.core.comparison.matrix import Row
+from runs.core.comparison.query import MAX_RUNS, ComparisonQuery
 from runs.core.pricing.prices import Cost, SplitCost
 from runs.core.verdicts.kinds import KINDS, MetricKind
 from runs.core.verdicts.regrades import RegradeSources
@@ -41,11 +41,11 @@ from runs.selectors.significance import RunSignificance
 
 router = Router(tags=["compare"])
 
-# ``runs.compare.core.matrix.ORDERS`` as a type (a test checks they agree).
+# ``runs.core.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.compare.core.filtering.SHOWS`` and its alias, as on the compare page.
+# ``runs.core.comparison.filtering.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
-# ``runs.compare.core.filtering.SORTS`` as a type (a test checks they agree).
+# ``runs.core.comparison.filtering.SORTS`` as a type (a test checks they agree).
 Sort = Literal["case", "regressions", "name", "delta"]
 # ``runs.core.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test
 # checks they agree).
@@ -120,7 +120,7 @@ class CompareQuery(Schema):
     limit: int = Field(default=500, ge=1, le=5000, description="matrix rows")
 
     def comparison_query(self) -> ComparisonQuery:
-        """The compare page's query of these parameters (``runs.compare.core.query``)."""
+        """The compare page's query of these parameters (``runs.core.comparison.query``)."""
         return ComparisonQuery(
             run_ids=list(dict.fromkeys(self.runs)),
             chosen=self.baseline,

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, QuerySet
 
-from runs.compare.reads.store import compare_store
 from runs.core.verdicts.kinds import METRIC_KINDS
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.repeats import RunRepeatStats, run_repeat_stats
@@ -36,6 +35,7 @@ from runs.selectors.cases import (
     case_repeat_stats,
     case_rows,
 )
+from runs.selectors.compare_store import compare_store
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -71,7 +71,7 @@ def list_counts_count(*, run: Run) -> dict[str, Any]:
             Outcome.ERROR.value: _case_error_cause(run, Outcome.ERROR),
         },
         "repeats": _stored_repeats(repeats) if repeats is not None else None,
-        # What a compare reads instead of the run's turns (runs.compare.reads.store).
+        # What a compare reads instead of the run's turns (runs.selectors.compare_store).
         "compare": compare_store(run=run),
     }
 

@@ -114,7 +114,7 @@ def _run_results(
     repeats = run.repeats
     if repeats == 1:
         return cases, results, None
-    from runs.core.verdicts.repeats import repetition_summaries
+    from runs.core.wire.repetitions import repetition_summaries
 
     summaries = repetition_summaries(
         (

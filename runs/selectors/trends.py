@@ -30,15 +30,15 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from runs.compare.core.matrix import series_churn
-from runs.compare.reads.comparison import case_turns
 from runs.core.charts.trend_chart import MetricKey, RunChurn, TrendRun
 from runs.core.commit_order import commit_ordered
+from runs.core.comparison.matrix import series_churn
 from runs.core.gitutil import GitError, commit_order
 from runs.core.verdicts.regrades import RegradeSources
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.models import AgentProject, Run, TurnRow
 from runs.review_models import Review
+from runs.selectors.compare_cases import case_turns
 from runs.selectors.partial import PARTIAL_COLUMNS, partial_text_of
 from runs.selectors.reviews import FAILURE_OUTCOMES
 

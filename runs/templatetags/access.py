@@ -2,7 +2,7 @@
 ``{% if user|may_run:run.project_id %}``. The pages' and the API's checks are the guards
 (``runs.web.views.role_required``, ``runs.api.auth.role_only``); these only keep a page from
 offering what would be refused. A user's roles are read once per request
-(``runs.web.access.role_in``)."""
+(``runs.shared.access.role_in``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from django import template
 
 from runs.core.reviewing.vocabulary import Role
-from runs.web.access import role_in
+from runs.shared.access import role_in
 
 register = template.Library()
 

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
 from itertools import groupby
 from typing import Any
 
 import markdown
 import nh3
 from django import template
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.timesince import timesince
 
+from runs.core.comparison.query import MAX_RUNS
 from runs.core.pricing.prices import Cost, SplitCost, format_cost, format_usd, split_text
-from runs.core.verdicts.kinds import KIND_LABELS, TOOLS_KIND, kind_order
+from runs.core.verdicts.kinds import KIND_LABELS, kind_order
 from runs.core.verdicts.numbers import (
     case_text,
     format_rate,
@@ -46,9 +44,31 @@ from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
 from runs.core.wire import times
 from runs.core.wire.times import CaseTimes, TurnTimes
 from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
+from runs.shared.marks import (
+    ago,
+    case_chips,
+    duration,
+    mark,
+    outcome_label,
+    shortsha,
+    thousands,
+    tools_chip,
+    unpassed_counts,
+)
 from runs.templatetags import json_html
 
 register = template.Library()
+
+# The marks and formats the pages draw in Python too (runs/shared/marks.py).
+register.filter("duration", duration)
+register.filter("ago", ago)
+register.filter("thousands", thousands)
+register.simple_tag(mark, name="mark")
+register.filter("outcome_label", outcome_label)
+register.simple_tag(case_chips, name="case_chips")
+register.simple_tag(unpassed_counts, name="unpassed_counts")
+register.filter("shortsha", shortsha)
+register.simple_tag(tools_chip, name="tools_chip")
 
 # Inputs, responses and ground truths longer than this are capped in height ("show more").
 LONG_TEXT_CHARS = 1200
@@ -155,42 +175,7 @@ def field_invalid(errors: dict[str, str] | None, name: str) -> SafeString:
 @register.simple_tag
 def compare_max_runs() -> int:
     """How many runs the compare page takes (the compare tray holds as many)."""
-    from runs.compare.reads.comparison import MAX_RUNS
-
     return MAX_RUNS
-
-
-@register.filter
-def duration(ms: int | float | None) -> str:
-    if ms is None:
-        return "–"
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}m {rest:02d}s"
-
-
-@register.filter
-def ago(moment: datetime | None, now: datetime | None = None) -> str:
-    """How long ago ``moment`` was, for people: "3 minutes ago", "2 days, 4 hours ago"; "just
-    now" under a minute (never "0 minutes ago", nor a time ahead of the clock); "" for none.
-    The one way a page says how long ago something happened."""
-    if moment is None:
-        return ""
-    now = now or timezone.now()
-    if now - moment < timedelta(minutes=1):
-        return "just now"
-    return f"{timesince(moment, now)} ago"
-
-
-@register.filter
-def thousands(value: int | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,}"
 
 
 @register.filter
@@ -241,90 +226,12 @@ def run_state_chip(status: str) -> SafeString:
 
 
 @register.simple_tag
-def mark(outcome: str | None) -> SafeString:
-    """The symbol of an outcome (any ``Outcome`` value; ``""`` or None: pending), with
-    visually-hidden words (a bare ✓/✗ means nothing aloud)."""
-    shown = Outcome.shown(outcome)
-    return format_html(
-        '<span class="v {}" title="{}" aria-hidden="true">{}</span><span class="sr-only">{}</span>',
-        shown.css,
-        shown.label,
-        shown.symbol,
-        shown.label,
-    )
-
-
-@register.simple_tag
 def verdict(passed: bool | None) -> SafeString:
     """The mark of a check that holds a bare yes/no (a tool assertion, one argument of it):
     passed, failed, or not assessed (None)."""
     if passed is None:
         return mark(Outcome.NONE)
     return mark(Outcome.PASSED if passed else Outcome.FAILED)
-
-
-@register.filter
-def outcome_label(outcome: str | None) -> str:
-    """The words of an outcome: "errored", "not graded", ..."""
-    return Outcome.shown(outcome).label
-
-
-@register.simple_tag
-def case_chips(case: Any, stopping: bool = False) -> SafeString:
-    """The chips that sum up a case ("3 turns · 1/3 passed", "not graded", "errored",
-    "cancelled · not run", "cancelled · stopped"): the case row of the run page and the case
-    page header. Reads the stored outcome as it is ("" while it has none: its status is
-    shown); ``stopping``: its run was cancelled, so a running case says "stopping"."""
-    verdict = Outcome.of(case.outcome)
-    if verdict.is_cancelled and case.started_at is None:
-        return mark_safe('<span class="chip chip-cancelled">cancelled · not run</span>')
-    if verdict.is_cancelled:
-        return mark_safe(
-            '<span class="chip chip-cancelled" title="the run was cancelled while this case ran:'
-            ' the turns it finished are kept, the rest were skipped">cancelled · stopped</span>'
-        )
-    state = CaseState(case.status)
-    if stopping and state.is_running:
-        return mark_safe(
-            '<span class="chip chip-cancelled case-stopping" title="the run was cancelled: this'
-            ' case stops after its current turn">cancelled · stopping</span>'
-        )
-    count = case.turn_count
-    if verdict is Outcome.PENDING:  # pending or running: nothing passed or failed yet
-        return format_html(
-            '<span class="chip chip-muted">{} turn{}</span><span class="chip {}">{}</span>',
-            count,
-            "" if count == 1 else "s",
-            state.css,
-            state.label,
-        )
-    chips = format_html(
-        '<span class="chip {}">{} turn{} · {}/{} passed</span>',
-        verdict.chip,
-        count,
-        "" if count == 1 else "s",
-        case.turns_passed,
-        count,
-    )
-    if verdict.is_not_graded or verdict.is_error:
-        chips = format_html('{}<span class="chip {}">{}</span>', chips, verdict.chip, verdict.label)
-    return format_html("{}{}", chips, tools_chip(case.kind_outcomes))
-
-
-@register.simple_tag
-def tools_chip(kind_outcomes: dict[str, str] | None) -> SafeString:
-    """A red "tools" chip for a case or turn whose tool assertions failed (``kind_outcomes``:
-    its verdicts by kind), so one that failed only on a tool's arguments never looks green;
-    nothing otherwise."""
-    if (kind_outcomes or {}).get(TOOLS_KIND) != Outcome.FAILED:
-        return mark_safe("")
-    return _TOOLS_CHIP
-
-
-_TOOLS_CHIP = mark_safe(
-    '<span class="chip chip-failed tools-failed" title="a tool assertion failed">tools'
-    ' <span aria-hidden="true">✗</span><span class="sr-only">failed</span></span>'
-)
 
 
 # --- summaries ---------------------------------------------------------------------------------
@@ -366,27 +273,6 @@ def outcome_counts(counts: OutcomeCounts, key: str) -> SafeString:
             )
         )
     return format_html_join(" · ", "{}", ((part,) for part in parts))
-
-
-@register.simple_tag
-def unpassed_counts(counts: OutcomeCounts) -> SafeString:
-    """What "0/4 passed" alone hides: " · 1 errored · 1 not graded · 2 cancelled" (the cases
-    with no answer to grade, those neither passed nor failed, those a cancel stopped), from a
-    run's counters (``Run.counts``)."""
-    unpassed = (
-        (Outcome.ERROR, counts.error, "err small",
-         "cases with no answer to grade: the agent failed, timed out, or its worker gave up"),
-        (Outcome.NOT_GRADED, counts.not_graded, "warn small",
-         "cases neither passed nor failed: only metrics that could not grade failed"),
-        (Outcome.CANCELLED, counts.cancelled, "muted small",
-         "cases a cancel stopped before they finished: counted in no pass rate"),
-    )  # fmt: skip
-    parts = [
-        format_html(' <span class="{}" title="{}">· {} {}</span>', css, title, count, outcome.label)
-        for outcome, count, css, title in unpassed
-        if count
-    ]
-    return format_html_join("", "{}", ((part,) for part in parts))
 
 
 @register.filter
@@ -477,11 +363,6 @@ def is_long_error(text: Any) -> bool:
 @register.filter
 def first_line(text: Any) -> str:
     return str(text).strip().split("\n", 1)[0][:160]
-
-
-@register.filter
-def shortsha(commit: str | None) -> str:
-    return (commit or "")[:8]
 
 
 @register.filter

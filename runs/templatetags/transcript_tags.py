@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from runs.web.transcript_events import call_anchors, ms_text
+from runs.shared.transcript_events import call_anchors, ms_text
 
 register = template.Library()
 

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from runs import selectors
 from runs.core.reviewing.vocabulary import Role
-from runs.web.access import role_in
+from runs.shared.access import role_in
 from runs.web.row_html import project_rows_html
 
 

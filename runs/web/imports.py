@@ -18,8 +18,8 @@ from django.views.decorators.http import require_http_methods
 
 from runs import selectors
 from runs.services.history import SourceImport, Upload, uploads_import
+from runs.shared.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 from runs.web.params import AsciiModelChoiceField
-from runs.web.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 
 class ImportForm(forms.Form):

@@ -16,8 +16,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from runs.selectors.model_requests import ModelRequest, model_request_get
+from runs.shared.transcript_events import shown
 from runs.web.params import int_param
-from runs.web.transcript_events import shown
 
 MAX_TURN = 10_000
 MAX_CALL = 10_000

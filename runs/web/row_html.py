@@ -19,16 +19,16 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from runs.core.verdicts.numbers import format_rate as percent
 from runs.core.verdicts.numbers import ordinal
 from runs.core.verdicts.outcomes import BAD, GRADED_VALUES, CaseState, Outcome
 from runs.core.verdicts.repeats import merged_outcome, repeat_stats
-from runs.templatetags.dashboard import (
+from runs.shared.marks import (
     ago,
     case_chips,
     duration,
     mark,
     outcome_label,
-    percent,
     shortsha,
     unpassed_counts,
 )

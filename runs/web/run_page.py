@@ -27,8 +27,8 @@ from runs.core.verdicts.summary import RunSummary
 from runs.selectors.costs import Priced, run_cost
 from runs.selectors.replays import run_replay_line
 from runs.selectors.reruns import run_rerun_state, run_rerunnable
+from runs.shared.downloads import EXPORT_FORMATS, run_export_response
 from runs.web.case_list import case_filters, case_list_context, case_query
-from runs.web.exports import EXPORT_FORMATS, run_export_response
 from runs.web.params import choice_param, datetime_param, int_param, text_param
 from runs.web.row_html import case_group_rows_html, case_rows_html
 from runs.web.views import (

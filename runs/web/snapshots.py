@@ -19,23 +19,21 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.html import format_html, format_html_join
-from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from runs.core.sealing import SnapshotFile
 from runs.selectors.snapshots import (
-    StoredSnapshot,
     run_snapshot_get,
     run_snapshot_required,
-    snapshot_archive,
     snapshot_contents,
 )
+from runs.shared.downloads import attachment, snapshot_zip_response
 from runs.web.diffs import size_text
 from runs.web.params import flag_param
 
 if TYPE_CHECKING:
-    from runs.models import Run
+    pass
 
 # A file page decodes at most this many bytes of a file (a file may be 20 MB: decoding and
 # splitting it whole took ~900 MB) and shows at most this many lines of them; the download has
@@ -105,7 +103,7 @@ def run_snapshot_file(request: HttpRequest, run_id: int, path: str) -> HttpRespo
         raise Http404(f"run #{run.pk}'s snapshot has no file {path!r}")
     data = snapshot_contents(wanted={snapshot.id: [entry]})[(snapshot.id, entry.path)]
     if flag_param(request, "download"):
-        return _attachment(data, entry.path.rsplit("/", 1)[-1], "application/octet-stream")
+        return attachment(data, entry.path.rsplit("/", 1)[-1], "application/octet-stream")
     text = text_head(data, MAX_SHOWN_BYTES)
     shown, cut = _shown_lines(text or "", whole=len(data) <= MAX_SHOWN_BYTES)
     context = {
@@ -128,30 +126,6 @@ def run_snapshot_zip(request: HttpRequest, run_id: int) -> HttpResponse:
     staff_required_for_contents(request)
     run, snapshot = run_snapshot_required(run_id=run_id)
     return snapshot_zip_response(run=run, snapshot=snapshot)
-
-
-def snapshot_zip_response(*, run: Run, snapshot: StoredSnapshot) -> HttpResponse:
-    """The snapshot as stored (a zip of its files), as an attachment named after the agent and
-    the snapshot's digest (1 query). The dashboard's link and ``GET
-    /api/v1/runs/{id}/snapshot.zip`` serve it."""
-    from runs.core.wire.holodeck_io import slugify
-
-    name = f"{slugify(run.agent_name)}-snapshot-{snapshot.short_digest}.zip"
-    return _attachment(snapshot_archive(snapshot_id=snapshot.id), name, "application/zip")
-
-
-def snapshot_facts(snapshot: StoredSnapshot) -> dict[str, object]:
-    """The snapshot's facts and manifest, as the API answers them."""
-    facts = {name: value for name, value in vars(snapshot).items() if name not in {"id", "files"}}
-    files = [{**vars(file), "mode": f"{file.mode:o}"} for file in snapshot.files]
-    return {**facts, "files": files}
-
-
-def _attachment(data: bytes, filename: str, content_type: str) -> HttpResponse:
-    response = HttpResponse(data, content_type=content_type)
-    response["Content-Disposition"] = content_disposition_header(True, filename)
-    response["Content-Length"] = str(len(data))
-    return response
 
 
 def staff_required_for_contents(request: HttpRequest) -> None:

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from runs.compare.pages import download as compare_export
-from runs.compare.pages import views as compare
 from runs.web import (
     audit,
     calibration,
@@ -85,11 +83,6 @@ urlpatterns = [
     path("projects/<int:project_id>/", include(project_routes)),
     path("runs/", run_list.run_list, name="run_list"),
     path("runs/<int:run_id>/", include(run_routes)),
-    path("compare/", compare.compare, name="compare"),
-    path("compare/case/", compare.compare_case, name="compare_case"),
-    path("compare/config/", compare.compare_config, name="compare_config"),
-    path("compare/export.csv", compare_export.compare_csv, name="compare_csv"),
-    path("compare/transcript/", transcripts.compare_transcript, name="compare_transcript"),
     path("trends/", trends.trends, name="trends"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

@@ -26,7 +26,7 @@ from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
 from runs.core.reviewing.vocabulary import Role
-from runs.web.access import refusal
+from runs.shared.access import refusal
 
 if TYPE_CHECKING:
     from runs.models import Run

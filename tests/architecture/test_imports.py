@@ -72,7 +72,7 @@ DJANGO_FREE = (
     "runs.core.wire",
     "runs.core.verdicts",
     "runs.core.stats",
-    "runs.compare.core",
+    "runs.core.comparison",
     "runs.core.charts",
     "runs.core.writers",
     "runs.core.pricing",

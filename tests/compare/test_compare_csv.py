@@ -15,8 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from runs.compare.core.csv_export import REVIEW_COLUMNS
 from runs.compare.reads import export as compare_export
+from runs.core.comparison.csv_export import REVIEW_COLUMNS
 from runs.models import AgentProject, CaseRow, MetricRow, Run
 from tests.compare.compare_data import LOW_ROUGE, ThreeRuns, three_runs
 from tests.web.factories import repeated_run

@@ -420,6 +420,6 @@ def test_the_api_order_type_is_the_compare_modules() -> None:
     from typing import get_args
 
     from runs.compare.api import Order
-    from runs.compare.core.matrix import ORDERS
+    from runs.core.comparison.matrix import ORDERS
 
     assert get_args(Order) == ORDERS

@@ -1,4 +1,4 @@
-"""What a compare reads of a finished run instead of its turns (``runs.compare.reads.store``):
+"""What a compare reads of a finished run instead of its turns (``runs.selectors.compare_store``):
 stored when the run ends, equal to a recount of its rows after a run, a re-grade, a re-run and
 crash recovery, and read through the index ``case_compare_key`` (query plans on both
 databases)."""
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from runs.compare.core.matrix import keys_of
-from runs.compare.reads.store import DIGEST, compare_values, stored_values
 from runs.compare.reads.tally import _TALLY
+from runs.core.comparison.matrix import keys_of
 from runs.models import CaseRow, Run, TurnRow
+from runs.selectors.compare_store import DIGEST, compare_values, stored_values
 from runs.services import launch
 from runs.services.execution import run_execute_inline
 from runs.services.regrade import run_regrade_create

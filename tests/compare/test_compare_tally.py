@@ -15,11 +15,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs.compare.core.matrix import BASELINE_ORDER, COMMIT_ORDER
-from runs.compare.core.query import ComparisonQuery
 from runs.compare.reads.compared_rows import compare_rows, rows_of
 from runs.compare.reads.comparison import comparison_for
 from runs.compare.reads.tally import PagedRows
+from runs.core.comparison.matrix import BASELINE_ORDER, COMMIT_ORDER
+from runs.core.comparison.query import ComparisonQuery
 from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.recorder import run_finish
 from tests.compare.compare_data import three_runs

@@ -12,10 +12,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from runs.compare.gate import gate_baseline, gate_evaluate
 from runs.core.verdicts.numbers import format_rate
 from runs.core.writers.gate_markdown import GateOptions
 from runs.models import Run
-from runs.services.gate import gate_baseline, gate_evaluate
 from runs.services.tokens import token_create
 from tests.web.one_record import (
     IMPORTED,

@@ -237,7 +237,7 @@ def test_a_task_runs_its_runs_next_cases_with_a_few_queries_each_whatever_their_
     assert kinds["INSERT runs_turnresult"] == 3 + 1
     assert kinds["INSERT runs_metricresult"] == 3 + 1
     # claims, results (+ a heartbeat), and at the run's end its compare columns (two UPDATEs
-    # of its case rows: runs.compare.reads.store)
+    # of its case rows: runs.selectors.compare_store)
     assert kinds["UPDATE runs_caseresult"] <= 3 + 3 + 1 + 2
     assert kinds["UPDATE runs_run"] <= 3 + 2 + 1  # the cases' counters, the run's end
     # 31 to 34, and 5 for the first turn's own write: the rest is per task (load, pump, end);

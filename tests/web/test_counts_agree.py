@@ -275,10 +275,10 @@ def check_exports(run: Run, cases: dict[str, int], turns: dict[str, int]) -> Non
 
 
 def check_gate_and_trends(run: Run, project: AgentProject, cases: dict[str, int]) -> None:
+    from runs.compare.gate import gate_evaluate
     from runs.compare.reads.baseline import Baseline
     from runs.core.writers.gate_markdown import GateOptions
     from runs.selectors.trends import finished_runs
-    from runs.services.gate import gate_evaluate
 
     result = gate_evaluate(run, Baseline(run=run, rule="itself", added=False), GateOptions())
     assert as_dict(result.run.summary.cases) == cases

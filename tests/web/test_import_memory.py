@@ -101,7 +101,7 @@ def test_a_file_with_a_bad_item_imports_nothing(seed_runs: list[dict[str, Any]])
 def test_an_upload_unpacking_beyond_the_cap_is_refused_naming_the_file_and_the_setting(
     seed_runs: list[dict[str, Any]],
 ) -> None:
-    from runs.web.uploads import max_unpacked_bytes
+    from runs.shared.uploads import max_unpacked_bytes
 
     content = json.dumps(seed_runs[:3]).encode()
     archive = io.BytesIO()

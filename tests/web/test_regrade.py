@@ -366,9 +366,9 @@ def cancelled_mid_case(project: Any, *, case_index: int, after_turns: int) -> Ru
 def test_a_regrade_of_a_cancelled_run_with_the_same_agent_yaml_reads_as_its_original(
     tmp_path: Path,
 ) -> None:
+    from runs.compare.gate import gate_evaluate
     from runs.compare.reads.comparison import Baseline, compare_runs
     from runs.core.writers.gate_markdown import GateOptions
-    from runs.services.gate import gate_evaluate
 
     original = cancelled_mid_case(example_project(tmp_path), case_index=1, after_turns=2)
     stopped = original.cases.get(index=1)

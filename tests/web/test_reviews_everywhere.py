@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs import selectors
-from runs.compare.core.csv_export import REVIEW_COLUMNS
+from runs.core.comparison.csv_export import REVIEW_COLUMNS
 from runs.core.wire.holodeck_io import ReportFormatError, dump_eval_run, load_eval_runs
 from runs.models import AgentProject, CaseRow, Run, TurnRow
 from runs.review_models import AuditEntry, Review, ReviewChange, TriageCategory

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from runs.compare.gate import gate_evaluate
 from runs.compare.reads.comparison import Baseline
 from runs.core.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.core.writers.gate_markdown import GateOptions
 from runs.models import AgentProject
 from runs.selectors.significance import runs_significance, same_commit_runs, turn_key
-from runs.services.gate import gate_evaluate
 from tests.web.factories import repeated_run
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.safestring import SafeString
 
-from runs.compare.core.matrix import (
+from runs.compare.pages.headline import Column
+from runs.compare.reads.comparison import cases_by_key
+from runs.core.comparison.matrix import (
     BASELINE_ORDER,
     COMMIT_ORDER,
     FIX,
@@ -20,9 +22,7 @@ from runs.compare.core.matrix import (
     older_than_compared,
     verdict,
 )
-from runs.compare.core.query import ComparisonQuery
-from runs.compare.pages.headline import Column
-from runs.compare.reads.comparison import cases_by_key
+from runs.core.comparison.query import ComparisonQuery
 from runs.core.verdicts.kinds import TOOLS_KIND
 from runs.core.verdicts.numbers import format_score_delta
 from runs.core.verdicts.outcomes import Outcome

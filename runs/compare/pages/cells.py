@@ -11,9 +11,9 @@ from django.utils.html import escape
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.compare.core.matrix import BASELINE_ORDER, NOISE, Change, Row
-from runs.compare.core.query import ComparisonQuery
 from runs.compare.reads.comparison import Comparison
+from runs.core.comparison.matrix import BASELINE_ORDER, NOISE, Change, Row
+from runs.core.comparison.query import ComparisonQuery
 from runs.core.stats.significance import (
     NO_EVIDENCE,
     SIGNIFICANTLY_BETTER,

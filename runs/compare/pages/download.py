@@ -1,6 +1,6 @@
 """A compare as CSV, for the compare page's "Download CSV" link (``/compare/export.csv``, the
 page's query string) and ``GET /api/v1/compare.csv``: one row per case and run
-(``runs.compare.core.csv_export``), streamed as it is read (``runs.compare.reads.export``).
+(``runs.core.comparison.csv_export``), streamed as it is read (``runs.compare.reads.export``).
 
 It holds the compare page's runs (the baseline added to a lone run) and every case of them:
 the page's row filters (show, q, min_drop, sort, page) choose what the page lists, not what the
@@ -19,11 +19,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from runs.compare.core.csv_export import csv_chunks
-from runs.compare.core.query import MAX_METRIC, ComparisonQuery
 from runs.compare.pages.params import runs_query
 from runs.compare.reads.comparison import NoBaseline, RunsMissing
 from runs.compare.reads.export import export_cases, export_metric_names, export_runs
+from runs.core.comparison.csv_export import csv_chunks
+from runs.core.comparison.query import MAX_METRIC, ComparisonQuery
 from runs.core.verdicts.kinds import KINDS
 from runs.web.params import BadParam, Query, text_list_param
 

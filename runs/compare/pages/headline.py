@@ -22,7 +22,7 @@ from runs.core.verdicts.numbers import (
 )
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
-from runs.templatetags.dashboard import duration, thousands
+from runs.shared.marks import duration, thousands
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -1,5 +1,5 @@
 """The compare pages' query parameters, read once into a ``ComparisonQuery``
-(``runs.compare.core.query``): the compare page reads them all, its side by side the runs and how
+(``runs.core.comparison.query``): the compare page reads them all, its side by side the runs and how
 they are compared (the rows' options are the page's), its CSV the runs, their baseline and the
 kinds. Each refused value is a ``BadParam`` naming it (a 400, or the page's form again with the
 message at its field)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from runs.compare.core.filtering import SHOW_ALIASES, SHOWS, SORTS
-from runs.compare.core.matrix import BASELINE_ORDER, ORDERS
-from runs.compare.core.query import MAX_METRIC, MAX_RUNS, MAX_SEARCH, ComparisonQuery
+from runs.core.comparison.filtering import SHOW_ALIASES, SHOWS, SORTS
+from runs.core.comparison.matrix import BASELINE_ORDER, ORDERS
+from runs.core.comparison.query import MAX_METRIC, MAX_RUNS, MAX_SEARCH, ComparisonQuery
 from runs.core.verdicts.kinds import KINDS
 from runs.web.params import (
     Query,

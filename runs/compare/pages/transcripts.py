@@ -11,8 +11,8 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
+from runs.shared.transcript_events import EventView
 from runs.web.diffs import tool_call_diff, word_diff
-from runs.web.transcript_events import EventView
 
 
 @dataclass(frozen=True)

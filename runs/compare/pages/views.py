@@ -27,8 +27,6 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from runs.compare.core.filtering import SHOWS, SORTS
-from runs.compare.core.matrix import BASELINE_ORDER, COMMIT_ORDER, Row
 from runs.compare.pages.case import side_by_side
 from runs.compare.pages.cells import (
     LEGEND,
@@ -56,6 +54,8 @@ from runs.compare.reads.comparison import (
     runs_for_compare,
     runs_for_config,
 )
+from runs.core.comparison.filtering import SHOWS, SORTS
+from runs.core.comparison.matrix import BASELINE_ORDER, COMMIT_ORDER, Row
 from runs.core.queryvalues import QueryValueError, parse_text
 from runs.core.verdicts.kinds import KINDS
 from runs.selectors.replays import replay_notes, run_prompt_text

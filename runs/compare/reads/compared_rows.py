@@ -1,5 +1,5 @@
 """The one read of a compare's rows: the compare page and ``GET /api/v1/compare`` both ask
-``compare_rows`` with a ``ComparisonQuery`` (``runs.compare.core.query``), so they keep the same
+``compare_rows`` with a ``ComparisonQuery`` (``runs.core.comparison.query``), so they keep the same
 rows, in the same order, for the same options.
 
 The comparison itself is ``comparison_for`` (5–7 queries); a chosen metric adds the cases'
@@ -13,16 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from runs.compare.core.filtering import (
-    attach_hits,
-    attach_scores,
-    rows_dropping,
-    rows_matching,
-    select_rows,
-    sort_rows,
-)
-from runs.compare.core.matrix import Row
-from runs.compare.core.query import ComparisonQuery, checked
 from runs.compare.reads.comparison import (
     Baseline,
     Comparison,
@@ -31,6 +21,16 @@ from runs.compare.reads.comparison import (
     turn_hits,
 )
 from runs.compare.reads.tally import PagedRows, comparison_tallied
+from runs.core.comparison.filtering import (
+    attach_hits,
+    attach_scores,
+    rows_dropping,
+    rows_matching,
+    select_rows,
+    sort_rows,
+)
+from runs.core.comparison.matrix import Row
+from runs.core.comparison.query import ComparisonQuery, checked
 from runs.core.stats.significance import ScoreResult, classify_score_changes
 
 

@@ -6,11 +6,11 @@
 - ``baseline_choose``: which run is the baseline, and by which rule (0–2 queries, one git call;
   ``runs.compare.reads.baseline``);
 - ``compare_runs``: their case rows (1 query) and turn verdicts (1: one text per case;
-  ``runs.compare.reads.cases``), aligned by
-  ``runs.compare.core.matrix``, each run's summary (stored with the run; from its rows, 3 queries
+  ``runs.selectors.compare_cases``), aligned by
+  ``runs.core.comparison.matrix``, each run's summary (stored with the run; from its rows, 3 queries
   for all of them, while a run is active or when it has none) and judge time and cost
   (1 aggregate); the runs in commit order (one git call), for the chronological mode. Runs that
-  ended with their compare values stored (``runs.compare.reads.store``) give their turn
+  ended with their compare values stored (``runs.selectors.compare_store``) give their turn
   verdicts with their case rows and their agent and judge times and costs as stored: no turn or
   metric row is read. The compare page of such runs, every row kept in the runs' order, is
   tallied by the database instead (``runs.compare.reads.tally``);
@@ -30,16 +30,6 @@ from typing import Any
 
 from django.db.models import Avg, Count, OuterRef, Prefetch, Q, Subquery, Sum
 
-from runs.compare.core.matrix import (
-    BASELINE_ORDER,
-    CaseData,
-    Matrix,
-    TurnSignificance,
-    build_matrix,
-    case_verdict,
-    compared_with,
-)
-from runs.compare.core.query import MAX_RUNS
 from runs.compare.reads.baseline import (
     FINISHED,
     Baseline,
@@ -48,10 +38,18 @@ from runs.compare.reads.baseline import (
     next_run,
     runs_for_compare,
 )
-from runs.compare.reads.cases import RunTotals, case_rows, case_turns
-from runs.compare.reads.store import judge_of, stored_values
 from runs.core import gitutil
 from runs.core.commit_order import commit_ordered, on_history
+from runs.core.comparison.matrix import (
+    BASELINE_ORDER,
+    CaseData,
+    Matrix,
+    TurnSignificance,
+    build_matrix,
+    case_verdict,
+    compared_with,
+)
+from runs.core.comparison.query import MAX_RUNS
 from runs.core.pricing.prices import SplitCost
 from runs.core.stats.significance import ScoreResult
 from runs.core.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
@@ -60,6 +58,8 @@ from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.regrades import RegradeSources
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts, RunSummary
 from runs.models import CaseRow, MetricRow, Run, TurnRow
+from runs.selectors.compare_cases import RunTotals, case_rows, case_turns
+from runs.selectors.compare_store import judge_of, stored_values
 from runs.selectors.costs import Priced, run_cost, runs_costs
 from runs.selectors.runs import run_summaries
 from runs.selectors.significance import RunSignificance, samples_by_run, significance_between
@@ -216,7 +216,7 @@ def compare_runs(
     out oldest first (as in commit order, whatever the order asked); ``order="commits"``: each
     compared with the one before it; else each with ``baseline``. ``only_significant`` (the
     compare page and API): with a repeated run among them, only significant changes are
-    regressions and fixes (``runs.compare.core.matrix``)."""
+    regressions and fixes (``runs.core.comparison.matrix``)."""
     runs, timeline_note = runs_in_time_order(runs)
     ids = [run.pk for run in runs]
     # Every run ended with its compare values stored: its turns and metrics are not read.
@@ -276,7 +276,7 @@ def _judge_and_costs(
 
 
 def _stored(run: Run) -> dict[str, Any] | None:
-    """A finished run's stored compare values (``runs.compare.reads.store``)."""
+    """A finished run's stored compare values (``runs.selectors.compare_store``)."""
     return None if run.is_live else stored_values(run)
 
 

@@ -1,4 +1,4 @@
-"""Reads for a compare's CSV (``runs.compare.core.csv_export``): the runs the compare page shows,
+"""Reads for a compare's CSV (``runs.core.comparison.csv_export``): the runs the compare page shows,
 in its column order, the metrics to score, and their cases a slice of case indexes at a time.
 
 The runs are the compare page's (``runs_compared``: the baseline added to a lone run, oldest
@@ -25,14 +25,14 @@ from django.db.models import Avg, Max, Min, Q, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from runs.compare.core.csv_export import CsvCase, CsvReview, CsvRun, CsvTokens
-from runs.compare.core.matrix import CaseData, case_verdict
-from runs.compare.reads.cases import KindsCache
 from runs.compare.reads.comparison import runs_compared, runs_in_time_order
+from runs.core.comparison.csv_export import CsvCase, CsvReview, CsvRun, CsvTokens
+from runs.core.comparison.matrix import CaseData, case_verdict
 from runs.core.pricing.prices import Cost, PriceTable, SplitCost, judge_cost, total, usage_cost
 from runs.core.verdicts.kinds import TOOLS_KIND
 from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.review_models import Review
+from runs.selectors.compare_cases import KindsCache
 from runs.selectors.costs import prices
 from runs.selectors.runs import MODEL_NAME
 

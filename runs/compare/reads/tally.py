@@ -1,12 +1,12 @@
 """A compare of finished runs counted by the database instead of aligned in Python: what the
 compare page shows when every run ended with its compare columns stored
-(``runs.compare.reads.store``) and none repeats its cases, with every row kept in the runs'
+(``runs.selectors.compare_store``) and none repeats its cases, with every row kept in the runs'
 order (no ``show``, ``sort``, metric or search: those read every row, as before).
 
 - Each run against the run it is compared with: one query tallies the keys of the two by their
   pair of verdict digests (a key absent from one: NULL), from the index ``case_compare_key``
   alone; each distinct pair is decided once with the matrix's rules
-  (``runs.compare.core.pairs``) and counted as many times as it occurs: the run's regressions,
+  (``runs.core.comparison.pairs``) and counted as many times as it occurs: the run's regressions,
   fixes and changed cases, overall and per kind, its cells, its tool verdicts.
 - The rows: how many each run adds to the runs before it (one query per run), then the rows of
   the slice asked (``PagedRows``): the keys of the slice, then those cases in every run with
@@ -32,15 +32,6 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, TextField
 from django.db.models.functions import Cast
 
-from runs.compare.core.matrix import (
-    CaseData,
-    Matrix,
-    Row,
-    compared_with,
-    older_than_compared,
-)
-from runs.compare.core.pairs import PairCounts, cells_tally, matrix_rows, pair_counts
-from runs.compare.reads.cases import KindsCache, TurnsCache
 from runs.compare.reads.comparison import (
     Baseline,
     Comparison,
@@ -49,10 +40,19 @@ from runs.compare.reads.comparison import (
     runs_compared,
     runs_in_time_order,
 )
-from runs.compare.reads.store import judge_of, stored_values
+from runs.core.comparison.matrix import (
+    CaseData,
+    Matrix,
+    Row,
+    compared_with,
+    older_than_compared,
+)
+from runs.core.comparison.pairs import PairCounts, cells_tally, matrix_rows, pair_counts
 from runs.core.verdicts.numbers import pass_rate_of
 from runs.core.verdicts.summary import OutcomeCounts
 from runs.models import CaseRow, Run
+from runs.selectors.compare_cases import KindsCache, TurnsCache
+from runs.selectors.compare_store import judge_of, stored_values
 from runs.selectors.costs import run_cost
 from runs.selectors.runs import run_summaries
 

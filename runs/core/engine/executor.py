@@ -149,7 +149,7 @@ class Engine:
                     await starts.close()
         if repeats == 1:
             return self.report(list(results), elapsed_ms(started))
-        from runs.core.verdicts.repeats import repetition_summaries
+        from runs.core.wire.repetitions import repetition_summaries
 
         summaries = repetition_summaries(
             (

@@ -10,16 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, pstdev
 
-from runs.compare.core.matrix import CaseData, TurnData
 from runs.core.stats.significance import pass_at_k, pass_hat_k
 from runs.core.verdicts.outcomes import BAD, GRADED_VALUES, Outcome
-from runs.core.wire.models import (
-    MetricResult,
-    MetricSpread,
-    RepetitionSummary,
-    TestResult,
-    TurnRepetitions,
-)
 
 
 @dataclass(frozen=True)
@@ -143,69 +135,7 @@ def _spread(name: str, values: Sequence[float]) -> ScoreSpread:
     return ScoreSpread(name=name, count=len(values), mean=fmean(values), spread=pstdev(values))
 
 
-def repetition_summaries(
-    entries: Iterable[tuple[int, str | None, TestResult]], repeats: int
-) -> list[RepetitionSummary]:
-    """One summary per case, in the order first seen, of (case index, name, result) entries:
-    one per repetition (a result file's ``report.repetitions``), with each turn over the
-    repetitions and each metric's mean and spread."""
-    names: dict[int, str | None] = {}
-    results: dict[int, list[TestResult]] = {}
-    for index, name, result in entries:
-        names.setdefault(index, name)
-        results.setdefault(index, []).append(result)
-    return [_summary(index, names[index], listed, repeats) for index, listed in results.items()]
-
-
-def _summary(
-    index: int, name: str | None, results: Sequence[TestResult], repeats: int
-) -> RepetitionSummary:
-    stats = repeat_stats(result.outcome or "" for result in results)
-    k = min(repeats, stats.graded)
-    turns: dict[int, list[str]] = {}
-    scores: list[tuple[str, float | None]] = []
-    for result in results:
-        for turn_index, outcome, metrics in _turns_of(result):
-            turns.setdefault(turn_index, []).append(outcome)
-            scores += [(metric.metric_name, metric.score) for metric in metrics]
-    return RepetitionSummary(
-        test_name=name,
-        case_index=index,
-        repetitions=stats.repetitions,
-        passed=stats.passed,
-        failed=stats.failed,
-        pass_rate=stats.rate,
-        pass_at_k=stats.pass_at(k) if k else None,
-        pass_hat_k=stats.pass_all(k) if k else None,
-        flaky=stats.flaky,
-        turns=[_turn_summary(i, turns[i]) for i in sorted(turns)],
-        metrics=[
-            MetricSpread(metric_name=m.name, count=m.count, mean=m.mean, spread=m.spread)
-            for m in score_spreads(scores)
-        ],
-    )
-
-
-def _turns_of(result: TestResult) -> list[tuple[int, str, Sequence[MetricResult]]]:
-    """(turn index, outcome, metrics) of each turn of a result (a single-turn case's result is
-    its one turn)."""
-    if result.turns:
-        return [(t.turn_index, t.outcome or "", t.metric_results) for t in result.turns]
-    return [(0, result.outcome or "", result.metric_results)]
-
-
-def _turn_summary(turn_index: int, outcomes: Sequence[str]) -> TurnRepetitions:
-    stats = repeat_stats(outcomes)
-    return TurnRepetitions(
-        turn_index=turn_index,
-        passed=stats.passed,
-        failed=stats.failed,
-        pass_rate=stats.rate,
-        flaky=stats.flaky,
-    )
-
-
-# --- a repeated case as one case of a comparison ----------------------------------------------
+# --- a repeated unit's one verdict ----------------------------------------------------------
 
 
 def merged_outcome(outcomes: Sequence[str]) -> str:
@@ -221,31 +151,3 @@ def merged_outcome(outcomes: Sequence[str]) -> str:
         return Outcome.ERROR.value
     passed = sum(1 for outcome in graded if outcome == Outcome.PASSED)
     return Outcome.PASSED.value if passed * 2 > len(graded) else Outcome.FAILED.value
-
-
-def repetitions_merged(cases: Sequence[CaseData]) -> CaseData:
-    """A case's repetitions (in order) as one case of a comparison: the first repetition's row
-    (its links), each verdict merged over them (``merged_outcome``): the case's, each turn's and
-    each kind's."""
-    first = cases[0]
-    turns = []
-    for position, turn in enumerate(first.turns):
-        lines = [case.turns[position] for case in cases if len(case.turns) > position]
-        kinds = {
-            kind: merged_outcome([line.kinds[kind] for line in lines if kind in line.kinds])
-            for kind in turn.kinds
-        }
-        turns.append(TurnData(turn.index, merged_outcome([line.outcome for line in lines]), kinds))
-    kinds = {
-        kind: merged_outcome([case.kinds[kind] for case in cases if kind in case.kinds])
-        for kind in first.kinds
-    }
-    return CaseData(
-        case_id=first.case_id,
-        index=first.index,
-        name=first.name,
-        status=first.status,
-        outcome=merged_outcome([case.outcome for case in cases]),
-        kinds=kinds,
-        turns=tuple(turns),
-    )

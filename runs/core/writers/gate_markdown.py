@@ -1,6 +1,6 @@
 """The CI gate's verdict as plain data, and its Markdown summary for a pull-request comment.
 
-``runs.services.gate`` finds the runs, compares them and fills a ``GateResult``; this module
+``runs.compare.gate`` finds the runs, compares them and fills a ``GateResult``; this module
 only writes it out. No database and no Django here: the runs come as ``GateRun`` values, each
 with its stored summary (``RunSummary``), so the summary's case and turn counts, pass rate and
 per-turn metric counts are the numbers of the run page. Numbers read as

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from runs.compare.core.matrix import CaseData, TurnData
+from runs.core.comparison.matrix import CaseData, TurnData
+from runs.core.comparison.repeats import repetitions_merged
 from runs.core.verdicts.repeats import (
     merged_outcome,
     repeat_stats,
-    repetition_summaries,
-    repetitions_merged,
     run_repeat_stats,
     score_spreads,
 )
+from runs.core.wire.repetitions import repetition_summaries
 
 
 def test_repetitions_count_errors_as_failures_and_leave_the_ungraded_out() -> None:

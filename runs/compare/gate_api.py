@@ -8,9 +8,7 @@ from ninja.errors import HttpError
 
 from runs.api.schemas import ErrorOut, Id, SafeText
 from runs.compare.api import Kind
-from runs.core.verdicts.summary import MetricSummary, RunSummary
-from runs.core.writers.gate_markdown import GateOptions
-from runs.services.gate import (
+from runs.compare.gate import (
     GateError,
     gate_baseline,
     gate_evaluate,
@@ -18,6 +16,8 @@ from runs.services.gate import (
     ignore_triaged_parse,
     public_url,
 )
+from runs.core.verdicts.summary import MetricSummary, RunSummary
+from runs.core.writers.gate_markdown import GateOptions
 
 router = Router(tags=["gate"])
 

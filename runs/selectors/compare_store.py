@@ -3,12 +3,12 @@ run ends (``compare_store``, through ``runs.selectors.case_counts.list_counts_co
 recorder calls as it stores the run's summary, ``Run.list_counts["compare"]``):
 
 - on every case row, its compare key, its turns' verdicts as one text and their digest
-  (``runs.compare.columns.CompareColumns``);
+  (``runs.case_columns.CompareColumns``);
 - for the run, its agent time (the turns' ``execution_time_ms``), per kind of metric its
   judge time and judge cost, and a hash of its digests' counts.
 
 A run without ``list_counts["compare"]`` (live, or ended before these were stored and not
-backfilled) is compared from its rows (``runs.compare.reads.cases``).
+backfilled) is compared from its rows (``runs.selectors.compare_cases``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from django.db.models import (
 )
 from django.db.models.functions import MD5, Cast, Coalesce, Concat, Left
 
-from runs.compare.core.matrix import keys_of
-from runs.compare.reads.cases import TURN_LINE, TURNS_SEPARATOR
+from runs.core.comparison.matrix import keys_of
 from runs.core.verdicts.kinds import JUDGE_KINDS, TOOLS_KIND
 from runs.models import CaseRow, MetricRow, TurnRow
+from runs.selectors.compare_cases import TURN_LINE, TURNS_SEPARATOR
 
 if TYPE_CHECKING:
     from runs.models import Run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runs.compare.core.query import ComparisonQuery, checked
+from runs.core.comparison.query import ComparisonQuery, checked
 
 
 def test_a_metric_the_runs_lack_is_left_out_and_so_are_the_settings_that_need_it() -> None:

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runs.compare.core.filtering import (
+from runs.core.commit_order import commit_ordered, on_history
+from runs.core.comparison.filtering import (
     attach_hits,
     attach_scores,
     rows_dropping,
@@ -18,7 +19,7 @@ from runs.compare.core.filtering import (
     select_rows,
     sort_rows,
 )
-from runs.compare.core.matrix import (
+from runs.core.comparison.matrix import (
     BASELINE_ORDER,
     COMMIT_ORDER,
     CaseData,
@@ -29,7 +30,6 @@ from runs.compare.core.matrix import (
     compared_with,
     series_churn,
 )
-from runs.core.commit_order import commit_ordered, on_history
 from runs.core.verdicts.numbers import format_score_delta
 from runs.core.verdicts.outcomes import Outcome
 

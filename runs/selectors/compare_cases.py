@@ -1,4 +1,4 @@
-"""A compare's cases read as plain data (``runs.compare.core.matrix.CaseData``): every case of
+"""A compare's cases read as plain data (``runs.core.comparison.matrix.CaseData``): every case of
 the runs with its turns' verdicts, a fixed number of queries whatever the runs' size."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db.models import StringAgg, Sum, TextField, Value
 from django.db.models.functions import Cast, Concat
 
-from runs.compare.core.matrix import CaseData, TurnData
+from runs.core.comparison.matrix import CaseData, TurnData
 from runs.core.verdicts.kinds import TOOLS_KIND
 from runs.core.verdicts.outcomes import Outcome
 from runs.models import CaseRow, TurnRow
@@ -43,7 +43,7 @@ def case_rows(
     """Every case of the runs with its turns, as plain data, the turns' sums and, for a
     repeated run's merged cases, (passed, graded) of their repetitions by the case's id (2
     queries; 1 with ``stored_agent_ms``: every run ended with its compare columns stored,
-    ``runs.compare.reads.store``, and these are its agent times).
+    ``runs.selectors.compare_store``, and these are its agent times).
 
     The turns come as one line per case: the case row's stored verdicts, else the database
     joins each case's turn verdicts into one text (read from the covering index
@@ -123,7 +123,8 @@ def _merge_repetitions(
     """A repeated run's cases, each one case of the comparison with its verdicts merged over
     its repetitions (``runs.core.verdicts.repeats.repetitions_merged``); (passed, graded) of each
     merged case's repetitions, by its id."""
-    from runs.core.verdicts.repeats import repeat_stats, repetitions_merged
+    from runs.core.comparison.repeats import repetitions_merged
+    from runs.core.verdicts.repeats import repeat_stats
 
     counts = {}
     for run_id, listed in cases.items():

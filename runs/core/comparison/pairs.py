@@ -3,7 +3,7 @@ cases the two hold, tallied by the database by their pair of stored verdicts
 (``runs.compare.reads.tally``). Everything compare counts for a run (its regressions and
 fixes, overall and per kind, its changed cases, its cells) depends only on its case and the
 compared run's case of the same key, so each distinct pair of cases is decided once, here,
-with the matrix's own rules (``runs.compare.core.matrix``), and counted as many times as the
+with the matrix's own rules (``runs.core.comparison.matrix``), and counted as many times as the
 database found it. Django-free."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from runs.compare.core.matrix import (
+from runs.core.comparison.matrix import (
     FIX,
     REGRESSION,
     CaseData,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from runs.compare.core.matrix import BASELINE_ORDER
+from runs.core.comparison.matrix import BASELINE_ORDER
 
 MAX_RUNS = 12
 MAX_SEARCH = 200  # characters of ?q=

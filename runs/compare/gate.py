@@ -18,7 +18,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
-from runs.compare.core.matrix import REGRESSION, Row, change_of
 from runs.compare.reads.comparison import (
     FINISHED,
     Baseline,
@@ -28,6 +27,7 @@ from runs.compare.reads.comparison import (
     runs_for_compare,
 )
 from runs.core.attributes import of_attributes
+from runs.core.comparison.matrix import REGRESSION, Row, change_of
 from runs.core.stats.significance import NO_EVIDENCE, SIGNIFICANTLY_WORSE
 from runs.core.verdicts.kinds import kind_order, kinds_parse
 from runs.core.verdicts.numbers import (

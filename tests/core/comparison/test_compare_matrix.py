@@ -10,7 +10,7 @@ from itertools import pairwise
 
 import pytest
 
-from runs.compare.core.matrix import (
+from runs.core.comparison.matrix import (
     COMMIT_ORDER,
     FIX,
     REGRESSION,

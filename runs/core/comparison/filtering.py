@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from runs.compare.core.matrix import Matrix, Row
+from runs.core.comparison.matrix import Matrix, Row
 
 # Rows to show (``select_rows``). "flaky" is the old name of "unstable", kept so old links work:
 # it never meant flakiness (a verdict that differs between commits is a change).
