@@ -6,8 +6,9 @@ provider with every setting passed explicitly, so nothing is read from ``.env`` 
 deepeval's own ``OPENAI_API_KEY``-style settings: a judge without a key in its spec is an error,
 not a silent fallback to whatever key the worker's environment happens to hold.
 
-deepeval is imported lazily (it costs about two seconds) and only after ``quiet_deepeval()`` has
-switched off its telemetry, dotenv loading, tracing and internal retries.
+deepeval is imported in one place, ``deepeval_api()``, on first use (it costs about three seconds)
+and only after ``quiet_deepeval()`` has switched off its telemetry, dotenv loading, tracing and
+internal retries.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import functools
 import importlib.util
 import os
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -49,6 +51,17 @@ def quiet_deepeval() -> None:
 
 
 quiet_deepeval()
+
+
+@functools.cache
+def deepeval_api() -> SimpleNamespace:
+    """deepeval's modules the judges use (``errors``, ``metrics``, ``models``, ``test_case``),
+    imported once, on first use, after ``quiet_deepeval()``."""
+    quiet_deepeval()
+    # lazy: deepeval costs ~3 s at import and only judged metrics need it
+    from deepeval import errors, metrics, models, test_case
+
+    return SimpleNamespace(errors=errors, metrics=metrics, models=models, test_case=test_case)
 
 
 class JudgeConfigError(ValueError):
@@ -117,11 +130,9 @@ def _openai_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
 
 
 def _azure_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
-    from deepeval.models import AzureOpenAIModel
-
     # agent.yaml names the Azure deployment in ``name``; deepeval wants it as both the model
     # (for its capability/price table) and the deployment it sends requests to.
-    return AzureOpenAIModel(
+    return deepeval_api().models.AzureOpenAIModel(
         model=spec.name,
         deployment_name=spec.name,
         api_key=spec.api_key,
@@ -132,11 +143,9 @@ def _azure_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
 
 
 def _anthropic_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
-    from deepeval.models import AnthropicModel
-
     extra: dict[str, Any] = {"base_url": spec.endpoint} if spec.endpoint else {}
     # Extra keyword arguments go straight to the anthropic client (base_url included).
-    return AnthropicModel(
+    return deepeval_api().models.AnthropicModel(
         model=spec.name,
         api_key=spec.api_key,
         temperature=_temperature(spec),
@@ -147,16 +156,14 @@ def _anthropic_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
 def _ollama_model(spec: JudgeSpec) -> DeepEvalBaseLLM:
     endpoint = (spec.endpoint or DEFAULT_OLLAMA_ENDPOINT).rstrip("/")
     if importlib.util.find_spec("ollama") is not None:
-        from deepeval.models import OllamaModel
-
         host = endpoint.removesuffix("/v1")  # the native client wants the bare host
-        return OllamaModel(model=spec.name, base_url=host, temperature=_temperature(spec))
+        return deepeval_api().models.OllamaModel(
+            model=spec.name, base_url=host, temperature=_temperature(spec)
+        )
     # Without the ``ollama`` package, talk to Ollama's OpenAI-compatible API (``/v1``) through
     # deepeval's LocalModel; Ollama ignores the key but the OpenAI client insists on one.
-    from deepeval.models import LocalModel
-
     base_url = endpoint if endpoint.endswith("/v1") else f"{endpoint}/v1"
-    return LocalModel(
+    return deepeval_api().models.LocalModel(
         model=spec.name,
         api_key=spec.api_key or "ollama",
         base_url=base_url,
@@ -176,27 +183,28 @@ def _openai_judge_class() -> type[DeepEvalBaseLLM]:
       (~0.1 s of CPU that blocks the event loop and eats into ``timeout_ms``). A model is built
       per grade, inside that grade's event loop, so it keeps one client per mode.
     """
-    from deepeval.models import OpenAIModel  # GPTModel is its deprecated alias
-    from openai import AsyncOpenAI, OpenAI
 
-    class _SyncClient(OpenAI):
-        def _process_response_data(self, *, data: object, **kwargs: Any) -> Any:
-            return super()._process_response_data(data=_with_usage(data), **kwargs)
-
-    class _AsyncClient(AsyncOpenAI):
-        def _process_response_data(self, *, data: object, **kwargs: Any) -> Any:
-            return super()._process_response_data(data=_with_usage(data), **kwargs)
-
-    class OpenAIJudgeModel(OpenAIModel):  # type: ignore[misc]
+    # OpenAIModel: GPTModel is its deprecated alias.
+    class OpenAIJudgeModel(deepeval_api().models.OpenAIModel):  # type: ignore[misc]
         def load_model(self, async_mode: bool = False) -> Any:
             clients: dict[bool, Any] = self.__dict__.setdefault("_judge_clients", {})
             if async_mode not in clients:
-                clients[async_mode] = self._build_client(
-                    _AsyncClient if async_mode else _SyncClient
-                )
+                clients[async_mode] = _filling_usage(super().load_model(async_mode=async_mode))
             return clients[async_mode]
 
     return OpenAIJudgeModel
+
+
+def _filling_usage(client: Any) -> Any:
+    """The openai client (sync or async), its responses read with ``usage`` filled in: every
+    response of the client, streamed or not, goes through its ``_process_response_data``."""
+    process = client._process_response_data
+
+    def process_with_usage(*, data: object, **kwargs: Any) -> Any:
+        return process(data=_with_usage(data), **kwargs)
+
+    client._process_response_data = process_with_usage
+    return client
 
 
 def _with_usage(data: object) -> object:

@@ -14,7 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from graders.judge_models import JudgeConfigError, JudgeSpec, judge_model_for, quiet_deepeval
+from graders.judge_models import (
+    JudgeConfigError,
+    JudgeSpec,
+    deepeval_api,
+    judge_model_for,
+    quiet_deepeval,
+)
 from graders.result import Grade, JudgeUsage
 
 if TYPE_CHECKING:
@@ -80,16 +86,15 @@ class JudgeCall:
 
     def test_case(self, context: list[str] | None = None) -> LLMTestCase:
         """deepeval's test case of the turn, with ``context`` for its ``context`` param."""
-        from deepeval.test_case import LLMTestCase
-
         retrieval = self.retrieval_context
-        return LLMTestCase(
+        test_case: LLMTestCase = deepeval_api().test_case.LLMTestCase(
             input=self.input,
             actual_output=self.actual_output,
             expected_output=self.expected_output,
             retrieval_context=list(retrieval) if retrieval is not None else None,
             context=list(context) if context is not None else None,
         )
+        return test_case
 
 
 async def grade_geval(
@@ -117,9 +122,7 @@ async def grade_geval(
         return _errored(str(exc), call.judge, effective_threshold, started)
 
     def build() -> BaseMetric:
-        from deepeval.metrics import GEval
-
-        return GEval(
+        metric: BaseMetric = deepeval_api().metrics.GEval(
             name=name,
             criteria=criteria,
             evaluation_steps=evaluation_steps or None,
@@ -130,6 +133,7 @@ async def grade_geval(
             async_mode=True,
             verbose_mode=False,
         )
+        return metric
 
     test_case = call.test_case(context if context is not None else call.retrieval_context)
     attempts = await _measure(build, test_case, retries=call.retries, timeout_ms=call.timeout_ms)
@@ -182,8 +186,8 @@ class _JudgeUnavailable(Exception):
 
 
 def _start_clock() -> float:
-    """Import deepeval (once, ~2 s) before timing, so the first grade's time is the judge's."""
-    import deepeval.metrics  # noqa: F401
+    """Import deepeval (once, ~3 s) before timing, so the first grade's time is the judge's."""
+    deepeval_api()
 
     return time.monotonic()
 
@@ -204,8 +208,6 @@ def _resolve_judge(judge: JudgeSpec | DeepEvalBaseLLM) -> DeepEvalBaseLLM:
 
 
 def _geval_params(names: list[str]) -> list[Any]:
-    from deepeval.test_case import SingleTurnParams
-
     if not names:
         raise _JudgeUnavailable("G-Eval needs at least one evaluation_param")
     unknown = [name for name in names if name not in GEVAL_PARAMS]
@@ -213,12 +215,12 @@ def _geval_params(names: list[str]) -> list[Any]:
         raise _JudgeUnavailable(
             f"unknown G-Eval evaluation_params {unknown} (expected {', '.join(GEVAL_PARAMS)})"
         )
-    return [SingleTurnParams(name) for name in names]
+    single_turn_params = deepeval_api().test_case.SingleTurnParams
+    return [single_turn_params(name) for name in names]
 
 
 def _rag_metric_class(metric_type: str) -> Callable[..., BaseMetric]:
-    from deepeval import metrics
-
+    metrics = deepeval_api().metrics
     classes: dict[str, Callable[..., BaseMetric]] = {
         "faithfulness": metrics.FaithfulnessMetric,
         "answer_relevancy": metrics.AnswerRelevancyMetric,
@@ -241,8 +243,7 @@ async def _measure(
     A fresh metric per attempt, so a failed attempt's half-filled state never leaks into the
     next one.
     """
-    from deepeval.errors import MissingTestCaseParamsError
-
+    missing_params_error = deepeval_api().errors.MissingTestCaseParamsError
     retries = max(0, retries)
     timeout = timeout_ms / 1000 if timeout_ms else None
     error = "no attempt made"
@@ -255,7 +256,7 @@ async def _measure(
             await asyncio.wait_for(metric.a_measure(test_case, _show_indicator=False), timeout)
         except TimeoutError:
             error = f"TimeoutError: the judge gave no verdict within {timeout_ms} ms"
-        except MissingTestCaseParamsError as exc:
+        except missing_params_error as exc:
             return _Attempts(None, attempt, _describe(exc))
         except Exception as exc:
             error = _describe(exc)

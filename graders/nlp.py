@@ -9,13 +9,19 @@
 
 Without a threshold a grade passes iff its score >= 0.5. An empty or missing response is graded
 as empty text (score 0). ``response_path`` grades one JSON leaf, as for equality/numeric.
-The libraries are imported inside the functions: they cost time and most runs never use them.
+The libraries (~2.5 s to import together) are imported with this module, which the engine imports
+only when a metric of the run needs it (``runs.core.engine.metrics``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import sacrebleu
+from nltk.corpus import wordnet
+from nltk.translate.meteor_score import meteor_score
+from rouge_score import rouge_scorer
 
 from graders.deterministic import passes, resolve_response, timed
 from graders.result import Grade, error_text
@@ -57,14 +63,10 @@ def nlp_grader(
 
 
 def _bleu(hypothesis: str, reference: str) -> float:
-    import sacrebleu
-
     return float(sacrebleu.sentence_bleu(hypothesis, [reference]).score) / 100
 
 
 def _rouge(hypothesis: str, reference: str) -> float:
-    from rouge_score import rouge_scorer
-
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
     # RougeScorer.score(target, prediction): the reference comes first.
     return float(scorer.score(reference, hypothesis)["rougeL"].fmeasure)
@@ -73,8 +75,6 @@ def _rouge(hypothesis: str, reference: str) -> float:
 def wordnet_available() -> bool:
     """Whether NLTK can load WordNet from local data (never downloads)."""
     try:
-        from nltk.corpus import wordnet
-
         wordnet.ensure_loaded()
     except LookupError:
         return False
@@ -82,8 +82,6 @@ def wordnet_available() -> bool:
 
 
 def _meteor(hypothesis: str, reference: str) -> float:
-    from nltk.translate.meteor_score import meteor_score
-
     hyp, ref = _tokens(hypothesis), _tokens(reference)
     if not hyp or not ref:
         return 0.0

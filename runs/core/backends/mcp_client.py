@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,15 +48,16 @@ class McpConnection:
             raise ConnectionError(f"MCP server {self.tool.name!r} did not start: {reason}")
 
     async def _serve(self) -> None:
-        from mcp import ClientSession
+        # lazy: the mcp SDK costs ~0.6 s at import; only agents with MCP tools need it
+        from mcp.client import session, stdio, streamable_http
 
         try:
             async with (
-                self._transport() as streams,
-                ClientSession(streams[0], streams[1]) as session,
+                self._transport(stdio, streamable_http) as streams,
+                session.ClientSession(streams[0], streams[1]) as client,
             ):
-                await session.initialize()
-                self._session = session
+                await client.initialize()
+                self._session = client
                 self._ready.set()
                 await self._stop.wait()
         except Exception as exc:  # reported by start() or by the next call
@@ -63,22 +65,18 @@ class McpConnection:
         finally:
             self._session = None
 
-    def _transport(self) -> Any:
+    def _transport(self, stdio: ModuleType, streamable_http: ModuleType) -> Any:
+        """The transport's context manager (``mcp.client.stdio`` or ``.streamable_http``)."""
         tool = self.tool
         if tool.transport == "stdio":
-            from mcp import StdioServerParameters
-            from mcp.client.stdio import stdio_client
-
-            params = StdioServerParameters(
+            params = stdio.StdioServerParameters(
                 command=tool.command or "",
                 args=list(tool.args),
                 env={**os.environ, **tool.env},
                 cwd=self.cwd,
             )
-            return stdio_client(params)
-        from mcp.client.streamable_http import streamablehttp_client
-
-        return streamablehttp_client(tool.url or "", headers=dict(tool.headers))
+            return stdio.stdio_client(params)
+        return streamable_http.streamablehttp_client(tool.url or "", headers=dict(tool.headers))
 
     async def list_tools(self) -> list[Any]:
         session = self._require()

@@ -547,6 +547,7 @@ async def connect_mcp_plugin(plugin: MCPPluginBase, name: str, timeout: float) -
 
 def mcp_plugin(tool: Any, base_dir: Any, *, request_timeout: float) -> MCPPluginBase:
     """An SK MCP plugin for an McpTool; a stdio server starts in the agent directory."""
+    # lazy: SK's MCP connectors cost ~0.5 s more at import; only agents with MCP tools need them
     from semantic_kernel.connectors.mcp import MCPStdioPlugin, MCPStreamableHttpPlugin
 
     if tool.transport == "http":

@@ -98,6 +98,7 @@ class FileProcessor:
         if file.type == "text":
             return path.read_text(errors="replace")
         if self._converter is None:
+            # lazy: markitdown costs ~1 s at import and most turns send no file
             from markitdown import MarkItDown
 
             self._converter = MarkItDown()
@@ -129,6 +130,7 @@ def excel_sheet_section(markdown: str, sheet: str) -> str:
 
 
 def excel_range_markdown(path: Path, sheet: str | None, cell_range: str) -> str:
+    # lazy: openpyxl costs ~0.2 s at import and only an excel file with a range needs it
     from openpyxl import load_workbook
 
     workbook = load_workbook(path, read_only=True, data_only=True)

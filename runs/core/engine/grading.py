@@ -30,16 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from graders.tool_calls import assert_tools, tools_matched
+from runs.core.agentconfig.metrics import Metric
+from runs.core.agentconfig.resolve import CodeResolver
+from runs.core.agentconfig.test_cases import Turn
 from runs.core.engine.metrics import MetricRunner, TurnFacts, skip_reason
 from runs.core.verdicts.kinds import JUDGE_KINDS
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.wire.models import MetricResult, ToolInvocation, TurnResult
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter
-
-    from runs.core.agentconfig.metrics import Metric
     from runs.core.agentconfig.test_cases import ExpectedTool
 
 __all__ = [
@@ -177,10 +179,6 @@ def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Pat
     """Metric configs as written in agent.yaml (``evaluations.metrics`` items) -> validated
     metric objects; code graders are resolved relative to ``base_dir``. Raises ValueError
     naming the item and field at fault."""
-    from pydantic import ValidationError
-
-    from runs.core.agentconfig.resolve import CodeResolver
-
     root = Path(base_dir).resolve()
     context = {"base_dir": root, "resolver": CodeResolver(root)}
     adapter = _metric_adapter()
@@ -199,17 +197,11 @@ def metrics_from_yaml(items: Iterable[Mapping[str, Any]], *, base_dir: str | Pat
 def _metric_adapter() -> TypeAdapter[Metric]:
     """Built once (building one costs more than validating a metric with it); thread-safe to
     use."""
-    from pydantic import TypeAdapter
-
-    from runs.core.agentconfig.metrics import Metric
-
     return TypeAdapter(Metric)
 
 
 def expectations_from_yaml(items: Iterable[Any]) -> list[ExpectedTool]:
     """``expected_tools`` as written in agent.yaml (names or ``{name, args, count}``)."""
-    from runs.core.agentconfig.test_cases import Turn
-
     turn = Turn.model_validate({"input": "-", "expected_tools": list(items)})
     return turn.tool_expectations()
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from graders.code import GraderContext, GraderFn, run_code_grader, run_code_grader_sync
 from graders.deterministic import grade_equality, grade_numeric
+from graders.judges import JudgeCall, JudgeSpec, grade_geval, grade_rag
 from graders.result import Grade, error_text
 from runs.core.verdicts.kinds import JUDGE_KINDS
 from runs.core.wire.models import MetricResult, TokenUsage
 
 if TYPE_CHECKING:
-    from graders.judges import JudgeCall
     from runs.core.agentconfig.agent import AgentConfig
     from runs.core.agentconfig.loader import LoadedAgent
     from runs.core.agentconfig.metrics import CodeMetric, GEvalMetric, Metric, RAGMetric
@@ -47,11 +47,12 @@ STANDARD_OPTIONS: dict[str, tuple[str, ...]] = {
 
 
 def _standard_grader(name: str) -> Callable[..., Grade]:
-    """The grader of a standard metric (NLP ones imported on first use: nltk is slow to load)."""
+    """The grader of a standard metric (the NLP ones import their libraries on first use)."""
     if name == "equality":
         return grade_equality
     if name == "numeric":
         return grade_numeric
+    # lazy: graders.nlp loads nltk, rouge_score and sacrebleu (~2.5 s); most runs use none
     from graders import nlp
 
     return {"bleu": nlp.grade_bleu, "rouge": nlp.grade_rouge, "meteor": nlp.grade_meteor}[name]
@@ -157,8 +158,6 @@ class MetricRunner:
         """metric.model > evaluations.model > the agent's model."""
         if self.judge_override is not None:
             return self.judge_override
-        from graders.judges import JudgeSpec
-
         model = judge_model(self.agent, metric)
         if model.provider not in JUDGE_PROVIDERS:
             raise JudgeUnavailable(
@@ -176,8 +175,6 @@ class MetricRunner:
 
     def _judge_call(self, metric: Metric, facts: TurnFacts) -> JudgeCall | Grade:
         """How the metric's judge grades this turn, or "could not grade" without a judge."""
-        from graders.judges import JudgeCall
-
         try:
             judge = self._judge(metric)
         except JudgeUnavailable as exc:
@@ -201,8 +198,6 @@ class MetricRunner:
 
 
 async def _geval(metric: GEvalMetric, call: JudgeCall) -> Grade:
-    from graders.judges import grade_geval
-
     return await grade_geval(
         call,
         name=metric.name,
@@ -215,8 +210,6 @@ async def _geval(metric: GEvalMetric, call: JudgeCall) -> Grade:
 
 
 async def _rag(metric: RAGMetric, call: JudgeCall) -> Grade:
-    from graders.judges import grade_rag
-
     return await grade_rag(call, metric.metric_type, threshold=metric.threshold)
 
 
