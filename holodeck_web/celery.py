@@ -7,7 +7,10 @@ import os
 from typing import Any
 
 from celery import Celery, signals
+from django.conf import settings
 from kombu.transport import TRANSPORT_ALIASES
+
+from holodeck_web.logs import TextFormatter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "holodeck_web.settings")
 
@@ -19,8 +22,6 @@ TRANSPORT_ALIASES["holodeckfs"] = "holodeck_web.broker:Transport"
 
 
 def configure(app: Celery) -> None:
-    from django.conf import settings
-
     broker_url = settings.BROKER_URL
     if settings.EMBEDDED_BROKER or broker_url is None:
         broker_url = "holodeckfs://"
@@ -63,8 +64,6 @@ def configure(app: Celery) -> None:
 def transport_options(broker_url: str) -> dict[str, object]:
     """Per-broker options; docs/operations.md says how each broker gives back a dead worker's
     message."""
-    from django.conf import settings
-
     scheme = broker_url.split("://", 1)[0]
     if scheme == "holodeckfs":
         # kombu's file-system transport with atomic writes and claims (holodeck_web/broker.py).
@@ -96,10 +95,6 @@ def transport_options(broker_url: str) -> dict[str, object]:
 @signals.after_setup_logger.connect
 def _worker_text_lines(format: str = "", **_: Any) -> None:
     """A worker's text lines keep Celery's layout (time, level, process) with the ids after."""
-    from django.conf import settings
-
-    from holodeck_web.logs import TextFormatter
-
     if settings.LOG_FORMAT == "text" and format:
         for handler in logging.getLogger().handlers:
             if isinstance(handler.formatter, TextFormatter):
@@ -111,8 +106,6 @@ def _worker_quiet_in_json(instance: Any = None, **_: Any) -> None:
     """In json the start-up banner (many plain lines on stdout) is left out and Python's warnings
     (Celery's own at start-up) are logged: the lines a worker writes parse; its "ready" line is
     logged."""
-    from django.conf import settings
-
     if settings.LOG_FORMAT == "json" and instance is not None:
         instance.quiet = True
         logging.captureWarnings(True)

@@ -5,14 +5,14 @@ compare as the runs that end after."""
 
 from django.db import migrations, models, transaction
 
+from runs.selectors.compare_store import compare_columns_store, compare_values
+
 # Created in SQL (not in the model's state): CaseResult's Meta is at the module's size limit.
 # The case's id is the last column so a pair tally reads the index alone.
 INDEX = "case_compare_key"
 
 
 def backfill(apps, schema_editor):  # type: ignore[no-untyped-def]
-    from runs.compare.reads.store import compare_columns_store, compare_values
-
     Run = apps.get_model("runs", "Run")
     ended = Run.objects.exclude(status__in=("queued", "running")).order_by("pk")
     for run in ended.only("pk", "list_counts"):

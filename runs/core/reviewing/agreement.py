@@ -37,6 +37,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.core.verdicts.outcomes import Outcome
 
@@ -222,7 +224,7 @@ def cohens_kappa(confusion: Confusion) -> Kappa | None:
     undefined (no pair, or both raters put every turn in the same one class)."""
     if confusion.total == 0:
         return None
-    import numpy as np
+    # lazy: statsmodels costs ~1 s at import and only the calibration page needs it
     from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):

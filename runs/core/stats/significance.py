@@ -22,13 +22,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from types import ModuleType
+from typing import Literal
 
-if TYPE_CHECKING:
-    import numpy as np
-
-# numpy and scipy are imported where a test runs: pass@k, pass^k and flaky (the run page, the
-# exports) need neither, and scipy.stats alone takes half a second to import.
+import numpy as np
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -142,10 +139,17 @@ def mcnemar_exact_p(worse: int, better: int) -> float:
     return _mcnemar_p(worse, better)
 
 
-@lru_cache(maxsize=4096)
-def _mcnemar_p(worse: int, better: int) -> float:
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, imported where a test runs: pass@k, pass^k and flaky need none."""
+    # lazy: scipy.stats costs ~0.8 s at import and the run page and exports never test
     from scipy import stats
 
+    return stats
+
+
+@lru_cache(maxsize=4096)
+def _mcnemar_p(worse: int, better: int) -> float:
+    stats = _scipy_stats()
     # Cached: a comparison of many units has few distinct counts, and scipy's test costs ~1 ms.
     if worse + better == 0:
         return 1.0
@@ -156,8 +160,7 @@ def _mcnemar_p(worse: int, better: int) -> float:
 def _fisher_p(
     passed_before: int, failed_before: int, passed_after: int, failed_after: int
 ) -> float:
-    from scipy import stats
-
+    stats = _scipy_stats()
     table = [[passed_before, failed_before], [passed_after, failed_after]]
     return _p_value(stats.fisher_exact(table).pvalue)
 
@@ -192,8 +195,7 @@ def compare_scores(
     """Compare a unit's scores: Wilcoxon's signed-rank test on the paired differences when
     ``paired`` and the sides are as long (zero differences dropped; all zero: p = 1.0), else the
     Mann–Whitney U test. Fewer than 2 scores on a side is not testable (p = 1.0)."""
-    from scipy import stats
-
+    stats = _scipy_stats()
     for value in (*before, *after):
         if not math.isfinite(value):
             raise ValueError(f"a score must be a finite number, not {value!r}")
@@ -256,8 +258,6 @@ def pass_rate_difference(
     """The pass-rate difference of two runs (case key -> the case's outcomes, one per
     repetition) with a percentile interval from a paired bootstrap over cases
     (``numpy.random.default_rng(seed)``: the same input and seed give the same interval)."""
-    import numpy as np
-
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
     if n_resamples < 1:
@@ -292,8 +292,6 @@ def _bootstrap_interval(
 ) -> tuple[float, float]:
     """The percentile interval, in points, of the mean of ``differences`` (fractions) over
     ``n_resamples`` resamples of the cases with replacement."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     count = len(differences)
     block = max(1, _BOOTSTRAP_BLOCK // count)
@@ -312,12 +310,11 @@ def _bootstrap_interval(
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), in the order given."""
-    import numpy as np
-    from scipy import stats
-
     if not p_values:
         return []
-    adjusted = stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")
+    adjusted = _scipy_stats().false_discovery_control(
+        np.asarray(p_values, dtype=float), method="bh"
+    )
     return [min(1.0, float(q)) for q in adjusted]
 
 

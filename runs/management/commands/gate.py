@@ -6,6 +6,19 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from runs.compare.gate import (
+    GateError,
+    baseline_spec_parse,
+    gate_baseline,
+    gate_evaluate,
+    gate_kinds,
+    gate_run,
+    ignore_triaged_parse,
+    metric_drops_parse,
+    public_url,
+)
+from runs.core.writers.gate_markdown import GateOptions
+from runs.management.commands import run_agent
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
 
 
@@ -78,14 +91,6 @@ class Command(BaseCommand):
         sys.exit(self.gate(options))
 
     def gate(self, options: dict[str, Any]) -> int:
-        from runs.services.gate import (
-            GateError,
-            baseline_spec_parse,
-            gate_baseline,
-            gate_evaluate,
-            gate_run,
-        )
-
         try:
             gate_options = self._gate_options(options)
             baseline_spec_parse(options["baseline"])  # bad input is said before any run
@@ -107,15 +112,6 @@ class Command(BaseCommand):
         return EXIT_PASSED if result.passed else EXIT_FAILED
 
     def _gate_options(self, options: dict[str, Any]) -> Any:
-        from runs.core.writers.gate_markdown import GateOptions
-        from runs.services.gate import (
-            GateError,
-            gate_kinds,
-            ignore_triaged_parse,
-            metric_drops_parse,
-            public_url,
-        )
-
         if options["max_regressions"] < 0:
             raise GateError(f"--max-regressions {options['max_regressions']}: must be 0 or more")
         rate = options["min_pass_rate"]
@@ -146,8 +142,6 @@ class Command(BaseCommand):
     def _run_agent(self, agent: str, results_dir: str | None) -> tuple[int, int | None]:
         """Run the agent.yaml with ``run_agent``'s own code, stored: (exit code, the stored run's
         id, None when there is none). Its lines go to stderr: stdout carries only the summary."""
-        from runs.management.commands import run_agent
-
         runner = run_agent.Command()
         runner.stdout = runner.stderr = self.stderr
         argv = [agent, *(["--results-dir", results_dir] if results_dir else [])]

@@ -6,6 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.models import AgentProject
+from runs.services.retention import runs_prune
+
 DURATION = re.compile(r"([0-9]+)([dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 PER_DAY = {"d": 1, "h": 24, "m": 24 * 60}  # how many of the unit one day holds
@@ -53,9 +56,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from runs.models import AgentProject
-        from runs.services.retention import runs_prune
-
         older_than = parse_duration(options["older_than"])
         keep_last = non_negative(str(options["keep_last"]))
         project = None

@@ -4,6 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from runs.services.recovery import runs_recover
+
 
 class Command(BaseCommand):
     help = (
@@ -13,7 +15,5 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from runs.services.recovery import runs_recover
-
         acted = runs_recover()
         self.stdout.write(f"recovered {acted} run(s)")

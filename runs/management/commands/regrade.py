@@ -6,7 +6,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from runs.core.agentconfig.errors import ConfigError
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED
+from runs.models import Run
+from runs.services.execution import run_execute_inline
+from runs.services.launch import LaunchError
+from runs.services.regrade import run_regrade_create
 
 
 class Command(BaseCommand):
@@ -32,12 +37,6 @@ class Command(BaseCommand):
         sys.exit(self.regrade(options))
 
     def regrade(self, options: dict[str, Any]) -> int:
-        from runs.core.agentconfig.errors import ConfigError
-        from runs.models import Run
-        from runs.services.execution import run_execute_inline
-        from runs.services.launch import LaunchError
-        from runs.services.regrade import run_regrade_create
-
         original = Run.objects.filter(pk=options["run"]).first()
         if original is None:
             self.stderr.write(f"no run {options['run']}")

@@ -4,9 +4,16 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from pydantic import ValidationError
 
-from runs.core.runoptions.replay import PARAMS, POLICIES, POLICY_TEXTS
+from runs.core.agentconfig.errors import ConfigError
+from runs.core.runoptions.replay import PARAMS, POLICIES, POLICY_TEXTS, ReplayChanges, ReplayParams
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
+from runs.models import Run
+from runs.selectors.replays import replay_verdict_changes
+from runs.services.execution import run_execute_inline
+from runs.services.launch import LaunchError
+from runs.services.replay import run_replay
 
 
 class Command(BaseCommand):
@@ -50,8 +57,6 @@ class Command(BaseCommand):
         sys.exit(self.replay(options))
 
     def replay(self, options: dict[str, Any]) -> int:
-        from runs.models import Run
-
         original = Run.objects.filter(pk=options["run"]).first()
         if original is None:
             self.stderr.write(f"no run {options['run']}")
@@ -70,12 +75,6 @@ class Command(BaseCommand):
 
     def _open(self, original: Any, options: dict[str, Any]) -> Any:
         """The replay's queued run, or None when it was refused (said on stderr)."""
-        from pydantic import ValidationError
-
-        from runs.core.agentconfig.errors import ConfigError
-        from runs.core.runoptions.replay import ReplayChanges, ReplayParams
-        from runs.services.launch import LaunchError
-        from runs.services.replay import run_replay
 
         try:
             changes = ReplayChanges(
@@ -100,10 +99,6 @@ class Command(BaseCommand):
         return None
 
     def _run(self, original: Any, run: Any) -> int:
-        from runs.models import Run
-        from runs.selectors.replays import replay_verdict_changes
-        from runs.services.execution import run_execute_inline
-
         try:
             run = run_execute_inline(run_id=run.pk)
         except Exception as exc:  # the agent could not be loaded or run at all

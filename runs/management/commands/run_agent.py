@@ -8,10 +8,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from graders.result import error_text
+from runs.core.agentconfig.errors import ConfigError
+from runs.core.agentconfig.limits import MAX_REPEATS
+from runs.core.agentconfig.loader import load_agent
+from runs.core.engine.metrics import judge_warnings
+from runs.core.engine.progress import TerminalProgress
+from runs.core.gitutil import git_info
+from runs.core.verdicts.numbers import format_rate
+from runs.core.wire.holodeck_io import write_eval_run
+from runs.core.writers.results import EXPORT_SUFFIXES, counts_text, export_text, report_summary
 from runs.management.exits import EXIT_BAD_INPUT, EXIT_EXECUTION, EXIT_FAILED, EXIT_PASSED
+from runs.services.cli import cli_run_execute
+from runs.services.launch import cases_select
 
 if TYPE_CHECKING:
     from runs.core.wire.models import TestReport
@@ -81,10 +93,6 @@ class Command(BaseCommand):
         sys.exit(self.execute_run(options))
 
     def execute_run(self, options: dict[str, Any]) -> int:
-        from runs.core.agentconfig.errors import ConfigError
-        from runs.core.agentconfig.limits import MAX_REPEATS
-        from runs.core.agentconfig.loader import load_agent
-
         for output in options["output"]:
             if Path(output).suffix not in {".json", ".md", ".xml"}:
                 self.stderr.write(f"--output {output}: use a .json, .md or .xml file name")
@@ -109,7 +117,6 @@ class Command(BaseCommand):
                 self.stderr.write(f"--timeout {options['timeout']:g}: must be a positive number")
                 return EXIT_BAD_INPUT
             agent.config.execution.llm_timeout = options["timeout"]
-        from runs.services.launch import cases_select
 
         indices = cases_select(
             agent.config.test_cases, case_filter=options["filter"], limit=options["limit"]
@@ -117,8 +124,6 @@ class Command(BaseCommand):
         if not indices:
             self.stderr.write(f"no test case matches --filter {options['filter']!r}")
             return EXIT_BAD_INPUT
-        from runs.core.engine.metrics import judge_warnings
-        from runs.core.gitutil import git_info
 
         for warning in judge_warnings(agent):
             self.stderr.write(f"warning: {warning}")
@@ -137,9 +142,6 @@ class Command(BaseCommand):
         return EXIT_PASSED if run_status(eval_run.report) == "passed" else EXIT_FAILED
 
     def _run(self, agent: Any, indices: list[int], options: dict[str, Any], git: Any) -> Any:
-        from runs.core.engine.progress import TerminalProgress
-        from runs.services.cli import cli_run_execute
-
         progress = None
         if not options["quiet"]:
             cases = agent.config.test_cases
@@ -169,9 +171,6 @@ class Command(BaseCommand):
         return outcome.eval_run
 
     def _write_outputs(self, agent: Any, eval_run: Any, options: dict[str, Any]) -> None:
-        from runs.core.wire.holodeck_io import write_eval_run
-        from runs.core.writers.results import EXPORT_SUFFIXES, export_text
-
         if not options["no_results_file"]:
             results_dir = Path(options["results_dir"] or default_results_dir())
             path = write_eval_run(eval_run, results_dir, datetime.now(UTC))
@@ -187,25 +186,18 @@ class Command(BaseCommand):
 
 def run_status(report: TestReport) -> str:
     """The run's status as the dashboard gives it (``RunSummary.run_status``)."""
-    from runs.core.writers.results import report_summary
-
     return report_summary(report).run_status()
 
 
 def default_results_dir() -> Path:
     """Result files of command-line runs go to the data folder, never into the project's
     repository (a file there would make the next launch "dirty")."""
-    from django.conf import settings
-
     return Path(settings.DATA_DIR) / "results"
 
 
 def closing_line(agent_name: str, report: TestReport) -> str:
     """``"agent: 4 test cases: 1 passed, 2 failed, 0 errored, 1 not graded (pass rate 33.3%)
     in 1.2s"``: the numbers of the run's page and exports."""
-    from runs.core.verdicts.numbers import format_rate
-    from runs.core.writers.results import counts_text, report_summary
-
     cases = report_summary(report).cases
     return (
         f"{agent_name}: {cases.total} test cases: {counts_text(cases)} "
