@@ -22,6 +22,7 @@ from runs.core.verdicts.numbers import (
 )
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
+from runs.selectors.calibration import metric_agreements
 from runs.shared.marks import duration, thousands
 
 if TYPE_CHECKING:
@@ -310,7 +311,6 @@ def _line(
 def _agreements(headlines: Sequence[Headline]) -> dict[str, str]:
     """Per metric of the runs, how it agrees with the people who reviewed its turns in the
     runs' projects (runs.selectors.calibration; one query), for metrics with reviewed turns."""
-    from runs.selectors.calibration import metric_agreements
 
     found = metric_agreements(
         project_ids=[h.run.project_id for h in headlines if h.run.project_id is not None],
