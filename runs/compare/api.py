@@ -30,9 +30,8 @@ from runs.compare.pages.download import (
 )
 from runs.compare.reads.compared_rows import compare_rows
 from runs.compare.reads.comparison import Comparison, Headline, NoBaseline, RunsMissing
-from runs.core.comparison.filtering import SHOW_ALIASES
 from runs.core.comparison.matrix import Row
-from runs.core.comparison.query import MAX_RUNS, ComparisonQuery
+from runs.core.comparison.query import MAX_RUNS, SHOW_ALIASES, ComparisonQuery
 from runs.core.pricing.prices import Cost, SplitCost
 from runs.core.verdicts.kinds import KINDS, MetricKind
 from runs.core.verdicts.regrades import RegradeSources
@@ -43,9 +42,9 @@ router = Router(tags=["compare"])
 
 # ``runs.core.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.core.comparison.filtering.SHOWS`` and its alias, as on the compare page.
+# ``runs.core.comparison.query.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
-# ``runs.core.comparison.filtering.SORTS`` as a type (a test checks they agree).
+# ``runs.core.comparison.query.SORTS`` as a type (a test checks they agree).
 Sort = Literal["case", "regressions", "name", "delta"]
 # ``runs.core.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test
 # checks they agree).
