@@ -10,7 +10,7 @@ page's chronological mode); ``metric`` adds each row's scores and deltas of that
 keeps the rows where a text occurs in a turn's input or response.
 
 ``GET /compare.csv`` is the compare as CSV, one row per case and run (the compare page's
-"Download CSV"; ``runs.compare.pages.download``).
+"Download CSV"; ``runs.compare.csv_download``).
 """
 
 from typing import Annotated, Any, Literal
@@ -22,7 +22,7 @@ from ninja.errors import HttpError
 from pydantic import BeforeValidator
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.compare.pages.download import (
+from runs.compare.csv_download import (
     MOST_METRICS,
     CsvSettings,
     UnknownMetric,
