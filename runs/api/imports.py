@@ -10,6 +10,7 @@ from runs import selectors
 from runs.api.auth import staff_only
 from runs.api.schemas import MAX_ID, ErrorOut
 from runs.core.queryvalues import QueryValueError, parse_int
+from runs.services.history import uploads_import
 from runs.shared.uploads import UploadsRejected, max_unpacked_bytes, read_uploads
 
 if TYPE_CHECKING:
@@ -79,7 +80,6 @@ MULTIPART_BODY = {
 )
 def imports_create(request: HttpRequest) -> object:
     staff_only(request, "import results")
-    from runs.services.history import uploads_import
 
     try:
         uploads = read_uploads(request)

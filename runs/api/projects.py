@@ -5,6 +5,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
@@ -17,6 +18,8 @@ from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_roles
 from runs.selectors.people import user_named
 from runs.selectors.reviews import project_categories
+from runs.services.projects import project_register as register
+from runs.services.reviews import ReviewError, category_save, role_set
 from runs.shared.access import role_in
 
 router = Router(tags=["projects"])
@@ -65,7 +68,6 @@ def project_detail(request: HttpRequest, project_id: Id) -> object:
 @router.post("/projects", response=responses({201: ProjectOut}, 403, 422))
 def project_register(request: HttpRequest, payload: ProjectRegisterIn) -> object:
     staff_only(request, "register projects")
-    from runs.services.projects import project_register as register
 
     path = Path(payload.path).expanduser()
     if path.is_dir():
@@ -110,7 +112,6 @@ def project_role_list(request: HttpRequest, project_id: Id) -> object:
 def project_role_set(request: HttpRequest, project_id: Id, payload: RoleIn) -> object:
     """Give a user a role in the project, change it, or take it away (``"role": ""``); written to
     the audit log. Its admins and staff."""
-    from runs.services.reviews import role_set
 
     pk = _admin_of(request, project_id, "manage this project's roles")
     user = user_named(username=payload.user.strip())
@@ -148,9 +149,6 @@ def project_category_list(request: HttpRequest, project_id: Id) -> object:
 def project_category_save(request: HttpRequest, project_id: Id, payload: CategoryIn) -> object:
     """Add a triage category (201), or rename, re-key or archive one (200); written to the
     audit log. Its admins and staff."""
-    from django.core.exceptions import ObjectDoesNotExist
-
-    from runs.services.reviews import ReviewError, category_save
 
     pk = _admin_of(request, project_id, "manage this project's triage categories")
     try:

@@ -15,7 +15,8 @@ from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
 from runs.core.queryvalues import MAX_INT
 from runs.core.reviewing.vocabulary import Role
-from runs.core.runoptions.replay import POLICY_TEXTS, Policy, ReplayParams
+from runs.core.runoptions.replay import POLICY_TEXTS, Policy, ReplayChanges, ReplayParams
+from runs.services.replay import run_replay as replay
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -99,8 +100,6 @@ def run_replay(
     snapshot, is a re-grade, has no failed case, or a change cannot be made (a prompt file
     not in the agent, an unknown commit); 404 for a case it does not have; 422 for a bad
     agent.yaml at the commit asked. The runner role in its project (or staff)."""
-    from runs.core.runoptions.replay import ReplayChanges
-    from runs.services.replay import run_replay as replay
 
     original = selectors.run_row(run_id=run_id)
     role_only(request, project_id=original.project_id, needed=Role.RUNNER, action="replay runs")

@@ -11,8 +11,12 @@ from runs import selectors
 from runs.api.auth import role_only
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
 from runs.api.schemas import Id, responses
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.queryvalues import MAX_INT
 from runs.core.reviewing.vocabulary import Role
+from runs.services.launch import LaunchError
+from runs.services.rerun import RerunCaseNotFound, RerunCases, RerunError
+from runs.services.rerun import run_rerun as rerun
 
 router = Router(tags=["runs"])
 
@@ -53,8 +57,6 @@ def run_rerun(
     live, or when it has no snapshot (an imported or older run), is a re-grade, or has no
     failed case; 404 for a case it does not have. The runner role in its project (or
     staff)."""
-    from runs.services.rerun import RerunCases
-    from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
     role_only(request, project_id=original.project_id, needed=Role.RUNNER, action="re-run runs")
@@ -69,9 +71,6 @@ def run_again_response(start: Callable[[], Any]) -> tuple[int, Any]:
     """(status, body) of a re-run or a replay: the run ``start`` opened (201; 200 when an
     idempotency key named one opened before), else why it was refused (404: no such case; 409:
     the run cannot be run again so; 422: a bad agent.yaml or idempotency key)."""
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError
-    from runs.services.rerun import RerunCaseNotFound, RerunError
 
     try:
         run = start()

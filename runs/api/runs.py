@@ -11,6 +11,7 @@ from ninja.pagination import paginate
 from runs import selectors
 from runs.api.auth import role_only
 from runs.api.schemas import BoundedPagination, Id, SafeText, responses
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.agentconfig.limits import MAX_REPEATS
 from runs.core.reviewing.vocabulary import Role
 from runs.core.verdicts.outcomes import CaseOutcome, RunStatus
@@ -19,6 +20,9 @@ from runs.core.wire.models import TurnResult
 from runs.selectors.export import case_turn_results
 from runs.selectors.runs import run_summary
 from runs.selectors.transcripts import case_transcript_get
+from runs.services.launch import LaunchError, run_create
+from runs.services.launch import run_cancel as cancel
+from runs.services.retention import run_keep_set
 from runs.shared.downloads import run_export_response
 
 if TYPE_CHECKING:
@@ -207,8 +211,6 @@ IDEMPOTENCY_KEY = Header(
 def run_launch(
     request: HttpRequest, payload: RunLaunchIn, idempotency_key: str = IDEMPOTENCY_KEY
 ) -> object:
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError, run_create
 
     project = selectors.project_get(project_id=payload.project)
     role_only(request, project_id=project.pk, needed=Role.RUNNER, action="launch runs")
@@ -244,7 +246,6 @@ def run_progress(request: HttpRequest, run_id: Id) -> object:
 
 @router.post("/runs/{run_id}/cancel", response=responses({200: RunOut}, 403, 404, 409))
 def run_cancel(request: HttpRequest, run_id: Id) -> object:
-    from runs.services.launch import run_cancel as cancel
 
     run = selectors.run_row(run_id=run_id)
     role_only(request, project_id=run.project_id, needed=Role.RUNNER, action="cancel runs")
@@ -265,7 +266,6 @@ class RunKeepIn(Schema):
 def run_keep(request: HttpRequest, run_id: Id, payload: RunKeepIn) -> object:
     """Keep a run from retention (`manage.py prune_runs`, HOLODECK_RETENTION_DAYS), or stop
     keeping it. The runner role in its project (or staff)."""
-    from runs.services.retention import run_keep_set
 
     run = selectors.run_row(run_id=run_id)
     role_only(request, project_id=run.project_id, needed=Role.RUNNER, action="keep runs")

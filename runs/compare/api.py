@@ -10,7 +10,7 @@ page's chronological mode); ``metric`` adds each row's scores and deltas of that
 keeps the rows where a text occurs in a turn's input or response.
 
 ``GET /compare.csv`` is the compare as CSV, one row per case and run (the compare page's
-"Download CSV"; ``runs.compare.pages.download``).
+"Download CSV"; ``runs.compare.csv_download``).
 """
 
 from typing import Annotated, Any, Literal
@@ -22,7 +22,7 @@ from ninja.errors import HttpError
 from pydantic import BeforeValidator
 
 from runs.api.schemas import Id, SafeText, responses
-from runs.compare.pages.download import (
+from runs.compare.csv_download import (
     MOST_METRICS,
     CsvSettings,
     UnknownMetric,
@@ -30,9 +30,8 @@ from runs.compare.pages.download import (
 )
 from runs.compare.reads.compared_rows import compare_rows
 from runs.compare.reads.comparison import Comparison, Headline, NoBaseline, RunsMissing
-from runs.core.comparison.filtering import SHOW_ALIASES
 from runs.core.comparison.matrix import Row
-from runs.core.comparison.query import MAX_RUNS, ComparisonQuery
+from runs.core.comparison.query import MAX_RUNS, SHOW_ALIASES, ComparisonQuery
 from runs.core.pricing.prices import Cost, SplitCost
 from runs.core.verdicts.kinds import KINDS, MetricKind
 from runs.core.verdicts.regrades import RegradeSources
@@ -43,9 +42,9 @@ router = Router(tags=["compare"])
 
 # ``runs.core.comparison.matrix.ORDERS`` as a type (a test checks they agree).
 Order = Literal["baseline", "commits"]
-# ``runs.core.comparison.filtering.SHOWS`` and its alias, as on the compare page.
+# ``runs.core.comparison.query.SHOWS`` and its alias, as on the compare page.
 Show = Literal["all", "regressions", "fixes", "unstable", "changed", "partial", "flaky"]
-# ``runs.core.comparison.filtering.SORTS`` as a type (a test checks they agree).
+# ``runs.core.comparison.query.SORTS`` as a type (a test checks they agree).
 Sort = Literal["case", "regressions", "name", "delta"]
 # ``runs.core.verdicts.kinds.KINDS`` as a type, so the schema validates and documents it (a test
 # checks they agree).

@@ -11,8 +11,10 @@ from django.db.models import StringAgg, Sum, TextField, Value
 from django.db.models.functions import Cast, Concat
 
 from runs.core.comparison.matrix import CaseData, TurnData
+from runs.core.comparison.repeats import repetitions_merged
 from runs.core.verdicts.kinds import TOOLS_KIND
 from runs.core.verdicts.outcomes import Outcome
+from runs.core.verdicts.repeats import repeat_stats
 from runs.models import CaseRow, TurnRow
 
 
@@ -123,8 +125,6 @@ def _merge_repetitions(
     """A repeated run's cases, each one case of the comparison with its verdicts merged over
     its repetitions (``runs.core.verdicts.repeats.repetitions_merged``); (passed, graded) of each
     merged case's repetitions, by its id."""
-    from runs.core.comparison.repeats import repetitions_merged
-    from runs.core.verdicts.repeats import repeat_stats
 
     counts = {}
     for run_id, listed in cases.items():

@@ -10,7 +10,10 @@ from django.shortcuts import get_object_or_404
 from runs.core.reviewing.vocabulary import HumanVerdict
 from runs.core.verdicts.numbers import repetition_name
 from runs.core.wire import models as wire
+from runs.core.wire.build import summarize
+from runs.core.wire.repetitions import repetition_summaries
 from runs.core.wire.reviews import IMPORTED_BY, ReviewWire
+from runs.core.wire.round_trip import with_identity
 from runs.mapping import case_to_wire, turn_to_wire
 from runs.models import CaseRow, MetricRow, Run, TurnRow, TurnTranscript
 from runs.review_models import Review, ReviewChange
@@ -48,8 +51,6 @@ def run_eval_run(*, run: Run) -> wire.EvalRun:
     the run (``runs.core.wire.round_trip``), so importing the export where the run already is is
     recognised.
     """
-    from runs.core.wire.build import summarize
-    from runs.core.wire.round_trip import with_identity
 
     cases, results, repetitions = _run_results(run)
     report = wire.TestReport(
@@ -114,7 +115,6 @@ def _run_results(
     repeats = run.repeats
     if repeats == 1:
         return cases, results, None
-    from runs.core.wire.repetitions import repetition_summaries
 
     summaries = repetition_summaries(
         (

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
+from runs.core.charts.trend_runs import split_regrades
 from runs.core.runoptions import partial_text
 from runs.core.verdicts.status import StatusReason, counters_of, run_status_reason
 from runs.core.verdicts.summary import OutcomeCounts
 from runs.models import AgentProject, Run
 from runs.selectors.partial import PARTIAL_COLUMNS
+from runs.selectors.trends import finished_runs
 
 if TYPE_CHECKING:
     from runs.core.charts.trend_chart import TrendRun
@@ -120,8 +122,6 @@ def project_choices() -> QuerySet[AgentProject]:
 def project_pass_rates(*, project: AgentProject, last: int = 20) -> list[TrendRun]:
     """The project's last ``last`` finished runs (re-grades left out), oldest first, as the
     trends page reads them (``runs.selectors.trends``): the project page's small series."""
-    from runs.core.charts.trend_runs import split_regrades
-    from runs.selectors.trends import finished_runs
 
     runs, _ = split_regrades(finished_runs(project=project, agent=""))
     return runs[-last:]

@@ -12,6 +12,7 @@ from runs.core.runoptions.replay import POLICY_TEXTS, ReplayPick
 from runs.models import CaseRow, Run, TurnRow
 from runs.selectors.cases import CaseFilters, case_rows
 from runs.selectors.reruns import failed_case_indices
+from runs.selectors.review_panels import cases_by_review
 from runs.selectors.snapshots import snapshot_contents, stored_snapshot
 
 # The files of an agent a replay's form offers as its system prompt.
@@ -227,7 +228,6 @@ def filtered_case_indices(*, run: Run, filters: CaseFilters, review: str = "") -
     """The indices of the run's cases its page's case list shows with ``filters`` (and the
     ``review`` filter): the cases a replay of "these cases" takes (at most
     ``MAX_CASES_CHOSEN``; 1 query)."""
-    from runs.selectors.review_panels import cases_by_review
 
     cases = case_rows(run=run, filters=filters, fields=("id", "index"))
     if review:

@@ -11,6 +11,7 @@ several (``manage.py workers`` lists those apart).
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -134,6 +135,5 @@ def parent_pid(pid: int) -> int | None:
 
 
 def _this_host() -> str:
-    import socket
 
     return socket.gethostname()

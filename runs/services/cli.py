@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import DatabaseError
 
 from graders.result import error_text
+from runs.core import gitutil
 from runs.core.engine.events import emit
+from runs.core.engine.executor import Engine
 from runs.core.logcontext import log_context
 from runs.core.runoptions import RunOptions
 from runs.core.sealing import SnapshotError, snapshot_working_tree
@@ -105,7 +107,6 @@ def _engine_run(
 ) -> wire.TestReport:
     """Run the cases in this process, each event given to each of ``listeners`` in turn, the
     stored run's id on the lines logged meanwhile."""
-    from runs.core.engine.executor import Engine
 
     async def on_event(event: Any) -> None:
         for listener in listeners:
@@ -144,7 +145,6 @@ def cli_eval_run(
 
 def _subject(git: gitutil.GitInfo | None) -> str:
     """The subject of the commit a run not stored ran at (a stored run has it: its own)."""
-    from runs.core import gitutil
 
     return gitutil.commit_subject(git.root, git.commit) if git is not None else ""
 

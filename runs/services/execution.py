@@ -39,10 +39,13 @@ from django.utils import timezone
 from graders.result import error_text
 from runs import recorder
 from runs.core.engine.events import emit
+from runs.core.engine.executor import Engine
+from runs.core.engine.regrade import NOT_REGRADABLE, regrade_case
 from runs.core.logcontext import log_context, log_context_set
 from runs.core.owner import owner_dead
 from runs.core.wire import models as wire
-from runs.models import CaseRow, Run, TurnRow
+from runs.mapping import turn_to_wire
+from runs.models import CaseRow, Run, TurnRow, TurnTranscript
 from runs.services import warm_sessions
 from runs.services.heartbeats import case_heartbeat
 from runs.services.queue import EXECUTE_CASE, task_enqueue
@@ -440,7 +443,6 @@ async def _execute(
     attempt: int,
     first_at_once: bool = False,
 ) -> None:
-    from runs.core.engine.executor import Engine
 
     # A connection that failed or outlived CONN_MAX_AGE is replaced (Django's request rule).
     await _in_recorder_thread(close_old_connections)
@@ -480,7 +482,6 @@ def _turn_bound(listener: EventCallback) -> EventCallback:
 def _regrade(agent: LoadedAgent, case: CaseRow, attempt: int, original_id: int) -> None:
     """Grade the original run's transcript of this case with the run's agent.yaml: the agent
     is never called. The graded turns are written with the case's result (one transaction)."""
-    from runs.core.engine.regrade import NOT_REGRADABLE, regrade_case
 
     stored = _stored_turns(original_id, case)
     if not stored:  # a case that never ran (re-grades made before they left those out)
@@ -504,8 +505,6 @@ def _regrade(agent: LoadedAgent, case: CaseRow, attempt: int, original_id: int) 
 def _stored_turns(original_id: int, case: CaseRow) -> list[wire.TurnResult]:
     """The original run's turns of the case with this index and repetition (the re-grade keeps
     both)."""
-    from runs.mapping import turn_to_wire
-    from runs.models import TurnTranscript
 
     rows = list(
         TurnRow.objects.filter(

@@ -21,6 +21,12 @@ from typing import Any
 from django.db import DataError, IntegrityError, transaction
 
 from runs.core.wire import models as wire
+from runs.core.wire.holodeck_io import (
+    ReportFormatError,
+    iter_eval_runs,
+    load_eval_runs,
+    result_text,
+)
 from runs.core.wire.models import holodeck_dump
 from runs.core.wire.round_trip import run_identity, summary_contradiction
 from runs.core.zipguard import ZipLimits, ZipRefused, zip_members, zip_open, zip_read
@@ -45,7 +51,6 @@ def runs_import(
     A result already here (the run it names, or the same content) is not imported again.
     ``user``: who imports (the audit entry of the reviews a file carries; None from the CLI).
     """
-    from runs.core.wire.holodeck_io import load_eval_runs
 
     outcome = ImportOutcome()
     for path in paths:
@@ -197,7 +202,6 @@ def _is_result_member(info: zipfile.ZipInfo) -> bool:
 
 def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """A member's bytes (at most its declared size, which the vetting capped)."""
-    from runs.core.wire.holodeck_io import ReportFormatError
 
     try:
         return zip_read(archive, info)
@@ -211,7 +215,6 @@ def _document_import(
     """Import one result document, streamed: its EvalRuns are parsed one at a time (twice:
     first all validated, so a file with a defect imports nothing, then each imported and let
     go), so memory stays near the document's own size whatever it holds."""
-    from runs.core.wire.holodeck_io import ReportFormatError, iter_eval_runs, result_text
 
     report = SourceImport(name)
     try:

@@ -23,7 +23,9 @@ from django.db import IntegrityError, transaction
 from runs.core import gitutil
 from runs.core.agentconfig.errors import ConfigError, ConfigProblem
 from runs.core.agentconfig.limits import MAX_REPEATS
+from runs.core.agentconfig.loader import collector_paused, load_agent
 from runs.core.agentconfig.test_cases import case_label
+from runs.core.engine.metrics import judge_warnings
 from runs.core.runoptions import RunOptions
 from runs.core.sealing import SnapshotError, snapshot_agent, unpack
 from runs.models import AgentProject, AgentSnapshot, Run
@@ -189,7 +191,6 @@ def run_create(
     (``run_open_once``). Raises ConfigError (every problem of the agent.yaml) or LaunchError;
     nothing is queued then.
     """
-    from runs.core.agentconfig.loader import collector_paused
 
     def open_run(idempotency: dict[str, str]) -> Run:
         with collector_paused():
@@ -281,7 +282,6 @@ def sealed_run_open(
 
 
 def launch_warnings(agent: LoadedAgent) -> list[str]:
-    from runs.core.engine.metrics import judge_warnings
 
     return [*agent.warnings, *judge_warnings(agent)]
 
@@ -305,7 +305,6 @@ def agent_seal(
     Raises ConfigError (every problem of the agent.yaml) or LaunchError (a bad ref, a directory
     that cannot be snapshotted, a file the agent reads outside its directory).
     """
-    from runs.core.agentconfig.loader import load_agent
 
     directory = Path(project.directory)
     ref = git_ref.strip()

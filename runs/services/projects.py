@@ -10,9 +10,11 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from runs.core.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.agentconfig.loader import load_agent
 from runs.models import AgentProject, Run
 from runs.review_models import Review
 from runs.services.audit import audit_write
+from runs.services.retention import runs_delete
 
 NAME_MAX = AgentProject._meta.get_field("name").max_length or 200
 
@@ -45,7 +47,6 @@ def project_register(
     (``manage.py register_project``: fix it later).
     Raises FileNotFoundError when there is no such file.
     """
-    from runs.core.agentconfig.loader import load_agent
 
     agent_path = agent_file_of(agent_path.expanduser()).resolve()
     if not agent_path.is_file():
@@ -134,7 +135,6 @@ def project_remove(*, project: AgentProject, delete_runs: bool, user: Any = None
 
     Refused (ProjectError) while one of its runs is queued or running: cancel it first.
     """
-    from runs.services.retention import runs_delete
 
     runs = Run.objects.filter(project=project)
     active = runs.filter(status__in=Run.ACTIVE).count()

@@ -19,14 +19,16 @@ so several workers may sweep at once.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from runs.core import gitutil
 from runs.core.owner import owner_alive
-from runs.models import CaseRow, Run
+from runs.models import AgentProject, CaseRow, Run
 from runs.recorder import case_cancel, cases_fail_open, run_abort, run_settle
 from runs.services.execution import case_attempt_dead, case_pump
 from runs.services.queue import EXECUTE_CASE, START_RUN, task_enqueue
@@ -111,10 +113,6 @@ def cli_run_recover(*, run: Run) -> bool:
 def worktrees_prune() -> int:
     """Remove git worktrees left by killed workers in every project's repository (at worker
     start); the number removed."""
-    from pathlib import Path
-
-    from runs.core import gitutil
-    from runs.models import AgentProject
 
     directories = {Path(d) for d in AgentProject.objects.values_list("directory", flat=True)}
     return sum(gitutil.worktrees_prune(d) for d in directories if d.is_dir())

@@ -28,6 +28,7 @@ from runs.services.launch import (
     run_open_once,
     sealed_run_open,
 )
+from runs.services.projects import project_register
 
 GRADED = (Run.Status.PASSED, Run.Status.FAILED, Run.Status.ERROR, Run.Status.CANCELLED)
 REGRADE_PARALLEL = 4
@@ -122,8 +123,6 @@ def _grading_project(original: Run, agent_path: Path | None) -> AgentProject:
     if original.status not in GRADED or original.is_stopping:
         raise LaunchError(f"run {original.pk} has not ended yet: re-grade it once it has")
     if agent_path is not None:
-        from runs.services.projects import project_register
-
         return project_register(agent_path=agent_path)
     if original.project is None:
         raise LaunchError(

@@ -28,6 +28,7 @@ from runs.core.runoptions.replay import (
     model_before,
 )
 from runs.models import AgentSnapshot, CaseRow, Run
+from runs.recorder import run_open
 from runs.selectors.reruns import failed_case_indices
 from runs.services.launch import (
     KeyedRequest,
@@ -155,7 +156,6 @@ def _run_open_at_snapshot(
 ) -> Run:
     """Open the replay at the original's snapshot (recorded at its git identity, as a re-run
     is) and enqueue its start on commit."""
-    from runs.recorder import run_open
 
     run = run_open(
         agent=agent,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from runs.core.agentconfig.errors import ConfigError, ConfigProblem
+from runs.core.agentconfig.loader import load_agent
 from runs.core.runoptions import RERUN_FAILED, RerunPick, RunOptions
 from runs.core.runoptions.replay import agent_changed
 from runs.core.sealing import SnapshotError
@@ -158,7 +159,6 @@ def agent_file_of(original: Run) -> str:
 def agent_ran(original: Run, snapshot_id: int, *, error: type[RerunError]) -> LoadedAgent:
     """The agent ``original`` ran, loaded from its snapshot's files as a worker loads it, with
     its replay's changes when it was a replay; ``error`` when the snapshot cannot be unpacked."""
-    from runs.core.agentconfig.loader import load_agent
 
     try:
         directory = snapshot_unpacked(snapshot_id=snapshot_id)

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runs.core import gitutil
+from runs.core.agentconfig.loader import load_agent
+from runs.core.backends.base import backend_for
+from runs.core.backends.replay import ToolReplay
+from runs.core.runoptions.replay import agent_changed
 from runs.models import Run
+from runs.selectors.replays import replay_recording
 from runs.services.launch import LaunchError
 from runs.services.snapshots import snapshot_digest_of, snapshot_unpacked
 
@@ -76,7 +81,6 @@ def agent_backend(agent: LoadedAgent, run: Run | None = None) -> AgentBackend:
     share (the scripted provider's transcript of the whole suite, built from every test case);
     each session, with whatever it holds of its event loop, is made for one case. A replay's
     backend answers its tools from the recording (``ToolReplay``)."""
-    from runs.core.backends.base import backend_for
 
     with _AGENTS_LOCK:
         kept = next((kept for kept in _AGENTS.values() if kept.agent is agent), None)
@@ -136,7 +140,6 @@ def run_agents_forget() -> None:
 def _agent_load(run: Run) -> LoadedAgent:
     """The agent of the run's snapshot, loaded from this machine's unpacked copy: relative paths
     in it (instructions, transcript, tools, graders, test cases, file inputs) resolve there."""
-    from runs.core.agentconfig.loader import load_agent
 
     assert run.snapshot_id is not None
     directory = snapshot_unpacked(snapshot_id=run.snapshot_id)
@@ -146,7 +149,6 @@ def _agent_load(run: Run) -> LoadedAgent:
 def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _KeptAgent:
     """A replay's agent: its snapshot's, with its changes (the system prompt, the model), kept
     for that run alone, with the recording its backend answers tools from."""
-    from runs.core.runoptions.replay import agent_changed
 
     pick = run.run_options.replay
     assert pick is not None
@@ -157,8 +159,6 @@ def _replay_kept(run: Run, stack: contextlib.ExitStack) -> _KeptAgent:
 def _tool_replay(run: Run) -> ToolReplay | None:
     """The replay's recording (the original's tool calls of the run's cases, read now: a
     session is made in the event loop, where no query may run), or None for another run."""
-    from runs.core.backends.replay import ToolReplay
-    from runs.selectors.replays import replay_recording
 
     pick = run.run_options.replay
     if pick is None:
@@ -172,7 +172,6 @@ def _agent_load_legacy(run: Run, stack: contextlib.ExitStack) -> LoadedAgent:
     """A run launched before snapshots existed: loaded from the project's directory (at its
     commit, in a temporary worktree) with the agent.yaml text it was launched with; every other
     file it read must still hash the same."""
-    from runs.core.agentconfig.loader import load_agent
 
     project = run.project
     if project is None:

@@ -17,18 +17,6 @@ from runs.core.verdicts.outcomes import CaseState, Outcome
 from runs.core.verdicts.summary import OutcomeCounts
 
 
-def duration(ms: int | float | None) -> str:
-    if ms is None:
-        return "–"
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}m {rest:02d}s"
-
-
 def ago(moment: datetime | None, now: datetime | None = None) -> str:
     """How long ago ``moment`` was, for people: "3 minutes ago", "2 days, 4 hours ago"; "just
     now" under a minute (never "0 minutes ago", nor a time ahead of the clock); "" for none.
@@ -39,12 +27,6 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
     if now - moment < timedelta(minutes=1):
         return "just now"
     return f"{timesince(moment, now)} ago"
-
-
-def thousands(value: int | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,}"
 
 
 def mark(outcome: str | None) -> SafeString:

@@ -28,8 +28,10 @@ from runs.core.pricing.prices import Cost, SplitCost, format_cost, format_usd, s
 from runs.core.verdicts.kinds import KIND_LABELS, kind_order
 from runs.core.verdicts.numbers import (
     case_text,
+    format_duration,
     format_rate,
     format_score,
+    format_thousands,
     ordinal,
     turn_text,
 )
@@ -47,11 +49,9 @@ from runs.selectors.costs import Pricing, case_row_cost, turn_row_cost
 from runs.shared.marks import (
     ago,
     case_chips,
-    duration,
     mark,
     outcome_label,
     shortsha,
-    thousands,
     tools_chip,
     unpassed_counts,
 )
@@ -60,9 +60,9 @@ from runs.templatetags import json_html
 register = template.Library()
 
 # The marks and formats the pages draw in Python too (runs/shared/marks.py).
-register.filter("duration", duration)
+register.filter("duration", format_duration)
 register.filter("ago", ago)
-register.filter("thousands", thousands)
+register.filter("thousands", format_thousands)
 register.simple_tag(mark, name="mark")
 register.filter("outcome_label", outcome_label)
 register.simple_tag(case_chips, name="case_chips")
@@ -313,7 +313,7 @@ def judge_info(metric: Any) -> str:
     if metric.retry_count:
         parts.append(f"{metric.retry_count} retr{'y' if metric.retry_count == 1 else 'ies'}")
     if metric.evaluation_time_ms is not None:
-        parts.append(duration(metric.evaluation_time_ms))
+        parts.append(format_duration(metric.evaluation_time_ms))
     return " · ".join(part for part in parts if part)
 
 

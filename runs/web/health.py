@@ -22,6 +22,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+from kombu import Connection
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,6 @@ def _broker_folders_check() -> Check:
 
 
 def _broker_connection_check(url: str) -> Check:
-    from kombu import Connection
 
     connection = Connection(
         url,

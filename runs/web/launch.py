@@ -14,8 +14,12 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
 from runs import selectors
+from runs.core.agentconfig.errors import ConfigError
+from runs.core.agentconfig.loader import load_agent
 from runs.core.agentconfig.test_cases import case_label
+from runs.core.engine.metrics import judge_warnings
 from runs.core.reviewing.vocabulary import Role
+from runs.services.launch import LaunchError, run_create
 from runs.web.params import AsciiIntegerField, int_param
 from runs.web.views import form_page, project_of_page, role_required
 
@@ -151,8 +155,6 @@ def rerun_initial(run: Run) -> dict[str, Any]:
 def agent_loaded(project: AgentProject) -> tuple[LoadedAgent | None, list[str]]:
     """The project's agent.yaml as loaded now, or the problems that stopped it (each on one
     line)."""
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.core.agentconfig.loader import load_agent
 
     try:
         return load_agent(project.agent_path), []
@@ -163,7 +165,6 @@ def agent_loaded(project: AgentProject) -> tuple[LoadedAgent | None, list[str]]:
 
 
 def _agent_preview(project: AgentProject) -> tuple[AgentPreview | None, list[str]]:
-    from runs.core.engine.metrics import judge_warnings
 
     agent, problems = agent_loaded(project)
     if agent is None:
@@ -187,8 +188,6 @@ def _launch(request: HttpRequest, project: AgentProject, form: LaunchForm) -> Ru
     A bad git ref or a filter matching nothing is reported at its field instead.
     """
     # Imported here: services pull in the spec loader, which web pages otherwise never need.
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError, run_create
 
     data = form.cleaned_data
     try:

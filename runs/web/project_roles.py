@@ -19,6 +19,7 @@ from runs.core.reviewing.vocabulary import Role
 from runs.selectors.access import project_roles as roles_given
 from runs.selectors.people import user_named, usernames
 from runs.selectors.reviews import project_categories
+from runs.services.reviews import ReviewError, categories_ensure, category_save, role_set
 from runs.web.params import AsciiIntegerField
 from runs.web.views import form_page, project_of_page, role_required
 
@@ -54,7 +55,6 @@ def project_roles(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def project_role_set(request: HttpRequest, project_id: int) -> HttpResponse:
     """Give a user a role in the project, change it, or take it away (no role: a viewer)."""
-    from runs.services.reviews import ReviewError, role_set
 
     project = selectors.project_get(project_id=project_id)
     form = RoleForm(request.POST)
@@ -81,7 +81,6 @@ def project_role_set(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_POST
 def project_category_save(request: HttpRequest, project_id: int) -> HttpResponse:
     """Add a triage category to the project, or rename, re-key or archive one."""
-    from runs.services.reviews import ReviewError, categories_ensure, category_save
 
     project = selectors.project_get(project_id=project_id)
     form = CategoryForm(request.POST)

@@ -18,8 +18,11 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from runs import selectors
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.reviewing.vocabulary import Role
 from runs.selectors import projects as project_reads
+from runs.services.projects import ProjectError, project_register, project_update
+from runs.services.projects import project_remove as remove
 from runs.web.launch import agent_loaded
 from runs.web.params import choice_param, page_param
 from runs.web.views import (
@@ -74,8 +77,6 @@ class ProjectRemoveForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def project_new(request: HttpRequest) -> HttpResponse:
     """Register a project: nothing is saved unless its agent.yaml loads."""
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.services.projects import ProjectError, project_register
 
     form = ProjectRegisterForm(request.POST or None)
     problems: list[str] = []
@@ -160,7 +161,6 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
 @role_required(Role.ADMIN, action="edit this project", project_of=project_of_page)
 @require_http_methods(["GET", "POST"])
 def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
-    from runs.services.projects import ProjectError, project_update
 
     project = selectors.project_get(project_id=project_id)
     initial = {"name": project.name, "description": project.description}
@@ -186,8 +186,6 @@ def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def project_remove(request: HttpRequest, project_id: int) -> HttpResponse:
     """The confirm step (GET) and the removal (POST, saying what becomes of its runs)."""
-    from runs.services.projects import ProjectError
-    from runs.services.projects import project_remove as remove
 
     project = selectors.project_get(project_id=project_id)
     form = ProjectRemoveForm(request.POST or None)

@@ -9,6 +9,8 @@ from django.views.decorators.http import require_POST
 
 from runs import selectors
 from runs.core.reviewing.vocabulary import Role
+from runs.services.launch import LaunchError
+from runs.services.regrade import run_regrade_create
 from runs.web.views import new_run_response, project_of_run, role_required, run_page_redirect
 
 
@@ -23,8 +25,6 @@ class RegradeForm(forms.Form):
 def run_regrade(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-grade of the run with its project's agent.yaml (now, or at a git ref) and
     open it; problems are shown on the original run's page, nothing is queued then."""
-    from runs.services.launch import LaunchError
-    from runs.services.regrade import run_regrade_create
 
     original = selectors.run_row(run_id=run_id)
     form = RegradeForm(request.POST)

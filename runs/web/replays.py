@@ -16,9 +16,12 @@ from django.views.decorators.http import require_http_methods
 from pydantic import ValidationError
 
 from runs import selectors
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.reviewing.vocabulary import Role
 from runs.core.runoptions.replay import POLICIES, POLICY_TEXTS, ReplayChanges, ReplayParams
 from runs.selectors.replays import ReplayFormData, filtered_case_indices, replay_form_data
+from runs.services.launch import LaunchError
+from runs.services.replay import run_replay as replay
 from runs.web.case_list import RunCaseFilters, case_filters
 from runs.web.params import params_or_errors
 from runs.web.views import form_page, project_of_run, role_required
@@ -127,9 +130,6 @@ def run_replay(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _submit(request: HttpRequest, original: Run) -> HttpResponse:
-    from runs.core.agentconfig.errors import ConfigError
-    from runs.services.launch import LaunchError
-    from runs.services.replay import run_replay as replay
 
     data = replay_form_data(run=original, chosen=[])
     form = ReplayForm(request.POST, data_of=data)

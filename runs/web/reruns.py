@@ -11,6 +11,8 @@ from django.views.decorators.http import require_POST
 
 from runs import selectors
 from runs.core.reviewing.vocabulary import Role
+from runs.services.launch import LaunchError
+from runs.services.rerun import run_rerun as rerun
 from runs.web.views import new_run_response, project_of_run, role_required, run_page_redirect
 
 
@@ -27,8 +29,6 @@ class RerunForm(forms.Form):
 def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a re-run of the run's failed cases (or of one case) at its snapshot and open it;
     problems are shown on the original run's page, nothing is queued then."""
-    from runs.services.launch import LaunchError
-    from runs.services.rerun import run_rerun as rerun
 
     original = selectors.run_row(run_id=run_id)
     form = RerunForm(request.POST)

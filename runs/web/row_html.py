@@ -19,14 +19,13 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from runs.core.verdicts.numbers import format_duration, ordinal
 from runs.core.verdicts.numbers import format_rate as percent
-from runs.core.verdicts.numbers import ordinal
 from runs.core.verdicts.outcomes import BAD, GRADED_VALUES, CaseState, Outcome
 from runs.core.verdicts.repeats import merged_outcome, repeat_stats
 from runs.shared.marks import (
     ago,
     case_chips,
-    duration,
     mark,
     outcome_label,
     shortsha,
@@ -201,7 +200,7 @@ def _case_row(
         f'<summary class="case-sum">{_mark(case.outcome)}'
         f'<span class="idx">#{ordinal(case.index)}</span>'
         f'<span class="name">{label}</span>{case_chips(case, stopping)}'
-        f'<span class="small muted">{duration(case.execution_time_ms)}</span></summary>'
+        f'<span class="small muted">{format_duration(case.execution_time_ms)}</span></summary>'
         f'<a class="permalink" href="{page_url}" title="link to this case"'
         f' aria-label="link to case {label}">¶</a>'
         # Kept (hx-preserve) when the poll swaps the row in again: an open case keeps its

@@ -27,6 +27,8 @@ from runs.core.verdicts.summary import RunSummary
 from runs.selectors.costs import Priced, run_cost
 from runs.selectors.replays import run_replay_line
 from runs.selectors.reruns import run_rerun_state, run_rerunnable
+from runs.services.launch import run_cancel as cancel_run
+from runs.services.retention import run_keep_set
 from runs.shared.downloads import EXPORT_FORMATS, run_export_response
 from runs.web.case_list import case_filters, case_list_context, case_query
 from runs.web.params import choice_param, datetime_param, int_param, text_param
@@ -280,7 +282,6 @@ def _changed_rows_html(run: Run, rows: QuerySet[CaseRow], since: datetime) -> st
 @role_required(Role.RUNNER, action="cancel runs", project_of=project_of_run)
 @require_POST
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    from runs.services.launch import run_cancel as cancel_run
 
     run = selectors.run_row(run_id=run_id)
     cancelled = cancel_run(run=run)
@@ -314,7 +315,6 @@ def _page_query(request: HtmxHttpRequest) -> _ImmutableQueryDict:
 @require_POST
 def run_keep(request: HttpRequest, run_id: int) -> HttpResponse:
     """Keep the run from retention (``keep=1``) or let it go again (``keep=0``)."""
-    from runs.services.retention import run_keep_set
 
     keep = request.POST.get("keep", "")
     if keep not in ("0", "1"):

@@ -25,6 +25,7 @@ from django.views.defaults import page_not_found
 from django_htmx.middleware import HtmxDetails
 
 from runs import selectors
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.reviewing.vocabulary import Role
 from runs.shared.access import refusal
 
@@ -118,7 +119,6 @@ def new_run_response(
     """A run made from another (a re-grade, a re-run) by ``create``, opened; the problems that
     stopped it (its agent.yaml's, or a ``refused``) are said on the original run's page, where
     ``action`` ("re-grade") "cannot" be done, and nothing is queued."""
-    from runs.core.agentconfig.errors import ConfigError
 
     try:
         run = create()

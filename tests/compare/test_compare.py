@@ -358,7 +358,7 @@ def test_the_api_show_type_is_the_pages_filters() -> None:
     from typing import get_args
 
     from runs.compare.api import Show
-    from runs.core.comparison.filtering import SHOW_ALIASES, SHOWS
+    from runs.core.comparison.query import SHOW_ALIASES, SHOWS
 
     assert get_args(Show) == (*SHOWS, *SHOW_ALIASES)
 

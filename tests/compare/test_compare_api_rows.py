@@ -175,6 +175,6 @@ def test_the_api_sort_type_is_the_compare_modules() -> None:
     from typing import get_args
 
     from runs.compare.api import Sort
-    from runs.core.comparison.filtering import SORTS
+    from runs.core.comparison.query import SORTS
 
     assert get_args(Sort) == SORTS

@@ -227,7 +227,7 @@ def test_the_launch_form_rejects_a_parallelism_below_one(
     staff_client: Client, tmp_path: Path
 ) -> None:
     project = agent_project(tmp_path, VALID_AGENT)
-    with mock.patch("runs.services.launch.run_create") as run_create:
+    with mock.patch("runs.web.launch.run_create") as run_create:
         response = staff_client.post(
             reverse("project_launch", args=[project.pk]), {"parallel": "0"}
         )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from runs.core.sealing import SnapshotFile, snapshot_diff
 from runs.selectors.snapshots import StoredSnapshot, snapshot_contents
 from runs.web.diffs import (
@@ -116,7 +118,6 @@ def config_text(run: Run) -> str:
     only the parsed config), its config snapshot as YAML."""
     if run.raw_yaml:
         return run.raw_yaml
-    import yaml
 
     return yaml.safe_dump(run.config_snapshot or {}, sort_keys=False, allow_unicode=True)
 

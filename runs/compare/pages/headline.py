@@ -5,7 +5,7 @@ kind."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +15,15 @@ from runs.core.stats.significance import Significance
 from runs.core.verdicts.kinds import kind_order
 from runs.core.verdicts.numbers import (
     NONE_TEXT,
+    format_duration,
     format_points,
     format_rate,
     format_score,
     format_score_change,
+    format_thousands,
 )
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
-from runs.shared.marks import duration, thousands
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -160,12 +161,15 @@ def headline_lines(
     against: Against | None = None,
     *,
     repeated: bool = False,
+    agreements: Mapping[str, str] | None = None,
 ) -> list[Line]:
     """One line per measure, one cell per run; deltas against the column each run is compared
     with (``against``; by default the first, the baseline). ``repeated``: a run has repeats,
     so cases are counted as the matrix shows them (each once, by its verdict over its
     repetitions), the runs' own counts (every repetition) as "repetitions", and the turns and
-    pass rate say they are over repetitions."""
+    pass rate say they are over repetitions. ``agreements``: per metric, how it agrees with the
+    people who reviewed its turns (``runs.compare.reads.compared_rows.metric_agreement_texts``),
+    said beside its name."""
     ids = [h.run.pk for h in headlines]
     pairs = list(against) if against is not None else _first_against(len(headlines))
 
@@ -196,11 +200,11 @@ def headline_lines(
     tools = [h.tool_pass_rate for h in headlines]
     if any(rate is not None for rate in tools):
         lines.append(line("tool assertions (turns)", tools, format_rate, "higher", points=True))
-    lines += _metric_lines(headlines, pairs, _agreements(headlines))
+    lines += _metric_lines(headlines, pairs, agreements or {})
     lines += [
-        line("tokens", [h.tokens for h in headlines], thousands, "lower"),
-        line("agent time", [h.agent_ms for h in headlines], duration, "lower"),
-        line("judge time", [h.judge_ms or None for h in headlines], duration, "lower"),
+        line("tokens", [h.tokens for h in headlines], format_thousands, "lower"),
+        line("agent time", [h.agent_ms for h in headlines], format_duration, "lower"),
+        line("judge time", [h.judge_ms or None for h in headlines], format_duration, "lower"),
     ]
     lines += _cost_lines(headlines, pairs)
     return lines
@@ -294,8 +298,8 @@ def _line(
         change = value - base
         if points:
             delta = format_points(change)
-        elif shown is duration:
-            delta = ("+" if change > 0 else "−") + duration(abs(change))
+        elif shown is format_duration:
+            delta = ("+" if change > 0 else "−") + format_duration(abs(change))
         elif isinstance(change, float):
             delta = format_score_change(change)
         else:
@@ -307,20 +311,8 @@ def _line(
     return Line(label, cells, kind, summary, "", kind_rate)
 
 
-def _agreements(headlines: Sequence[Headline]) -> dict[str, str]:
-    """Per metric of the runs, how it agrees with the people who reviewed its turns in the
-    runs' projects (runs.selectors.calibration; one query), for metrics with reviewed turns."""
-    from runs.selectors.calibration import metric_agreements
-
-    found = metric_agreements(
-        project_ids=[h.run.project_id for h in headlines if h.run.project_id is not None],
-        metric_names={metric.name for h in headlines for metric in h.metrics},
-    )
-    return {name: agreement.summary for name, agreement in found.items() if agreement.n}
-
-
 def _metric_lines(
-    headlines: Sequence[Headline], against: Against, agreements: dict[str, str]
+    headlines: Sequence[Headline], against: Against, agreements: Mapping[str, str]
 ) -> list[Line]:
     """Per metric (of the selected kinds), its average score and, under it, the turns it
     graded, passed, failed and could not grade: the run's summary, per turn; beside its name,

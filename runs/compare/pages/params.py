@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from runs.core.comparison.filtering import SHOW_ALIASES, SHOWS, SORTS
 from runs.core.comparison.matrix import BASELINE_ORDER, ORDERS
-from runs.core.comparison.query import MAX_METRIC, MAX_RUNS, MAX_SEARCH, ComparisonQuery
+from runs.core.comparison.query import (
+    MAX_METRIC,
+    MAX_RUNS,
+    MAX_SEARCH,
+    SHOW_ALIASES,
+    SHOWS,
+    SORTS,
+    ComparisonQuery,
+)
 from runs.core.verdicts.kinds import KINDS
 from runs.web.params import (
     Query,

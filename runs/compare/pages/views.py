@@ -46,7 +46,7 @@ from runs.compare.pages.headline import (
     significance_lines,
 )
 from runs.compare.pages.params import compare_query, side_by_side_query
-from runs.compare.reads.compared_rows import ComparedRows, compare_rows
+from runs.compare.reads.compared_rows import ComparedRows, compare_rows, metric_agreement_texts
 from runs.compare.reads.comparison import (
     MAX_RUNS,
     NoBaseline,
@@ -54,8 +54,8 @@ from runs.compare.reads.comparison import (
     runs_for_compare,
     runs_for_config,
 )
-from runs.core.comparison.filtering import SHOWS, SORTS
 from runs.core.comparison.matrix import BASELINE_ORDER, COMMIT_ORDER, Row
+from runs.core.comparison.query import SHOWS, SORTS
 from runs.core.queryvalues import QueryValueError, parse_text
 from runs.core.verdicts.kinds import KINDS
 from runs.selectors.replays import replay_notes, run_prompt_text
@@ -163,7 +163,11 @@ def _results_context(found: ComparedRows, page: Page[Row]) -> dict[str, Any]:
     views = [row_view(row, comparison, links) for row in page.object_list]
     against = against_positions(comparison.runs, comparison)
     lines = headline_lines(
-        comparison.headlines, found.query.kinds, against, repeated=comparison.repeated
+        comparison.headlines,
+        found.query.kinds,
+        against,
+        repeated=comparison.repeated,
+        agreements=metric_agreement_texts(comparison.headlines),
     )
     return {
         "lines": lines + significance_lines(comparison),

@@ -16,22 +16,25 @@ from statistics import fmean
 from runs.compare.reads.comparison import (
     Baseline,
     Comparison,
+    Headline,
     case_score_samples,
     comparison_for,
     turn_hits,
 )
 from runs.compare.reads.tally import PagedRows, comparison_tallied
-from runs.core.comparison.filtering import (
+from runs.core.comparison.matrix import Row
+from runs.core.comparison.query import (
+    ComparisonQuery,
     attach_hits,
     attach_scores,
+    checked,
     rows_dropping,
     rows_matching,
     select_rows,
     sort_rows,
 )
-from runs.core.comparison.matrix import Row
-from runs.core.comparison.query import ComparisonQuery, checked
 from runs.core.stats.significance import ScoreResult, classify_score_changes
+from runs.selectors.calibration import metric_agreements
 
 
 @dataclass(frozen=True)
@@ -105,3 +108,14 @@ def _score_significance(
         }
         found[run_id] = classify_score_changes(units)
     return found
+
+
+def metric_agreement_texts(headlines: Sequence[Headline]) -> dict[str, str]:
+    """Per metric of the runs, how it agrees with the people who reviewed its turns in the
+    runs' projects (``runs.selectors.calibration``; one query), for metrics with reviewed
+    turns: the headline says it beside the metric's name."""
+    found = metric_agreements(
+        project_ids=[h.run.project_id for h in headlines if h.run.project_id is not None],
+        metric_names={metric.name for h in headlines for metric in h.metrics},
+    )
+    return {name: agreement.summary for name, agreement in found.items() if agreement.n}

@@ -41,7 +41,7 @@ called flaky until runs are repeated at one commit.
 Beside the verdicts, a row can carry the scores of one chosen metric (the mean of the case's
 stored turn scores, as the case roll-up has it) and their deltas against the compared cells,
 and the turns where a searched text occurs; which rows are kept, and in which order, is
-``runs.core.comparison.filtering``.
+``runs.core.comparison.query``.
 
 Only the matrix is decided here; the runs' own numbers (case and turn counts, pass rate, metric
 summaries) are their stored summaries, never recounted from cells.

@@ -101,3 +101,23 @@ def repetition_name(name: str | None, *, index: int, repetition: int, repeats: i
 def _numbered(noun: str, index: int, total: int | None) -> str:
     text = f"{noun} {ordinal(index)}"
     return f"{text} of {total}" if total else text
+
+
+def format_duration(ms: int | float | None) -> str:
+    """A duration for people: "840 ms", "12.3 s", "4m 05s"; "–" for none."""
+    if ms is None:
+        return "–"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m {rest:02d}s"
+
+
+def format_thousands(value: int | None) -> str:
+    """A count with thousands separators: "12,345"; "–" for none."""
+    if value is None:
+        return "–"
+    return f"{value:,}"

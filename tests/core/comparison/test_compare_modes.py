@@ -11,14 +11,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from runs.core.commit_order import commit_ordered, on_history
-from runs.core.comparison.filtering import (
-    attach_hits,
-    attach_scores,
-    rows_dropping,
-    rows_matching,
-    select_rows,
-    sort_rows,
-)
 from runs.core.comparison.matrix import (
     BASELINE_ORDER,
     COMMIT_ORDER,
@@ -29,6 +21,14 @@ from runs.core.comparison.matrix import (
     changed_back_and_forth,
     compared_with,
     series_churn,
+)
+from runs.core.comparison.query import (
+    attach_hits,
+    attach_scores,
+    rows_dropping,
+    rows_matching,
+    select_rows,
+    sort_rows,
 )
 from runs.core.verdicts.numbers import format_score_delta
 from runs.core.verdicts.outcomes import Outcome
