@@ -51,6 +51,7 @@ from runs.core.wire.models import (
     ToolInvocation,
     TurnResult,
 )
+from runs.core.wire.repetitions import repetition_summaries
 from runs.core.wire.times import grading_ms
 from runs.core.wire.transcripts import turn_events
 
@@ -149,8 +150,6 @@ class Engine:
                     await starts.close()
         if repeats == 1:
             return self.report(list(results), elapsed_ms(started))
-        from runs.core.wire.repetitions import repetition_summaries
-
         summaries = repetition_summaries(
             (
                 (index, cases[index].name, result)

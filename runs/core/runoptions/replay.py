@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runs.core.agentconfig.limits import Temperature, TokenCount, TopP
+from runs.core.agentconfig.model import Instructions
 from runs.core.backends.replay import DEFAULT_POLICY, POLICIES, Policy
 from runs.core.wire.transcripts import EDITED_PROMPT_SOURCE
 
@@ -156,8 +157,6 @@ def agent_changed(agent: Any, pick: ReplayPick) -> Any:
     config (what the run records: its config snapshot shows the change) and its resolved
     instructions (what the backends give the model). The commit is not applied here: it is the
     snapshot the agent was loaded from."""
-    from runs.core.agentconfig.model import Instructions
-
     config = agent.config
     updates: dict[str, Any] = {}
     if pick.model or pick.params:
