@@ -9,17 +9,18 @@ significantly over its repetitions; a search adds the turns where the text occur
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
+
+from django.db.models import Avg, Q
 
 from runs.compare.reads.comparison import (
     Baseline,
     Comparison,
     Headline,
-    case_score_samples,
     comparison_for,
-    turn_hits,
 )
 from runs.compare.reads.tally import PagedRows, comparison_tallied
 from runs.core.comparison.matrix import Row
@@ -34,6 +35,7 @@ from runs.core.comparison.query import (
     sort_rows,
 )
 from runs.core.stats.significance import ScoreResult, classify_score_changes
+from runs.models import TurnRow
 from runs.selectors.calibration import metric_agreements
 
 
@@ -119,3 +121,43 @@ def metric_agreement_texts(headlines: Sequence[Headline]) -> dict[str, str]:
         metric_names={metric.name for h in headlines for metric in h.metrics},
     )
     return {name: agreement.summary for name, agreement in found.items() if agreement.n}
+
+
+def case_score_samples(run_ids: list[int], metric: str) -> dict[int, list[float]]:
+    """Case id (a repeated case's first repetition's) -> the case's score of ``metric`` in each
+    of its repetitions that has one (one value without repeats; 1 query)."""
+    # From the turns (their covering index holds run and case), then each turn's metrics by
+    # the turn: cheaper than from the metrics, whose turn must then be read for its case.
+    rows = (
+        TurnRow.objects.filter(
+            run_id__in=run_ids, metrics__metric_name=metric, metrics__score__isnull=False
+        )
+        .order_by()
+        .values("case_id", "run_id", "case__index", "case__repetition")
+        .annotate(mean=Avg("metrics__score"))
+        .values_list("case_id", "run_id", "case__index", "case__repetition", "mean")
+    )
+    first: dict[tuple[int, int], int] = {}
+    values: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for case_id, run_id, index, repetition, mean in rows:
+        if mean is None:
+            continue
+        if repetition == 0:
+            first[(run_id, index)] = case_id
+        values[(run_id, index)].append(mean)
+    return {first[unit]: scores for unit, scores in values.items() if unit in first}
+
+
+def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
+    """Case id -> the indexes of its turns whose input or response holds ``text``, case
+    folded as the database does (``icontains``; SQLite folds ASCII letters only) (1 query)."""
+    rows = (
+        TurnRow.objects.filter(run_id__in=run_ids)
+        .filter(Q(input__icontains=text) | Q(response__icontains=text))
+        .order_by()
+        .values_list("case_id", "index")
+    )
+    hits: dict[int, set[int]] = defaultdict(set)
+    for case_id, index in rows:
+        hits[case_id].add(index)
+    return dict(hits)

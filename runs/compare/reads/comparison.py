@@ -14,21 +14,17 @@
   verdicts with their case rows and their agent and judge times and costs as stored: no turn or
   metric row is read. The compare page of such runs, every row kept in the runs' order, is
   tallied by the database instead (``runs.compare.reads.tally``);
-- ``case_scores`` and ``turn_hits``: one metric's score of every case (1 query), the turns where
-  a text occurs (1 query);
 - ``cases_by_key`` and ``runs_for_config``: one case in several runs, two runs' configurations.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
-from django.db.models import Avg, Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
 
 from runs.compare.reads.baseline import (
     FINISHED,
@@ -351,56 +347,6 @@ def _history(run: Run) -> list[str] | None:
         return gitutil.commit_order(Path(run.project.directory))
     except gitutil.GitError:
         return None
-
-
-def case_scores(run_ids: list[int], metric: str) -> dict[int, float]:
-    """Case id -> the mean of its turns' stored scores of ``metric`` (the case roll-up's
-    score), for the cases of ``run_ids`` that have one: never a 0 for a missing score; a
-    repeated case's (under its first repetition's id) is the mean over its repetitions
-    (1 query)."""
-    return {
-        case_id: fmean(values) for case_id, values in case_score_samples(run_ids, metric).items()
-    }
-
-
-def case_score_samples(run_ids: list[int], metric: str) -> dict[int, list[float]]:
-    """Case id (a repeated case's first repetition's) -> the case's score of ``metric`` in each
-    of its repetitions that has one (one value without repeats; 1 query)."""
-    # From the turns (their covering index holds run and case), then each turn's metrics by
-    # the turn: cheaper than from the metrics, whose turn must then be read for its case.
-    rows = (
-        TurnRow.objects.filter(
-            run_id__in=run_ids, metrics__metric_name=metric, metrics__score__isnull=False
-        )
-        .order_by()
-        .values("case_id", "run_id", "case__index", "case__repetition")
-        .annotate(mean=Avg("metrics__score"))
-        .values_list("case_id", "run_id", "case__index", "case__repetition", "mean")
-    )
-    first: dict[tuple[int, int], int] = {}
-    values: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for case_id, run_id, index, repetition, mean in rows:
-        if mean is None:
-            continue
-        if repetition == 0:
-            first[(run_id, index)] = case_id
-        values[(run_id, index)].append(mean)
-    return {first[unit]: scores for unit, scores in values.items() if unit in first}
-
-
-def turn_hits(run_ids: list[int], text: str) -> dict[int, set[int]]:
-    """Case id -> the indexes of its turns whose input or response holds ``text``, case
-    folded as the database does (``icontains``; SQLite folds ASCII letters only) (1 query)."""
-    rows = (
-        TurnRow.objects.filter(run_id__in=run_ids)
-        .filter(Q(input__icontains=text) | Q(response__icontains=text))
-        .order_by()
-        .values_list("case_id", "index")
-    )
-    hits: dict[int, set[int]] = defaultdict(set)
-    for case_id, index in rows:
-        hits[case_id].add(index)
-    return dict(hits)
 
 
 def _judge_sums(run_ids: list[int], kinds: list[str]) -> dict[int, tuple[int, float | None]]:
