@@ -11,7 +11,8 @@ trends and the recorder, below this folder). Here, on top of everything else:
 - ``pages/``: the views (``views.py``: the compare page, a case, the agent.yaml diff), their
   query parameters (``params.py``), view models (``headline.py``, ``cells.py``, ``case.py``,
   ``files.py``), two transcripts side by side (``transcript_pair.py`` with ``transcripts.py``),
-  the CSV download (``download.py``); ``urls.py`` mounts them under /compare/;
+  the CSV page (``download.py``); ``urls.py`` mounts them under /compare/;
+- ``csv_download.py``: the compare as a CSV response, for the page and the API;
 - ``api.py``: ``GET /api/v1/compare`` and its friends; ``gate.py`` and ``gate_api.py``: the CI
   gate (``manage.py gate``, ``POST /api/v1/gate``).
 """
