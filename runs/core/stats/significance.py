@@ -23,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -137,6 +139,14 @@ def mcnemar_exact_p(worse: int, better: int) -> float:
     if worse < 0 or better < 0:
         raise ValueError("discordant pair counts cannot be negative")
     return _mcnemar_p(worse, better)
+
+
+def _numpy() -> ModuleType:
+    """numpy, imported where an interval or an adjustment is computed."""
+    # lazy: numpy costs 0.1-0.2 s at import and every run_agent start loads this module
+    import numpy
+
+    return numpy
 
 
 def _scipy_stats() -> ModuleType:
@@ -258,6 +268,7 @@ def pass_rate_difference(
     """The pass-rate difference of two runs (case key -> the case's outcomes, one per
     repetition) with a percentile interval from a paired bootstrap over cases
     (``numpy.random.default_rng(seed)``: the same input and seed give the same interval)."""
+    np = _numpy()
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
     if n_resamples < 1:
@@ -292,6 +303,7 @@ def _bootstrap_interval(
 ) -> tuple[float, float]:
     """The percentile interval, in points, of the mean of ``differences`` (fractions) over
     ``n_resamples`` resamples of the cases with replacement."""
+    np = _numpy()
     rng = np.random.default_rng(seed)
     count = len(differences)
     block = max(1, _BOOTSTRAP_BLOCK // count)
@@ -310,6 +322,7 @@ def _bootstrap_interval(
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), in the order given."""
+    np = _numpy()
     if not p_values:
         return []
     adjusted = _scipy_stats().false_discovery_control(
