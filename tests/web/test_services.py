@@ -10,7 +10,7 @@ from django.utils import timezone
 from runs import recorder
 from runs.core import gitutil
 from runs.core.agentconfig.errors import ConfigError
-from runs.models import CaseRow, MetricRow, Run, TurnResult
+from runs.models import CaseRow, MetricRow, Run, TurnRow
 from runs.services import execution, launch, recovery
 from tests.web.services_helpers import example_project, git
 
@@ -30,7 +30,7 @@ def test_a_launched_run_executes_every_case_turn_by_turn(
     assert run.status == Run.Status.FAILED  # the example has a deliberately failing case
     assert (run.total_cases, run.cases_done) == (3, 3)
     assert (run.passed_cases, run.failed_cases) == (2, 1)
-    assert run.total_turns == run.turns_done == TurnResult.objects.filter(run=run).count() == 10
+    assert run.total_turns == run.turns_done == TurnRow.objects.filter(run=run).count() == 10
     assert MetricRow.objects.filter(run=run).exists()
     assert run.pass_rate == pytest.approx(66.67)
     assert {row["kind"] for row in run.summary["metrics"]} >= {"standard", "code"}
@@ -64,9 +64,9 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     project = example_project(tmp_path)
     run = launch_run(project, limit=1)
     case = run.cases.get()
-    turns_before = TurnResult.objects.filter(case=case).count()
+    turns_before = TurnRow.objects.filter(case=case).count()
     execution.case_execute(case_id=case.pk)  # redelivered after it finished: nothing happens
-    assert TurnResult.objects.filter(case=case).count() == turns_before
+    assert TurnRow.objects.filter(case=case).count() == turns_before
     # A worker died mid-case: the broker redelivers; partial rows are replaced, not duplicated.
     CaseRow.objects.filter(pk=case.pk).update(
         status=CaseRow.Status.RUNNING, claimed_by=dead_process()
@@ -76,7 +76,7 @@ def test_a_redelivered_case_task_writes_no_duplicate_rows(
     )
     execution.case_execute(case_id=case.pk)
     run.refresh_from_db()
-    assert TurnResult.objects.filter(case=case).count() == turns_before
+    assert TurnRow.objects.filter(case=case).count() == turns_before
     assert run.turns_done == turns_before and run.cases_done == 1
 
 
@@ -150,7 +150,7 @@ def test_a_case_whose_worker_went_silent_runs_again(
     case.refresh_from_db()
     assert run.status in (Run.Status.PASSED, Run.Status.FAILED)
     assert case.status == CaseRow.Status.DONE and case.attempts == 2
-    assert TurnResult.objects.filter(case=case).count() == case.turn_count
+    assert TurnRow.objects.filter(case=case).count() == case.turn_count
     assert run.turns_done == case.turn_count and run.cases_done == 1
 
 
@@ -293,7 +293,7 @@ def test_a_case_cancelled_before_its_worker_claims_it_never_runs(tmp_path: Path)
     case.refresh_from_db()
     run.refresh_from_db()
     assert case.status == CaseRow.Status.CANCELLED and case.attempts == 0
-    assert not TurnResult.objects.filter(run=run).exists()
+    assert not TurnRow.objects.filter(run=run).exists()
     assert (run.status, run.cases_done, run.total_cases) == (Run.Status.CANCELLED, 1, 1)
 
 
@@ -309,7 +309,7 @@ def test_an_attempt_that_lost_the_case_writes_nothing_more(tmp_path: Path) -> No
     turn = WireTurn(turn_index=0, input="q", passed=True, execution_time_ms=1)
     with pytest.raises(recorder.CaseSuperseded):
         recorder.turns_append(case, attempt, [turn])
-    assert not TurnResult.objects.filter(case=case).exists()
+    assert not TurnRow.objects.filter(case=case).exists()
 
 
 def test_a_case_that_keeps_killing_its_worker_is_given_up(tmp_path: Path) -> None:
@@ -423,7 +423,7 @@ def test_a_regrade_of_a_cancelled_run_grades_the_cases_that_ran_and_carries_the_
     execution.run_execute_inline(run_id=run.pk)
     # As if cancelled after its first case: the second never started.
     second = run.cases.get(index=1)
-    TurnResult.objects.filter(case=second).delete()
+    TurnRow.objects.filter(case=second).delete()
     CaseRow.objects.filter(pk=second.pk).update(
         status=CaseRow.Status.CANCELLED, outcome="cancelled", started_at=None
     )
@@ -443,7 +443,7 @@ def test_a_regrade_of_a_cancelled_run_grades_the_cases_that_ran_and_carries_the_
     assert regrade.partial_text == run.partial_text == "partial: 2 of 3 cases, limit 2"
 
     # Cancelled before any case ran: nothing to re-grade, said so.
-    TurnResult.objects.filter(run=run).delete()
+    TurnRow.objects.filter(run=run).delete()
     with pytest.raises(launch.LaunchError, match="no case that ran"):
         run_regrade_create(original=Run.objects.get(pk=run.pk), enqueue=False)
 
@@ -458,7 +458,7 @@ def test_a_regrade_case_whose_original_never_ran_is_not_graded_not_an_error(
     run = execution.run_execute_inline(run_id=run.pk)
     created = run_regrade_create(original=run, enqueue=False)
     # The original's turns of case 1 vanish before the re-grade grades it.
-    TurnResult.objects.filter(run=run, case__index=1).delete()
+    TurnRow.objects.filter(run=run, case__index=1).delete()
     regrade = execution.run_execute_inline(run_id=created.pk)
     case = regrade.cases.get(index=1)
     assert case.outcome == "not_graded" and case.status == CaseRow.Status.DONE

@@ -13,7 +13,7 @@ from django.test import Client
 
 from runs.core.wire.holodeck_io import load_eval_runs_bytes
 from runs.core.wire.transcripts import MAX_EVENTS, TEXT_CAP, TurnTrace, transcript_size
-from runs.models import CaseRow, Run, TurnResult, TurnTranscript
+from runs.models import CaseRow, Run, TurnRow, TurnTranscript
 from runs.selectors.export import run_eval_run
 from runs.services import launch
 from runs.services.history import run_import
@@ -37,7 +37,7 @@ def ran(tmp_path: Path) -> Run:
 
 def events_of(run: Run, case_name: str) -> list[list[dict[str, Any]]]:
     case = CaseRow.objects.get(run=run, name=case_name)
-    turns = TurnResult.objects.filter(case=case).order_by("index")
+    turns = TurnRow.objects.filter(case=case).order_by("index")
     return [TurnTranscript.objects.get(turn=turn).events for turn in turns]
 
 
@@ -56,7 +56,7 @@ def test_each_turn_of_a_scripted_run_stores_what_its_agent_was_sent_and_did(ran:
     assert system["text"].startswith(INSTRUCTIONS_START) and system["source"] == "agent.yaml"
     assert user["text"] == "Where is my order A1001?"
     assert tool["name"] == "order_status" and tool["args"] == {"order_id": "A1001"}
-    turn = TurnResult.objects.get(case__run=ran, case__name="order_shipped")
+    turn = TurnRow.objects.get(case__run=ran, case__name="order_shipped")
     assert tool["result"] == turn.tool_invocations[0]["result"]  # what the tool returned
     assert answer["text"] == turn.response
     usage = turn.token_usage
@@ -74,7 +74,7 @@ def test_only_a_cases_first_turn_holds_the_system_prompt(tmp_path: Path) -> None
 
     multi = CaseRow.objects.filter(run=run, is_multi_turn=True).first()
     assert multi is not None
-    turns = TurnResult.objects.filter(case=multi).order_by("index")
+    turns = TurnRow.objects.filter(case=multi).order_by("index")
     types = [[e["type"] for e in TurnTranscript.objects.get(turn=t).events] for t in turns]
     assert types[0][:2] == ["system", "user"]
     assert all(kinds[0] == "user" for kinds in types[1:])
