@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.safestring import SafeString
 
-from runs.compare.pages.headline import Column
+from runs.compare.pages.view_models import Column
 from runs.compare.reads.comparison import cases_by_key
 from runs.core.comparison.matrix import (
     BASELINE_ORDER,

@@ -28,24 +28,22 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from runs.compare.pages.case import side_by_side
-from runs.compare.pages.cells import (
+from runs.compare.pages.files import config_facts, config_text, files_compared
+from runs.compare.pages.matrix_html import matrix_html
+from runs.compare.pages.params import compare_query, side_by_side_query
+from runs.compare.pages.view_models import (
     LEGEND,
     SHOW_LABELS,
     UNSTABLE_HINT,
     CellLinks,
-    matrix_html,
-    row_view,
-)
-from runs.compare.pages.files import config_facts, config_text, files_compared
-from runs.compare.pages.headline import (
     against_positions,
     columns_of,
     headline_lines,
     kind_changes,
     metric_choices,
+    row_view,
     significance_lines,
 )
-from runs.compare.pages.params import compare_query, side_by_side_query
 from runs.compare.reads.compared_rows import ComparedRows, compare_rows, metric_agreement_texts
 from runs.compare.reads.comparison import (
     MAX_RUNS,

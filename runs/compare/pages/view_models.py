@@ -1,7 +1,8 @@
-"""The compare page's headline: one line per measure (pass rate, cases and turns by outcome,
-metrics, tokens, time, cost), one cell per run with its delta against the run it is compared
-with; with repeats, the significance lines; the column heads and the regressions and fixes by
-kind."""
+"""The compare page's view models: its headline, one line per measure (pass rate, cases and
+turns by outcome, metrics, tokens, time, cost), one cell per run with its delta against the run
+it is compared with; with repeats, the significance lines; the column heads and the regressions
+and fixes by kind; and its matrix's rows, a cell per run (drawn by
+``runs.compare.pages.matrix_html``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.utils.http import urlencode
+
 from runs.compare.reads.comparison import Comparison, Headline
+from runs.core.comparison.matrix import BASELINE_ORDER, Change, Row
+from runs.core.comparison.query import ComparisonQuery
 from runs.core.pricing.prices import Cost, format_cost, format_usd
-from runs.core.stats.significance import Significance
+from runs.core.stats.significance import (
+    ScoreResult,
+    Significance,
+    UnitResult,
+)
 from runs.core.verdicts.kinds import kind_order
 from runs.core.verdicts.numbers import (
     NONE_TEXT,
@@ -21,6 +30,7 @@ from runs.core.verdicts.numbers import (
     format_score,
     format_score_change,
     format_thousands,
+    ordinal,
 )
 from runs.core.verdicts.outcomes import Outcome
 from runs.core.verdicts.summary import MetricSummary, OutcomeCounts
@@ -347,3 +357,155 @@ def kind_changes(comparison: Comparison) -> list[tuple[str, list[tuple[int, int]
         (kind, [counts.get(run_id, (0, 0)) for run_id in others])
         for kind, counts in comparison.matrix.by_kind.items()
     ]
+
+
+# --- the matrix's rows ------------------------------------------------------------------------
+
+
+# What a matrix cell can say, in the order the legend explains it, with a hint where the word
+# alone would not do.
+LEGEND: tuple[tuple[Outcome, str], ...] = (
+    (Outcome.PASSED, ""),
+    (Outcome.FAILED, ""),
+    (Outcome.ERROR, ""),
+    (Outcome.NOT_GRADED, ""),
+    (Outcome.SKIPPED, ""),
+    (Outcome.CANCELLED, ""),
+    (Outcome.PENDING, "no verdict yet"),
+    (Outcome.NONE, "none of the selected kinds ran"),
+    (Outcome.ABSENT, "not in that run"),
+)
+SHOW_LABELS = {"unstable": "unstable (changed back and forth)"}
+UNSTABLE_HINT = (
+    "a turn's verdict went from passed to failed and back (or the other way round) along the "
+    "runs in commit order: a change each time, not flakiness (the runs are of different commits)"
+)
+
+
+# --- the matrix -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnMark:
+    index: int
+    verdict: Outcome
+    change: Change | None  # against the compared run's same turn
+    hit: bool = False  # the searched text occurs in it
+
+
+@dataclass(frozen=True)
+class CellView:
+    run_id: int
+    verdict: Outcome
+    case_id: int | None
+    turns: list[TurnMark]
+    link: str
+    is_baseline: bool  # the reference column: compared with no run
+    against: int | None = None  # the run it is compared with
+    metric: str = ""  # the chosen metric, whose score and delta the cell shows
+    score: float | None = None
+    delta: float | None = None
+    # A repeated run's case: (passed, graded) of its repetitions.
+    repetitions: tuple[int, int] | None = None
+    # Against the compared run, over their repetitions (runs.core.stats.significance): the case's
+    # verdicts, and the chosen metric's scores.
+    significance: UnitResult | None = None
+    score_significance: ScoreResult | None = None
+
+
+@dataclass(frozen=True)
+class RowView:
+    row: Row
+    cells: list[CellView]
+    hit_link: str = ""  # the side by side at the first turn where the text occurs
+
+
+@dataclass(frozen=True)
+class CellLinks:
+    """The parts of the matrix's links that every row shares: the side by side of all the
+    compared runs (in the columns' order) with the page's order, kinds and search."""
+
+    side: str  # "/compare/case/?runs=...&order=...&kinds=...&q=..." (the key goes last)
+    metric: str
+
+    @classmethod
+    def of(cls, comparison: Comparison, settings: ComparisonQuery) -> CellLinks:
+        # The ids with plain commas (a query string may hold them): a page has hundreds of
+        # these links, and "%2C" between a dozen ids is kilobytes.
+        runs = ",".join(str(run.pk) for run in comparison.runs)
+        baseline = comparison.baseline.pk
+        query = {
+            # The reference column, wherever it is (the columns are oldest first).
+            "baseline": str(baseline)
+            if settings.order == BASELINE_ORDER and baseline != comparison.runs[0].pk
+            else "",
+            "order": settings.order if settings.order != BASELINE_ORDER else "",
+            "kinds": ",".join(settings.kinds),
+            "q": settings.q,
+        }
+        rest = urlencode({k: v for k, v in query.items() if v})
+        return cls(f"/compare/case/?runs={runs}" + (f"&{rest}" if rest else ""), settings.metric)
+
+    def case(self, key_query: str, turn: int | None = None) -> str:
+        return f"{self.side}&{key_query}" + (f"#turn-{ordinal(turn)}" if turn is not None else "")
+
+
+def row_view(row: Row, comparison: Comparison, links: CellLinks) -> RowView:
+    against = comparison.matrix.against
+    key_query = urlencode({"key": row.key})
+    cells = []
+    for run in comparison.runs:
+        other = against.get(run.pk)
+        hits = frozenset(row.hits.get(run.pk, ()))
+        changes = row.marks.get(run.pk, ())
+        marks = [
+            TurnMark(
+                index,
+                line[run.pk],
+                changes[index] if index < len(changes) else None,
+                index in hits,
+            )
+            for index, line in enumerate(row.turns)
+        ]
+        case_id = row.case_ids.get(run.pk)
+        if case_id is None:
+            link = ""
+        elif other is None:
+            link = f"/runs/{run.pk}/cases/{case_id}/"
+        else:
+            link = links.case(key_query, _first_turn(marks))
+        cells.append(
+            CellView(
+                run_id=run.pk,
+                verdict=row.cells[run.pk],
+                case_id=case_id,
+                turns=marks,
+                link=link,
+                is_baseline=other is None,
+                against=other,
+                metric=links.metric,
+                score=row.scores.get(run.pk),
+                delta=row.deltas.get(run.pk),
+                repetitions=comparison.repetitions.get(case_id) if case_id else None,
+                significance=_case_significance(comparison, run.pk, row.key),
+                score_significance=comparison.score_significance.get(run.pk, {}).get(row.key),
+            )
+        )
+    hit_turns = sorted({index for found in row.hits.values() for index in found})
+    hit_link = links.case(key_query, hit_turns[0]) if hit_turns else ""
+    return RowView(row, cells, hit_link)
+
+
+def _case_significance(comparison: Comparison, run_id: int, key: str) -> UnitResult | None:
+    found = comparison.significance.get(run_id)
+    return found.cases.units.get(key) if found is not None else None
+
+
+def _first_turn(marks: list[TurnMark]) -> int | None:
+    """The turn a cell's link opens at: the first where the text occurs, else the first that
+    changed (None: the top of the page)."""
+    for wanted in (lambda m: m.hit, lambda m: m.change is not None):
+        found = next((mark.index for mark in marks if wanted(mark)), None)
+        if found is not None:
+            return found
+    return None
