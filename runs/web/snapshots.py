@@ -12,7 +12,6 @@ hashes) is shown to every logged-in user.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -31,9 +30,6 @@ from runs.selectors.snapshots import (
 from runs.shared.downloads import attachment, snapshot_zip_response
 from runs.web.diffs import size_text
 from runs.web.params import flag_param
-
-if TYPE_CHECKING:
-    pass
 
 # A file page decodes at most this many bytes of a file (a file may be 20 MB: decoding and
 # splitting it whole took ~900 MB) and shows at most this many lines of them; the download has

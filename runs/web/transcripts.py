@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
@@ -25,9 +25,6 @@ from runs.selectors.transcript_turns import (
 )
 from runs.shared.transcript_events import Timeline, timeline
 from runs.web.params import int_param, text_param
-
-if TYPE_CHECKING:
-    pass
 
 MAX_TURN = 10_000
 # The anchor prefix of the turn the fragment is drawn in (``case-12-``, ``run-3-``, none).
