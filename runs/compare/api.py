@@ -69,7 +69,9 @@ RunIds = Annotated[list[Id], BeforeValidator(comma_separated)]
 Kinds = Annotated[list[Kind], BeforeValidator(comma_separated)]
 
 
-class CompareQuery(Schema):
+class RunsQuery(Schema):
+    """The runs compared, and the baseline picked: what the compare and its CSV both take."""
+
     runs: RunIds = Field(
         ...,
         min_length=1,
@@ -78,6 +80,9 @@ class CompareQuery(Schema):
         "with its baseline",
     )
     baseline: Id | None = None
+
+
+class CompareQuery(RunsQuery):
     kinds: Kinds = Field(
         default_factory=list, description="repeated (kinds=a&kinds=b) or comma-separated"
     )
@@ -372,15 +377,7 @@ def _row_out(comparison: Comparison, row: Row) -> dict[str, object]:
     }
 
 
-class CompareCsvQuery(Schema):
-    runs: RunIds = Field(
-        ...,
-        min_length=1,
-        max_length=MAX_RUNS,
-        description="run ids, repeated (runs=7&runs=8) or comma-separated (runs=7,8); one: "
-        "with its baseline",
-    )
-    baseline: Id | None = None
+class CompareCsvQuery(RunsQuery):
     kinds: Kinds = Field(
         default_factory=list,
         description="the kinds whose verdict columns are written (every kind by default), and "
