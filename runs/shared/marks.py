@@ -1,5 +1,5 @@
 """Marks and formats drawn by the template tags (``runs.templatetags.dashboard`` registers each)
-and by the views that draw rows in Python (``runs.web.row_html``, compare's headline): one
+and by the views that draw rows in Python (``runs.web.row_html``): one
 definition, below both, so tags and views never import each other."""
 
 from __future__ import annotations

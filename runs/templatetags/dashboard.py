@@ -59,7 +59,8 @@ from runs.templatetags import json_html
 
 register = template.Library()
 
-# The marks and formats the pages draw in Python too (runs/shared/marks.py).
+# The marks and formats the pages draw in Python too (runs/shared/marks.py, and durations and
+# counts from runs.core.verdicts.numbers).
 register.filter("duration", format_duration)
 register.filter("ago", ago)
 register.filter("thousands", format_thousands)

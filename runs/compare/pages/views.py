@@ -9,9 +9,9 @@ drops) and keep the cases where a text occurs (``?q=``).
 
 The settings are read once into a ``ComparisonQuery`` (``runs.compare.pages.params``), and the rows
 come from ``runs.compare.reads.compared_rows``, as ``GET /api/v1/compare``'s do. What the templates
-show is built by ``compare_headline`` (the headline's lines), ``compare_matrix`` (the matrix's
-cells and rows), ``compare_case`` (the side by side's turns) and ``compare_files`` (the config
-diff's files).
+show is built by ``view_models`` (the headline's lines, the matrix's rows, which
+``matrix_html`` draws), ``case`` (the side by side's turns) and ``files`` (the config diff's
+files).
 """
 
 from __future__ import annotations
