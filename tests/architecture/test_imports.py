@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import grimp
 
 PACKAGES = ("holodeck_web", "runs", "graders")
@@ -13,38 +15,43 @@ def import_cycles() -> list[list[str]]:
     understood one without the other)."""
     graph = grimp.build_graph(*PACKAGES)
     modules = graph.modules
-    edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+    return circles({m: graph.find_modules_directly_imported_by(m) & modules for m in modules})
+
+
+def circles(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more nodes of ``edges`` (node -> the nodes it
+    points to), each sorted (Tarjan's algorithm)."""
     order: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
-    cycles: list[list[str]] = []
+    found: list[list[str]] = []
 
-    def visit(module: str) -> None:  # Tarjan's algorithm
-        order[module] = low[module] = len(order)
-        stack.append(module)
-        on_stack.add(module)
-        for target in edges[module]:
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, set()):
             if target not in order:
                 visit(target)
-                low[module] = min(low[module], low[target])
+                low[node] = min(low[node], low[target])
             elif target in on_stack:
-                low[module] = min(low[module], order[target])
-        if low[module] == order[module]:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
             group = []
             while True:
                 member = stack.pop()
                 on_stack.discard(member)
                 group.append(member)
-                if member == module:
+                if member == node:
                     break
             if len(group) > 1:
-                cycles.append(sorted(group))
+                found.append(sorted(group))
 
-    for module in sorted(modules):
-        if module not in order:
-            visit(module)
-    return cycles
+    for node in sorted(edges):
+        if node not in order:
+            visit(node)
+    return sorted(found)
 
 
 def test_no_module_of_the_project_is_part_of_an_import_circle() -> None:

@@ -7,9 +7,11 @@ is in ``runs/shared/`` (docs/architecture.md draws the layers)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import grimp
+
+from tests.architecture.test_imports import circles
 
 PACKAGES = ("holodeck_web", "runs", "graders")
 
@@ -76,28 +78,12 @@ def package_circles(imports: Iterable[tuple[str, str]], under: str) -> list[list
             return None
         return under + "." + module[len(under) + 1 :].split(".")[0]
 
-    reach: dict[str, set[str]] = {}
+    edges: dict[str, set[str]] = {}
     for module, target in imports:
         a, b = part(module), part(target)
         if a and b and a != b:
-            reach.setdefault(a, set()).add(b)
-            reach.setdefault(b, set())
-    closed = _closure(reach)
-    circles = {frozenset({a} | {b for b in closed[a] if a in closed[b]}) for a in closed}
-    return sorted(sorted(group) for group in circles if len(group) > 1)
-
-
-def _closure(direct: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    closed = {node: set(targets) for node, targets in direct.items()}
-    changed = True
-    while changed:
-        changed = False
-        for node, targets in closed.items():
-            grown = targets.union(*(closed[target] for target in targets))
-            if grown != targets:
-                closed[node] = grown
-                changed = True
-    return closed
+            edges.setdefault(a, set()).add(b)
+    return circles(edges)
 
 
 def crossing(
