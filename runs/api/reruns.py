@@ -10,7 +10,7 @@ from pydantic import model_validator
 from runs import selectors
 from runs.api.auth import role_only
 from runs.api.runs import IDEMPOTENCY_KEY, RunOut
-from runs.api.schemas import Id, responses
+from runs.api.schemas import Id, config_problems, responses
 from runs.core.agentconfig.errors import ConfigError
 from runs.core.queryvalues import MAX_INT
 from runs.core.reviewing.vocabulary import Role
@@ -79,11 +79,7 @@ def run_again_response(start: Callable[[], Any]) -> tuple[int, Any]:
     except RerunError as exc:
         return 409, {"detail": str(exc)}
     except ConfigError as exc:
-        problems = [
-            {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}
-            for p in exc.problems
-        ]
-        return 422, {"detail": problems}
+        return 422, config_problems(exc)
     except LaunchError as exc:  # a malformed idempotency key, or one sent with another request
         return 422, {"detail": [{"loc": ["header", "Idempotency-Key"], "msg": str(exc)}]}
     return (200 if run.replayed else 201), run

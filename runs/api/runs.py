@@ -10,7 +10,7 @@ from ninja.pagination import paginate
 
 from runs import selectors
 from runs.api.auth import role_only
-from runs.api.schemas import BoundedPagination, Id, SafeText, responses
+from runs.api.schemas import BoundedPagination, Id, SafeText, config_problems, responses
 from runs.core.agentconfig.errors import ConfigError
 from runs.core.agentconfig.limits import MAX_REPEATS
 from runs.core.reviewing.vocabulary import Role
@@ -220,11 +220,7 @@ def run_launch(
         launch = payload.model_dump(exclude={"project"})
         run = run_create(project=project, user=user, idempotency_key=key, **launch)
     except ConfigError as exc:
-        problems = [
-            {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}
-            for p in exc.problems
-        ]
-        return 422, {"detail": problems}
+        return 422, config_problems(exc)
     except LaunchError as exc:
         where = ["header", "Idempotency-Key"] if exc.field == "idempotency_key" else None
         loc = where or ["body", exc.field or "project"]

@@ -8,6 +8,7 @@ from ninja import Schema
 from ninja.pagination import LimitOffsetPagination
 from pydantic import AfterValidator, Field, StringConstraints
 
+from runs.core.agentconfig.errors import ConfigError
 from runs.core.queryvalues import MAX_INT, MAX_TEXT, parse_text
 
 
@@ -51,3 +52,14 @@ COMMON_ERRORS = (400, 401, 422)
 def responses(ok: dict[int, Any], *errors: int) -> dict[int, Any]:
     """An operation's documented responses: its success, the common errors and ``errors``."""
     return {**ok, **{code: ErrorOut for code in sorted({*COMMON_ERRORS, *errors})}}
+
+
+def config_problems(exc: ConfigError) -> dict[str, list[dict[str, Any]]]:
+    """A 422's body for an agent.yaml that does not load: one item per problem, located at
+    its field in agent.yaml (a launch, a re-run and a replay answer alike)."""
+    return {
+        "detail": [
+            {"loc": ["agent.yaml", *([p.field_path] if p.field_path else [])], "msg": str(p)}
+            for p in exc.problems
+        ]
+    }
