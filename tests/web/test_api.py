@@ -261,6 +261,7 @@ def test_launching_through_the_api(
     project.agent_path.write_text(project.agent_path.read_text() + "\nbogus: 1\n")
     broken = post(client, "/runs", staff_token, {"project": project.pk})
     assert broken.status_code == 422 and "bogus" in broken.json()["detail"][0]["msg"]
+    assert broken.json()["detail"][0]["loc"][0] == "agent.yaml"
     assert post(client, "/runs", staff_token, {"project": 999999}).status_code == 404
     assert (
         post(client, "/runs", staff_token, {"project": project.pk, "parallel": 0}).status_code
