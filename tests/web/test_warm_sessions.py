@@ -246,4 +246,6 @@ def test_an_edited_agent_runs_on_fresh_cli_processes(
     assert sum("careful calculator" in p for p in prompts) == 2
     assert sum("patient calculator" in p for p in prompts) == 2
     assert Run.objects.get(pk=second.pk).snapshot_id != Run.objects.get(pk=first.pk).snapshot_id
-    assert not cli_processes(fake)  # every CLI stopped with its run
+    # Every CLI stopped with its run: the settling task stops it after the run is marked
+    # ended, as after the first run.
+    wait_for(lambda: not cli_processes(fake), 30, workers)
